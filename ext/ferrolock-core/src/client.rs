@@ -1,0 +1,217 @@
+//! A Redis client shared by many threads: a pool of connections (one per concurrent caller,
+//! so threads never queue behind one socket), reset in a forked child.
+
+use crate::conn::{Conn, Timeouts};
+use crate::endpoint::{Addr, Endpoint};
+use crate::error::{Error, Result};
+use crate::fork::ForkLocal;
+use crate::interrupt::Interrupt;
+use crate::keys::{check_name, Keys};
+use crate::lease::Watchdog;
+use crate::script::ScriptCall;
+use redis::Value;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Idle connections kept per client; more may be open while many threads are busy.
+const MAX_IDLE: usize = 64;
+
+#[derive(Clone, Debug)]
+pub struct ClientOptions {
+    pub url: String,
+    pub namespace: String,
+    pub connect_timeout: Duration,
+    pub read_timeout: Duration,
+    /// Extra CA certificate (PEM) trusted for rediss:// besides the system roots.
+    pub tls_ca_file: Option<PathBuf>,
+}
+
+impl ClientOptions {
+    pub fn new(url: &str) -> Self {
+        ClientOptions {
+            url: url.to_string(),
+            namespace: "ferrolock".to_string(),
+            connect_timeout: Duration::from_secs(1),
+            read_timeout: Duration::from_secs(1),
+            tls_ca_file: None,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<ClientInner>,
+}
+
+pub(crate) struct ClientInner {
+    endpoint: Endpoint,
+    namespace: String,
+    timeouts: Timeouts,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    idle: ForkLocal<Mutex<Vec<Conn>>>,
+    pub(crate) watchdog: ForkLocal<Arc<Watchdog>>,
+}
+
+impl Drop for ClientInner {
+    fn drop(&mut self) {
+        self.watchdog.get().stop();
+    }
+}
+
+impl Client {
+    pub fn new(opts: ClientOptions) -> Result<Client> {
+        let endpoint = Endpoint::parse(&opts.url)?;
+        check_name("namespace", &opts.namespace)?;
+        for (arg, d) in [("connect_timeout", opts.connect_timeout), ("read_timeout", opts.read_timeout)] {
+            if d.is_zero() {
+                return Err(Error::argument(format!("{arg}: must be positive")));
+            }
+        }
+        let tls = match &endpoint.addr {
+            Addr::Tls { insecure: true, .. } => {
+                return Err(Error::argument("url: #insecure TLS is not supported; give tls_ca_file instead"))
+            }
+            Addr::Tls { .. } => Some(crate::tls::client_config(opts.tls_ca_file.as_deref())?),
+            _ => None,
+        };
+        Ok(Client {
+            inner: Arc::new(ClientInner {
+                endpoint,
+                namespace: opts.namespace,
+                timeouts: Timeouts { connect: opts.connect_timeout, read: opts.read_timeout },
+                tls,
+                idle: ForkLocal::new(|| Mutex::new(Vec::new())),
+                watchdog: ForkLocal::new(|| Arc::new(Watchdog::default())),
+            }),
+        })
+    }
+
+    pub fn namespace(&self) -> &str {
+        &self.inner.namespace
+    }
+
+    pub fn redacted_url(&self) -> &str {
+        self.inner.endpoint.redacted_url()
+    }
+
+    pub fn display_addr(&self) -> String {
+        self.inner.endpoint.display_addr()
+    }
+
+    pub fn read_timeout(&self) -> Duration {
+        self.inner.timeouts.read
+    }
+
+    pub fn keys(&self, name: &str) -> Result<Keys> {
+        Keys::new(&self.inner.namespace, name)
+    }
+
+    /// Runs `f` on a pooled connection. The connection goes back to the pool only when `f`
+    /// left it in a known state (no I/O error, not interrupted).
+    pub fn with_conn<R>(&self, intr: &Interrupt, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {
+        intr.check()?;
+        let idle = self.inner.idle.get();
+        let pooled = idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let mut conn = match pooled {
+            Some(c) => c,
+            None => Conn::connect(&self.inner.endpoint, self.inner.timeouts, self.inner.tls.as_ref())?,
+        };
+        let result = f(&mut conn);
+        match &result {
+            Err(e) if e.is_io() => drop(conn),
+            _ => {
+                let mut idle = idle.lock().unwrap_or_else(|e| e.into_inner());
+                if idle.len() < MAX_IDLE {
+                    idle.push(conn);
+                }
+            }
+        }
+        result
+    }
+
+    /// Any Redis command, e.g. `["SET", "k", "v"]`.
+    pub fn command(&self, intr: &Interrupt, args: &[Vec<u8>]) -> Result<Value> {
+        if args.is_empty() {
+            return Err(Error::argument("command: needs at least a command name"));
+        }
+        let mut cmd = redis::Cmd::new();
+        for a in args {
+            cmd.arg(a.as_slice());
+        }
+        let packed = cmd.get_packed_command();
+        self.with_conn(intr, |c| c.request(intr, &packed))
+    }
+
+    /// Runs a script call: EVALSHA, and EVAL on NOSCRIPT. One round trip when cached.
+    pub fn eval(&self, intr: &Interrupt, call: &ScriptCall) -> Result<Value> {
+        self.with_conn(intr, |c| {
+            let mut buf = Vec::with_capacity(128);
+            call.pack_into(&mut buf, true);
+            match c.request(intr, &buf) {
+                Err(Error::Redis(msg)) if msg.starts_with("NOSCRIPT") => {
+                    buf.clear();
+                    call.pack_into(&mut buf, false);
+                    c.request(intr, &buf)
+                }
+                other => other,
+            }
+        })
+    }
+
+    /// Runs many script calls in one round trip; each gets its own result.
+    pub fn eval_many(&self, intr: &Interrupt, calls: &[ScriptCall]) -> Result<Vec<Result<Value>>> {
+        if calls.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.with_conn(intr, |c| {
+            let mut buf = Vec::with_capacity(128 * calls.len());
+            for call in calls {
+                call.pack_into(&mut buf, true);
+            }
+            let replies = c.pipeline(intr, &buf, calls.len())?;
+            let mut out = Vec::with_capacity(calls.len());
+            for (call, reply) in calls.iter().zip(replies) {
+                out.push(match reply {
+                    Value::ServerError(e) if e.code() == "NOSCRIPT" => {
+                        buf.clear();
+                        call.pack_into(&mut buf, false);
+                        c.request(intr, &buf)
+                    }
+                    Value::ServerError(e) => Err(Error::Redis(format!("{} {}", e.code(), e.details().unwrap_or("")))),
+                    v => Ok(v),
+                });
+            }
+            Ok(out)
+        })
+    }
+
+    /// BLPOP on `key` for at most `timeout`. True when an element was popped.
+    pub fn blpop(&self, intr: &Interrupt, key: &str, timeout: Duration) -> Result<bool> {
+        // BLPOP 0 would block forever; Redis takes fractional seconds since 6.0.
+        let secs = timeout.as_secs_f64().max(0.001);
+        let packed = redis::cmd("BLPOP").arg(key).arg(format!("{secs:.3}")).get_packed_command();
+        let reply = self.with_conn(intr, |c| c.request_blocking(intr, &packed, timeout))?;
+        Ok(!matches!(reply, Value::Nil))
+    }
+}
+
+/// Reads an integer reply.
+pub fn int(v: &Value) -> Result<i64> {
+    match v {
+        Value::Int(i) => Ok(*i),
+        Value::BulkString(b) => std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| Error::Redis(format!("expected an integer, got {v:?}"))),
+        other => Err(Error::Redis(format!("expected an integer, got {other:?}"))),
+    }
+}
+
+/// Reads an array reply of integers.
+pub fn ints(v: &Value) -> Result<Vec<i64>> {
+    match v {
+        Value::Array(items) => items.iter().map(int).collect(),
+        other => Err(Error::Redis(format!("expected an array, got {other:?}"))),
+    }
+}

@@ -1,0 +1,243 @@
+//! One Redis connection: a socket we own (so a blocked read can be cut with `shutdown(2)`),
+//! RESP2 encoded by `redis::Cmd` and decoded by `redis::Parser`.
+
+use crate::endpoint::{Addr, Endpoint};
+use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
+use redis::{Parser, Value};
+use std::io::{self, Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug)]
+pub struct Timeouts {
+    pub connect: Duration,
+    pub read: Duration,
+}
+
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Stream {
+    fn fd(&self) -> RawFd {
+        match self {
+            Stream::Tcp(s) => s.as_raw_fd(),
+            Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Tls(s) => s.sock.as_raw_fd(),
+        }
+    }
+
+    fn set_read_timeout(&self, dur: Duration) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.set_read_timeout(Some(dur)),
+            Stream::Unix(s) => s.set_read_timeout(Some(dur)),
+            Stream::Tls(s) => s.sock.set_read_timeout(Some(dur)),
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.read(buf),
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => s.write(buf),
+            Stream::Unix(s) => s.write(buf),
+            Stream::Tls(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => s.flush(),
+            Stream::Unix(s) => s.flush(),
+            Stream::Tls(s) => s.flush(),
+        }
+    }
+}
+
+/// Reads end with an error on EOF instead of returning 0, so the parser never spins.
+struct EofIsError<'a>(&'a mut Stream);
+
+impl Read for EofIsError<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.0.read(buf)? {
+            0 if !buf.is_empty() => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed")),
+            n => Ok(n),
+        }
+    }
+}
+
+pub struct Conn {
+    stream: Stream,
+    parser: Parser,
+    read_timeout: Duration,
+    addr: String,
+}
+
+impl Conn {
+    pub fn connect(ep: &Endpoint, timeouts: Timeouts, tls: Option<&Arc<rustls::ClientConfig>>) -> Result<Conn> {
+        let addr = ep.display_addr();
+        let io_err = |e: io::Error| Error::connection(&addr, describe_io(&e));
+        let stream = match &ep.addr {
+            Addr::Tcp { host, port } => Stream::Tcp(tcp_connect(host, *port, timeouts.connect).map_err(io_err)?),
+            Addr::Unix(path) => Stream::Unix(UnixStream::connect(path).map_err(io_err)?),
+            Addr::Tls { host, port, insecure: _ } => {
+                let tcp = tcp_connect(host, *port, timeouts.connect).map_err(io_err)?;
+                let config = tls.ok_or_else(|| Error::connection(&addr, "TLS is not configured"))?;
+                let name = rustls::pki_types::ServerName::try_from(host.clone())
+                    .map_err(|e| Error::argument(format!("url: bad TLS host name {host}: {e}")))?;
+                let session = rustls::ClientConnection::new(config.clone(), name)
+                    .map_err(|e| Error::connection(&addr, e))?;
+                Stream::Tls(Box::new(rustls::StreamOwned::new(session, tcp)))
+            }
+        };
+        // The handshake (AUTH/SELECT) gets the connect timeout as its read timeout.
+        stream.set_read_timeout(timeouts.connect).map_err(io_err)?;
+        let mut conn = Conn { stream, parser: Parser::new(), read_timeout: timeouts.read, addr };
+        if let Some(password) = &ep.password {
+            let mut auth = redis::cmd("AUTH");
+            if let Some(user) = &ep.username {
+                auth.arg(user);
+            }
+            auth.arg(&password.0);
+            conn.roundtrip_plain(&auth.get_packed_command()).map_err(|e| match e {
+                // Never echo the AUTH arguments; Redis' own message is safe.
+                Error::Redis(msg) => Error::connection(&conn.addr, format!("authentication failed: {msg}")),
+                other => other,
+            })?;
+        }
+        if ep.db != 0 {
+            conn.roundtrip_plain(&redis::cmd("SELECT").arg(ep.db).get_packed_command())?;
+        }
+        conn.stream.set_read_timeout(timeouts.read).map_err(|e| Error::connection(&conn.addr, e))?;
+        Ok(conn)
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.stream.fd()
+    }
+
+    pub fn addr(&self) -> &str {
+        &self.addr
+    }
+
+    fn roundtrip_plain(&mut self, packed: &[u8]) -> Result<Value> {
+        self.send(packed)?;
+        self.recv()
+    }
+
+    pub fn send(&mut self, packed: &[u8]) -> Result<()> {
+        let addr = &self.addr;
+        self.stream.write_all(packed).map_err(|e| Error::connection(addr, describe_io(&e)))?;
+        self.stream.flush().map_err(|e| Error::connection(addr, describe_io(&e)))
+    }
+
+    /// Reads one reply. A server error reply becomes `Error::Redis`; the connection stays usable.
+    pub fn recv(&mut self) -> Result<Value> {
+        let value = self.recv_value()?;
+        match value {
+            Value::ServerError(e) => Err(Error::Redis(server_error_text(&e))),
+            v => Ok(v),
+        }
+    }
+
+    /// Reads one reply, server errors returned as values (for pipelines).
+    pub fn recv_value(&mut self) -> Result<Value> {
+        let addr = self.addr.clone();
+        self.parser.parse_value(EofIsError(&mut self.stream)).map_err(|e| {
+            if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
+                Error::connection(&addr, describe_redis_io(&e))
+            } else {
+                Error::Redis(format!("protocol error from {addr}: {e}"))
+            }
+        })
+    }
+
+    /// Runs one command, interruptible through `intr`.
+    pub fn request(&mut self, intr: &Interrupt, packed: &[u8]) -> Result<Value> {
+        let _watch = intr.watch(self.fd())?;
+        self.send(packed).and_then(|_| self.recv()).map_err(|e| interrupted_or(intr, e))
+    }
+
+    /// Sends `count` packed commands at once and reads their replies (errors kept as values).
+    pub fn pipeline(&mut self, intr: &Interrupt, packed: &[u8], count: usize) -> Result<Vec<Value>> {
+        let _watch = intr.watch(self.fd())?;
+        let run = |c: &mut Conn| -> Result<Vec<Value>> {
+            c.send(packed)?;
+            (0..count).map(|_| c.recv_value()).collect()
+        };
+        run(self).map_err(|e| interrupted_or(intr, e))
+    }
+
+    /// A blocking command (BLPOP) whose server-side timeout is `block`: the socket waits that
+    /// long plus the normal read timeout before calling Redis unreachable.
+    pub fn request_blocking(&mut self, intr: &Interrupt, packed: &[u8], block: Duration) -> Result<Value> {
+        let addr = self.addr.clone();
+        self.stream
+            .set_read_timeout(block + self.read_timeout)
+            .map_err(|e| Error::connection(&addr, e))?;
+        let result = self.request(intr, packed);
+        if result.is_ok() {
+            self.stream.set_read_timeout(self.read_timeout).map_err(|e| Error::connection(&addr, e))?;
+        }
+        result
+    }
+}
+
+fn interrupted_or(intr: &Interrupt, e: Error) -> Error {
+    if e.is_io() && intr.is_cancelled() {
+        Error::Interrupted
+    } else {
+        e
+    }
+}
+
+fn tcp_connect(host: &str, port: u16, timeout: Duration) -> io::Result<TcpStream> {
+    let mut last = io::Error::new(io::ErrorKind::NotFound, "host name did not resolve");
+    for sa in (host, port).to_socket_addrs()? {
+        match TcpStream::connect_timeout(&sa, timeout) {
+            Ok(s) => {
+                s.set_nodelay(true)?;
+                return Ok(s);
+            }
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
+
+fn describe_io(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => "timed out".to_string(),
+        _ => e.to_string(),
+    }
+}
+
+fn describe_redis_io(e: &redis::RedisError) -> String {
+    if e.is_timeout() {
+        "timed out".to_string()
+    } else {
+        e.to_string()
+    }
+}
+
+fn server_error_text(e: &redis::ServerError) -> String {
+    match e.details() {
+        Some(d) => format!("{} {}", e.code(), d),
+        None => e.code().to_string(),
+    }
+}

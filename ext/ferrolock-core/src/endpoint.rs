@@ -1,0 +1,148 @@
+//! Where a client connects and how it authenticates, parsed once from a URL.
+
+use crate::error::{Error, Result};
+use redis::{ConnectionAddr, IntoConnectionInfo};
+use std::path::PathBuf;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Addr {
+    Tcp { host: String, port: u16 },
+    Tls { host: String, port: u16, insecure: bool },
+    Unix(PathBuf),
+}
+
+/// A parsed Redis URL. `Debug` is derived on purpose only for fields without secrets; the
+/// password is kept in a wrapper whose `Debug` prints `***`.
+#[derive(Clone, Debug)]
+pub struct Endpoint {
+    pub addr: Addr,
+    pub db: i64,
+    pub username: Option<String>,
+    pub password: Option<Secret>,
+    redacted: String,
+}
+
+#[derive(Clone)]
+pub struct Secret(pub String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl Endpoint {
+    pub fn parse(url: &str) -> Result<Endpoint> {
+        let scheme_ok = ["redis://", "rediss://", "unix://", "redis+unix://"]
+            .iter()
+            .any(|s| url.starts_with(s));
+        if !scheme_ok {
+            return Err(Error::argument(format!(
+                "url: expected redis://, rediss:// or unix://, got {}",
+                redact_url(url)
+            )));
+        }
+        let info = url.into_connection_info().map_err(|e| {
+            Error::argument(format!("url: cannot parse {} ({})", redact_url(url), e.detail().unwrap_or("invalid")))
+        })?;
+        let addr = match info.addr() {
+            ConnectionAddr::Tcp(host, port) => Addr::Tcp { host: host.clone(), port: *port },
+            ConnectionAddr::TcpTls { host, port, insecure, .. } => {
+                Addr::Tls { host: host.clone(), port: *port, insecure: *insecure }
+            }
+            ConnectionAddr::Unix(path) => Addr::Unix(path.clone()),
+            _ => return Err(Error::argument("url: unsupported address kind")),
+        };
+        if let Addr::Tcp { host, .. } | Addr::Tls { host, .. } = &addr {
+            if host.is_empty() {
+                return Err(Error::argument(format!("url: no host in {}", redact_url(url))));
+            }
+        }
+        let settings = info.redis_settings();
+        Ok(Endpoint {
+            addr,
+            db: settings.db(),
+            username: settings.username().map(str::to_string),
+            password: settings.password().map(|p| Secret(p.to_string())),
+            redacted: redact_url(url),
+        })
+    }
+
+    /// `host:port` or the socket path: what error messages name.
+    pub fn display_addr(&self) -> String {
+        match &self.addr {
+            Addr::Tcp { host, port } | Addr::Tls { host, port, .. } => format!("{host}:{port}"),
+            Addr::Unix(path) => path.display().to_string(),
+        }
+    }
+
+    /// The URL as given, with any password replaced by `***`.
+    pub fn redacted_url(&self) -> &str {
+        &self.redacted
+    }
+}
+
+/// Replaces the password part of `scheme://user:password@host` (and `?password=` query values)
+/// with `***`. Works on malformed URLs too, because it only looks at delimiters.
+pub fn redact_url(url: &str) -> String {
+    let mut out = url.to_string();
+    if let Some(scheme_end) = out.find("://") {
+        let rest_start = scheme_end + 3;
+        let authority_end = out[rest_start..]
+            .find(['/', '?'])
+            .map(|i| rest_start + i)
+            .unwrap_or(out.len());
+        if let Some(at) = out[rest_start..authority_end].rfind('@') {
+            let at = rest_start + at;
+            let userinfo = &out[rest_start..at];
+            let redacted = match userinfo.find(':') {
+                Some(colon) => format!("{}:***", &userinfo[..colon]),
+                None => "***".to_string(),
+            };
+            out.replace_range(rest_start..at, &redacted);
+        }
+    }
+    if let Some(q) = out.find("password=") {
+        let end = out[q..].find('&').map(|i| q + i).unwrap_or(out.len());
+        out.replace_range(q..end, "password=***");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn redacts_passwords() {
+        assert_eq!(redact_url("redis://u:s3cret@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(redact_url("redis://:s3cret@h:1"), "redis://:***@h:1");
+        assert_eq!(redact_url("redis://s3cret@h"), "redis://***@h");
+        assert_eq!(redact_url("redis://h:1/0"), "redis://h:1/0");
+        assert_eq!(redact_url("unix:///tmp/r.sock?password=p&db=2"), "unix:///tmp/r.sock?password=***&db=2");
+    }
+
+    #[test]
+    fn parses_tcp_tls_unix() {
+        let e = Endpoint::parse("redis://user:pw@127.0.0.1:7000/3").unwrap();
+        assert_eq!(e.addr, Addr::Tcp { host: "127.0.0.1".into(), port: 7000 });
+        assert_eq!(e.db, 3);
+        assert_eq!(e.username.as_deref(), Some("user"));
+        assert_eq!(e.password.as_ref().map(|s| s.0.as_str()), Some("pw"));
+        assert!(!format!("{e:?}").contains("pw@"));
+        let t = Endpoint::parse("rediss://h:6380").unwrap();
+        assert!(matches!(t.addr, Addr::Tls { port: 6380, .. }));
+        let u = Endpoint::parse("unix:///tmp/x.sock").unwrap();
+        assert_eq!(u.addr, Addr::Unix("/tmp/x.sock".into()));
+    }
+
+    #[test]
+    fn rejects_bad_urls() {
+        for bad in ["http://x", "redis://h:notaport", "", "localhost:6379"] {
+            let err = Endpoint::parse(bad).unwrap_err();
+            assert!(matches!(err, Error::Argument(ref m) if m.starts_with("url:")), "{bad}: {err:?}");
+        }
+        let err = Endpoint::parse("http://u:topsecret@x").unwrap_err();
+        assert!(!err.to_string().contains("topsecret"));
+    }
+}

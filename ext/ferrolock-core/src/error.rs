@@ -1,0 +1,58 @@
+//! One error type for the whole core. The binding maps each variant to a Ruby class.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Error {
+    /// Redis could not be reached or did not answer in time. `addr` is `host:port` (or the socket
+    /// path); it never carries a password.
+    Connection { addr: String, detail: String },
+    /// A wait passed its deadline.
+    Timeout(String),
+    /// A held lease was found gone or owned by another token.
+    LockLost(String),
+    /// No slot of a limiter freed within the wait timeout.
+    OverLimit(String),
+    /// Bad input from the caller; the message names the argument.
+    Argument(String),
+    /// Redis answered with an error reply (or something we could not understand).
+    Redis(String),
+    /// The blocking call was cancelled by the host runtime (Thread#kill, Thread#raise, Timeout).
+    Interrupted,
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    pub fn connection(addr: &str, detail: impl fmt::Display) -> Self {
+        Error::Connection { addr: addr.to_string(), detail: detail.to_string() }
+    }
+
+    pub fn argument(msg: impl Into<String>) -> Self {
+        Error::Argument(msg.into())
+    }
+
+    /// True when the failure says nothing about the lock state and the connection should be
+    /// dropped rather than reused.
+    pub fn is_io(&self) -> bool {
+        matches!(self, Error::Connection { .. } | Error::Interrupted)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Connection { addr, detail } => {
+                write!(f, "cannot reach Redis at {addr}: {detail}")
+            }
+            Error::Timeout(m)
+            | Error::LockLost(m)
+            | Error::OverLimit(m)
+            | Error::Argument(m)
+            | Error::Redis(m) => f.write_str(m),
+            Error::Interrupted => f.write_str("interrupted"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,19 @@
+//! ferrolock-core: Redis coordination primitives with leases and wake-ups. Holds no Ruby types;
+//! the `ferrolock` crate binds it to Ruby.
+
+pub mod client;
+pub mod conn;
+pub mod dist_mutex;
+pub mod endpoint;
+pub mod error;
+pub mod fork;
+pub mod interrupt;
+pub mod keys;
+pub mod lease;
+pub mod script;
+mod tls;
+pub mod wait;
+
+pub use client::{Client, ClientOptions};
+pub use error::{Error, Result};
+pub use interrupt::Interrupt;

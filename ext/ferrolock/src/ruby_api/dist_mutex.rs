@@ -1,0 +1,91 @@
+//! `Ferrolock::Native::DistMutex` and the hold it hands out (see lib/ferrolock/dist_mutex.rb,
+//! which adds Ruby Mutex's owner rules).
+
+use crate::errors::{core_error, seconds};
+use crate::nogvl::{run, Retry};
+use crate::ruby_api::client::RbClient;
+use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions, Held};
+use magnus::{function, method, prelude::*, Error, RModule, Ruby};
+use std::sync::Mutex;
+use std::time::Instant;
+
+#[magnus::wrap(class = "Ferrolock::Native::DistMutex", free_immediately, size)]
+pub struct RbDistMutex(DistMutex);
+
+#[magnus::wrap(class = "Ferrolock::Native::MutexHold", free_immediately, size)]
+pub struct RbMutexHold {
+    held: Mutex<Option<Held>>,
+    fencing_token: i64,
+}
+
+impl RbMutexHold {
+    fn new(held: Held) -> Self {
+        RbMutexHold { fencing_token: held.fencing_token(), held: Mutex::new(Some(held)) }
+    }
+
+    fn fencing_token(&self) -> i64 {
+        self.fencing_token
+    }
+}
+
+impl RbDistMutex {
+    fn new(
+        ruby: &Ruby,
+        client: &RbClient,
+        name: String,
+        expire: Option<f64>,
+        auto_release: bool,
+        lease: f64,
+    ) -> Result<Self, Error> {
+        let opts = DistMutexOptions {
+            expire: expire.map(|e| seconds(ruby, "expire", e)).transpose()?,
+            auto_release,
+            lease: seconds(ruby, "lease", lease)?,
+        };
+        DistMutex::new(&client.0, &name, opts).map(RbDistMutex).map_err(|e| core_error(ruby, e))
+    }
+
+    fn try_lock(ruby: &Ruby, rb_self: &Self) -> Result<Option<RbMutexHold>, Error> {
+        let token = DistMutex::new_token();
+        let held = run(ruby, Retry::Idempotent, |intr| rb_self.0.try_lock(intr, &token))?;
+        Ok(held.map(RbMutexHold::new))
+    }
+
+    fn lock(ruby: &Ruby, rb_self: &Self, timeout: Option<f64>) -> Result<RbMutexHold, Error> {
+        let deadline = match timeout {
+            Some(t) if t == 0.0 => Some(Instant::now()),
+            Some(t) => Some(Instant::now() + seconds(ruby, "timeout", t)?),
+            None => None,
+        };
+        let token = DistMutex::new_token();
+        let held = run(ruby, Retry::Idempotent, |intr| rb_self.0.lock(intr, &token, deadline))?;
+        Ok(RbMutexHold::new(held))
+    }
+
+    fn unlock(ruby: &Ruby, rb_self: &Self, hold: &RbMutexHold) -> Result<(), Error> {
+        let held = hold.held.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(held) = held else { return Ok(()) };
+        // The release is not retried: once sent, a second send would find the lock gone.
+        let once = Mutex::new(Some(held));
+        run(ruby, Retry::Once, |intr| match once.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some(h) => rb_self.0.unlock(intr, h),
+            None => Ok(()),
+        })
+    }
+
+    fn is_locked(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
+        run(ruby, Retry::Idempotent, |intr| rb_self.0.is_locked(intr))
+    }
+}
+
+pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
+    let class = native.define_class("DistMutex", ruby.class_object())?;
+    class.define_singleton_method("new", function!(RbDistMutex::new, 5))?;
+    class.define_method("try_lock", method!(RbDistMutex::try_lock, 0))?;
+    class.define_method("lock", method!(RbDistMutex::lock, 1))?;
+    class.define_method("unlock", method!(RbDistMutex::unlock, 1))?;
+    class.define_method("locked?", method!(RbDistMutex::is_locked, 0))?;
+    let hold = native.define_class("MutexHold", ruby.class_object())?;
+    hold.define_method("fencing_token", method!(RbMutexHold::fencing_token, 0))?;
+    Ok(())
+}

@@ -1,0 +1,2 @@
+pub mod client;
+pub mod dist_mutex;
