@@ -32,6 +32,11 @@ impl RbClient {
         to_ruby(ruby, reply)
     }
 
+    fn ping(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
+        let reply = run(ruby, Retry::Idempotent, |intr| rb_self.0.command(intr, &[b"PING".to_vec()]))?;
+        to_ruby(ruby, reply)
+    }
+
     fn namespace(&self) -> String {
         self.0.namespace().to_string()
     }
@@ -50,6 +55,7 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("Client", ruby.class_object())?;
     class.define_singleton_method("new", function!(RbClient::new, 5))?;
     class.define_method("call", method!(RbClient::call, -1))?;
+    class.define_method("ping", method!(RbClient::ping, 0))?;
     class.define_method("namespace", method!(RbClient::namespace, 0))?;
     class.define_method("redacted_url", method!(RbClient::redacted_url, 0))?;
     class.define_method("key", method!(RbClient::key, 2))?;

@@ -1,0 +1,29 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  module Sidekiq
+    # Pushes a job again for later WITHOUT counting a retry: the same jid, class and arguments,
+    # scheduled `delay` seconds from now, with a per-reason counter in the payload. Used when
+    # ferrolock cannot decide now (a limiter is full, a duplicate waited too long): the job is
+    # delayed, never dropped.
+    module Reschedule
+      module_function
+
+      # Returns the new counter value.
+      def call(job, delay:, counter:)
+        count = job.fetch(counter, 0).to_i + 1
+        payload = job.merge(counter => count, "at" => Time.now.to_f + delay)
+        payload.delete("enqueued_at")
+        ::Sidekiq::Client.push(payload)
+        count
+      end
+
+      # The default backoff: grows with the counter (about 1 s, 2 s, 4 s … capped at 5 minutes)
+      # with up to 50 % jitter so rescheduled jobs do not come back in lockstep.
+      def backoff(count)
+        base = [2**(count - 1), 300].min.to_f
+        base + (rand * base * 0.5)
+      end
+    end
+  end
+end
