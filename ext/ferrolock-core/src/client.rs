@@ -63,14 +63,19 @@ impl Client {
     pub fn new(opts: ClientOptions) -> Result<Client> {
         let endpoint = Endpoint::parse(&opts.url)?;
         check_name("namespace", &opts.namespace)?;
-        for (arg, d) in [("connect_timeout", opts.connect_timeout), ("read_timeout", opts.read_timeout)] {
+        for (arg, d) in [
+            ("connect_timeout", opts.connect_timeout),
+            ("read_timeout", opts.read_timeout),
+        ] {
             if d.is_zero() {
                 return Err(Error::argument(format!("{arg}: must be positive")));
             }
         }
         let tls = match &endpoint.addr {
             Addr::Tls { insecure: true, .. } => {
-                return Err(Error::argument("url: #insecure TLS is not supported; give tls_ca_file instead"))
+                return Err(Error::argument(
+                    "url: #insecure TLS is not supported; give tls_ca_file instead",
+                ))
             }
             Addr::Tls { .. } => Some(crate::tls::client_config(opts.tls_ca_file.as_deref())?),
             _ => None,
@@ -79,7 +84,10 @@ impl Client {
             inner: Arc::new(ClientInner {
                 endpoint,
                 namespace: opts.namespace,
-                timeouts: Timeouts { connect: opts.connect_timeout, read: opts.read_timeout },
+                timeouts: Timeouts {
+                    connect: opts.connect_timeout,
+                    read: opts.read_timeout,
+                },
                 tls,
                 idle: ForkLocal::new(|| Mutex::new(Vec::new())),
                 watchdog: ForkLocal::new(|| Arc::new(Watchdog::default())),
@@ -109,13 +117,21 @@ impl Client {
 
     /// Runs `f` on a pooled connection. The connection goes back to the pool only when `f`
     /// left it in a known state (no I/O error, not interrupted).
-    pub fn with_conn<R>(&self, intr: &Interrupt, f: impl FnOnce(&mut Conn) -> Result<R>) -> Result<R> {
+    pub fn with_conn<R>(
+        &self,
+        intr: &Interrupt,
+        f: impl FnOnce(&mut Conn) -> Result<R>,
+    ) -> Result<R> {
         intr.check()?;
         let idle = self.inner.idle.get();
         let pooled = idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         let mut conn = match pooled {
             Some(c) => c,
-            None => Conn::connect(&self.inner.endpoint, self.inner.timeouts, self.inner.tls.as_ref())?,
+            None => Conn::connect(
+                &self.inner.endpoint,
+                self.inner.timeouts,
+                self.inner.tls.as_ref(),
+            )?,
         };
         let result = f(&mut conn);
         match &result {
@@ -178,7 +194,11 @@ impl Client {
                         call.pack_into(&mut buf, false);
                         c.request(intr, &buf)
                     }
-                    Value::ServerError(e) => Err(Error::Redis(format!("{} {}", e.code(), e.details().unwrap_or("")))),
+                    Value::ServerError(e) => Err(Error::Redis(format!(
+                        "{} {}",
+                        e.code(),
+                        e.details().unwrap_or("")
+                    ))),
                     v => Ok(v),
                 });
             }
@@ -190,7 +210,10 @@ impl Client {
     pub fn blpop(&self, intr: &Interrupt, key: &str, timeout: Duration) -> Result<bool> {
         // BLPOP 0 would block forever; Redis takes fractional seconds since 6.0.
         let secs = timeout.as_secs_f64().max(0.001);
-        let packed = redis::cmd("BLPOP").arg(key).arg(format!("{secs:.3}")).get_packed_command();
+        let packed = redis::cmd("BLPOP")
+            .arg(key)
+            .arg(format!("{secs:.3}"))
+            .get_packed_command();
         let reply = self.with_conn(intr, |c| c.request_blocking(intr, &packed, timeout))?;
         Ok(!matches!(reply, Value::Nil))
     }

@@ -75,7 +75,10 @@ struct EofIsError<'a>(&'a mut Stream);
 impl Read for EofIsError<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self.0.read(buf)? {
-            0 if !buf.is_empty() => Err(io::Error::new(io::ErrorKind::UnexpectedEof, "connection closed")),
+            0 if !buf.is_empty() => Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                "connection closed",
+            )),
             n => Ok(n),
         }
     }
@@ -89,15 +92,26 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub fn connect(ep: &Endpoint, timeouts: Timeouts, tls: Option<&Arc<rustls::ClientConfig>>) -> Result<Conn> {
+    pub fn connect(
+        ep: &Endpoint,
+        timeouts: Timeouts,
+        tls: Option<&Arc<rustls::ClientConfig>>,
+    ) -> Result<Conn> {
         let addr = ep.display_addr();
         let io_err = |e: io::Error| Error::connection(&addr, describe_io(&e));
         let stream = match &ep.addr {
-            Addr::Tcp { host, port } => Stream::Tcp(tcp_connect(host, *port, timeouts.connect).map_err(io_err)?),
+            Addr::Tcp { host, port } => {
+                Stream::Tcp(tcp_connect(host, *port, timeouts.connect).map_err(io_err)?)
+            }
             Addr::Unix(path) => Stream::Unix(UnixStream::connect(path).map_err(io_err)?),
-            Addr::Tls { host, port, insecure: _ } => {
+            Addr::Tls {
+                host,
+                port,
+                insecure: _,
+            } => {
                 let tcp = tcp_connect(host, *port, timeouts.connect).map_err(io_err)?;
-                let config = tls.ok_or_else(|| Error::connection(&addr, "TLS is not configured"))?;
+                let config =
+                    tls.ok_or_else(|| Error::connection(&addr, "TLS is not configured"))?;
                 let name = rustls::pki_types::ServerName::try_from(host.clone())
                     .map_err(|e| Error::argument(format!("url: bad TLS host name {host}: {e}")))?;
                 let session = rustls::ClientConnection::new(config.clone(), name)
@@ -107,23 +121,33 @@ impl Conn {
         };
         // The handshake (AUTH/SELECT) gets the connect timeout as its read timeout.
         stream.set_read_timeout(timeouts.connect).map_err(io_err)?;
-        let mut conn = Conn { stream, parser: Parser::new(), read_timeout: timeouts.read, addr };
+        let mut conn = Conn {
+            stream,
+            parser: Parser::new(),
+            read_timeout: timeouts.read,
+            addr,
+        };
         if let Some(password) = &ep.password {
             let mut auth = redis::cmd("AUTH");
             if let Some(user) = &ep.username {
                 auth.arg(user);
             }
             auth.arg(&password.0);
-            conn.roundtrip_plain(&auth.get_packed_command()).map_err(|e| match e {
-                // Never echo the AUTH arguments; Redis' own message is safe.
-                Error::Redis(msg) => Error::connection(&conn.addr, format!("authentication failed: {msg}")),
-                other => other,
-            })?;
+            conn.roundtrip_plain(&auth.get_packed_command())
+                .map_err(|e| match e {
+                    // Never echo the AUTH arguments; Redis' own message is safe.
+                    Error::Redis(msg) => {
+                        Error::connection(&conn.addr, format!("authentication failed: {msg}"))
+                    }
+                    other => other,
+                })?;
         }
         if ep.db != 0 {
             conn.roundtrip_plain(&redis::cmd("SELECT").arg(ep.db).get_packed_command())?;
         }
-        conn.stream.set_read_timeout(timeouts.read).map_err(|e| Error::connection(&conn.addr, e))?;
+        conn.stream
+            .set_read_timeout(timeouts.read)
+            .map_err(|e| Error::connection(&conn.addr, e))?;
         Ok(conn)
     }
 
@@ -142,8 +166,12 @@ impl Conn {
 
     pub fn send(&mut self, packed: &[u8]) -> Result<()> {
         let addr = &self.addr;
-        self.stream.write_all(packed).map_err(|e| Error::connection(addr, describe_io(&e)))?;
-        self.stream.flush().map_err(|e| Error::connection(addr, describe_io(&e)))
+        self.stream
+            .write_all(packed)
+            .map_err(|e| Error::connection(addr, describe_io(&e)))?;
+        self.stream
+            .flush()
+            .map_err(|e| Error::connection(addr, describe_io(&e)))
     }
 
     /// Reads one reply. A server error reply becomes `Error::Redis`; the connection stays usable.
@@ -158,23 +186,32 @@ impl Conn {
     /// Reads one reply, server errors returned as values (for pipelines).
     pub fn recv_value(&mut self) -> Result<Value> {
         let addr = self.addr.clone();
-        self.parser.parse_value(EofIsError(&mut self.stream)).map_err(|e| {
-            if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
-                Error::connection(&addr, describe_redis_io(&e))
-            } else {
-                Error::Redis(format!("protocol error from {addr}: {e}"))
-            }
-        })
+        self.parser
+            .parse_value(EofIsError(&mut self.stream))
+            .map_err(|e| {
+                if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
+                    Error::connection(&addr, describe_redis_io(&e))
+                } else {
+                    Error::Redis(format!("protocol error from {addr}: {e}"))
+                }
+            })
     }
 
     /// Runs one command, interruptible through `intr`.
     pub fn request(&mut self, intr: &Interrupt, packed: &[u8]) -> Result<Value> {
         let _watch = intr.watch(self.fd())?;
-        self.send(packed).and_then(|_| self.recv()).map_err(|e| interrupted_or(intr, e))
+        self.send(packed)
+            .and_then(|_| self.recv())
+            .map_err(|e| interrupted_or(intr, e))
     }
 
     /// Sends `count` packed commands at once and reads their replies (errors kept as values).
-    pub fn pipeline(&mut self, intr: &Interrupt, packed: &[u8], count: usize) -> Result<Vec<Value>> {
+    pub fn pipeline(
+        &mut self,
+        intr: &Interrupt,
+        packed: &[u8],
+        count: usize,
+    ) -> Result<Vec<Value>> {
         let _watch = intr.watch(self.fd())?;
         let run = |c: &mut Conn| -> Result<Vec<Value>> {
             c.send(packed)?;
@@ -185,14 +222,21 @@ impl Conn {
 
     /// A blocking command (BLPOP) whose server-side timeout is `block`: the socket waits that
     /// long plus the normal read timeout before calling Redis unreachable.
-    pub fn request_blocking(&mut self, intr: &Interrupt, packed: &[u8], block: Duration) -> Result<Value> {
+    pub fn request_blocking(
+        &mut self,
+        intr: &Interrupt,
+        packed: &[u8],
+        block: Duration,
+    ) -> Result<Value> {
         let addr = self.addr.clone();
         self.stream
             .set_read_timeout(block + self.read_timeout)
             .map_err(|e| Error::connection(&addr, e))?;
         let result = self.request(intr, packed);
         if result.is_ok() {
-            self.stream.set_read_timeout(self.read_timeout).map_err(|e| Error::connection(&addr, e))?;
+            self.stream
+                .set_read_timeout(self.read_timeout)
+                .map_err(|e| Error::connection(&addr, e))?;
         }
         result
     }

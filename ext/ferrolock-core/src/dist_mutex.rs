@@ -29,7 +29,11 @@ pub struct DistMutexOptions {
 
 impl Default for DistMutexOptions {
     fn default() -> Self {
-        DistMutexOptions { expire: None, auto_release: true, lease: Duration::from_secs(30) }
+        DistMutexOptions {
+            expire: None,
+            auto_release: true,
+            lease: Duration::from_secs(30),
+        }
     }
 }
 
@@ -72,10 +76,14 @@ impl DistMutex {
             return Err(Error::argument("lease: must be at least 0.001 seconds"));
         }
         let ttl = match opts.expire {
-            Some(e) if e.as_millis() < 1 => return Err(Error::argument("expire: must be at least 0.001 seconds")),
+            Some(e) if e.as_millis() < 1 => {
+                return Err(Error::argument("expire: must be at least 0.001 seconds"))
+            }
             Some(e) => e,
             None if !opts.auto_release => {
-                return Err(Error::argument("auto_release: false needs expire: (the lock would never be released)"))
+                return Err(Error::argument(
+                    "auto_release: false needs expire: (the lock would never be released)",
+                ))
             }
             None => opts.lease,
         };
@@ -112,7 +120,9 @@ impl DistMutex {
         match reply.as_slice() {
             [1, fence] => Ok(Attempt::Acquired(*fence)),
             [0, pttl] => Ok(Attempt::Busy { pttl_ms: *pttl }),
-            other => Err(Error::Redis(format!("dist_mutex/acquire: unexpected reply {other:?}"))),
+            other => Err(Error::Redis(format!(
+                "dist_mutex/acquire: unexpected reply {other:?}"
+            ))),
         }
     }
 
@@ -124,7 +134,11 @@ impl DistMutex {
                 .arg(self.ttl.as_millis() as u64);
             Lease::start(&self.client, renew, self.ttl)
         });
-        Held { token: token.to_string(), fencing_token, lease }
+        Held {
+            token: token.to_string(),
+            fencing_token,
+            lease,
+        }
     }
 
     /// One attempt, never waits.
@@ -146,7 +160,11 @@ impl DistMutex {
                 Some(d) => d.saturating_duration_since(Instant::now()).min(self.ttl),
                 None => self.ttl,
             };
-            let mark_ms = if signal.is_some() { (planned_wait + WAIT_MARK_MARGIN).as_millis() as u64 } else { 0 };
+            let mark_ms = if signal.is_some() {
+                (planned_wait + WAIT_MARK_MARGIN).as_millis() as u64
+            } else {
+                0
+            };
             match self.attempt(intr, token, mark_ms)? {
                 Attempt::Acquired(fence) => return Ok(self.held(token, fence)),
                 Attempt::Busy { pttl_ms } => {
@@ -189,7 +207,10 @@ impl DistMutex {
 
     /// True when anyone holds the lock.
     pub fn is_locked(&self, intr: &Interrupt) -> Result<bool> {
-        let reply = self.client.command(intr, &[b"EXISTS".to_vec(), self.lock_key.clone().into_bytes()])?;
+        let reply = self.client.command(
+            intr,
+            &[b"EXISTS".to_vec(), self.lock_key.clone().into_bytes()],
+        )?;
         Ok(crate::client::int(&reply)? == 1)
     }
 }

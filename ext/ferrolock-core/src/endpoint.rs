@@ -6,8 +6,15 @@ use std::path::PathBuf;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Addr {
-    Tcp { host: String, port: u16 },
-    Tls { host: String, port: u16, insecure: bool },
+    Tcp {
+        host: String,
+        port: u16,
+    },
+    Tls {
+        host: String,
+        port: u16,
+        insecure: bool,
+    },
     Unix(PathBuf),
 }
 
@@ -43,19 +50,36 @@ impl Endpoint {
             )));
         }
         let info = url.into_connection_info().map_err(|e| {
-            Error::argument(format!("url: cannot parse {} ({})", redact_url(url), e.detail().unwrap_or("invalid")))
+            Error::argument(format!(
+                "url: cannot parse {} ({})",
+                redact_url(url),
+                e.detail().unwrap_or("invalid")
+            ))
         })?;
         let addr = match info.addr() {
-            ConnectionAddr::Tcp(host, port) => Addr::Tcp { host: host.clone(), port: *port },
-            ConnectionAddr::TcpTls { host, port, insecure, .. } => {
-                Addr::Tls { host: host.clone(), port: *port, insecure: *insecure }
-            }
+            ConnectionAddr::Tcp(host, port) => Addr::Tcp {
+                host: host.clone(),
+                port: *port,
+            },
+            ConnectionAddr::TcpTls {
+                host,
+                port,
+                insecure,
+                ..
+            } => Addr::Tls {
+                host: host.clone(),
+                port: *port,
+                insecure: *insecure,
+            },
             ConnectionAddr::Unix(path) => Addr::Unix(path.clone()),
             _ => return Err(Error::argument("url: unsupported address kind")),
         };
         if let Addr::Tcp { host, .. } | Addr::Tls { host, .. } = &addr {
             if host.is_empty() {
-                return Err(Error::argument(format!("url: no host in {}", redact_url(url))));
+                return Err(Error::argument(format!(
+                    "url: no host in {}",
+                    redact_url(url)
+                )));
             }
         }
         let settings = info.redis_settings();
@@ -119,13 +143,22 @@ mod tests {
         assert_eq!(redact_url("redis://:s3cret@h:1"), "redis://:***@h:1");
         assert_eq!(redact_url("redis://s3cret@h"), "redis://***@h");
         assert_eq!(redact_url("redis://h:1/0"), "redis://h:1/0");
-        assert_eq!(redact_url("unix:///tmp/r.sock?password=p&db=2"), "unix:///tmp/r.sock?password=***&db=2");
+        assert_eq!(
+            redact_url("unix:///tmp/r.sock?password=p&db=2"),
+            "unix:///tmp/r.sock?password=***&db=2"
+        );
     }
 
     #[test]
     fn parses_tcp_tls_unix() {
         let e = Endpoint::parse("redis://user:pw@127.0.0.1:7000/3").unwrap();
-        assert_eq!(e.addr, Addr::Tcp { host: "127.0.0.1".into(), port: 7000 });
+        assert_eq!(
+            e.addr,
+            Addr::Tcp {
+                host: "127.0.0.1".into(),
+                port: 7000
+            }
+        );
         assert_eq!(e.db, 3);
         assert_eq!(e.username.as_deref(), Some("user"));
         assert_eq!(e.password.as_ref().map(|s| s.0.as_str()), Some("pw"));
@@ -140,7 +173,10 @@ mod tests {
     fn rejects_bad_urls() {
         for bad in ["http://x", "redis://h:notaport", "", "localhost:6379"] {
             let err = Endpoint::parse(bad).unwrap_err();
-            assert!(matches!(err, Error::Argument(ref m) if m.starts_with("url:")), "{bad}: {err:?}");
+            assert!(
+                matches!(err, Error::Argument(ref m) if m.starts_with("url:")),
+                "{bad}: {err:?}"
+            );
         }
         let err = Endpoint::parse("http://u:topsecret@x").unwrap_err();
         assert!(!err.to_string().contains("topsecret"));

@@ -25,7 +25,10 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     pub fn connection(addr: &str, detail: impl fmt::Display) -> Self {
-        Error::Connection { addr: addr.to_string(), detail: detail.to_string() }
+        Error::Connection {
+            addr: addr.to_string(),
+            detail: detail.to_string(),
+        }
     }
 
     pub fn argument(msg: impl Into<String>) -> Self {

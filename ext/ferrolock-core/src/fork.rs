@@ -35,7 +35,10 @@ pub struct ForkLocal<T> {
 
 impl<T> ForkLocal<T> {
     pub fn new(init: fn() -> T) -> Self {
-        ForkLocal { current: AtomicPtr::new(std::ptr::null_mut()), init }
+        ForkLocal {
+            current: AtomicPtr::new(std::ptr::null_mut()),
+            init,
+        }
     }
 
     /// The value for this process, created on first use after a fork.
@@ -48,8 +51,14 @@ impl<T> ForkLocal<T> {
                 return &slot.value;
             }
         }
-        let fresh = Box::into_raw(Box::new(Slot { generation: gen, value: (self.init)() }));
-        match self.current.compare_exchange(ptr, fresh, Ordering::AcqRel, Ordering::Acquire) {
+        let fresh = Box::into_raw(Box::new(Slot {
+            generation: gen,
+            value: (self.init)(),
+        }));
+        match self
+            .current
+            .compare_exchange(ptr, fresh, Ordering::AcqRel, Ordering::Acquire)
+        {
             // The old slot (if any) belongs to the parent process: leaked, see module docs.
             Ok(_) => unsafe { &(*fresh).value },
             Err(winner) => {

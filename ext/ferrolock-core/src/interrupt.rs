@@ -37,7 +37,10 @@ impl Interrupt {
     }
 
     pub fn is_cancelled(&self) -> bool {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).cancelled
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .cancelled
     }
 
     pub fn check(&self) -> Result<()> {
@@ -86,6 +89,10 @@ pub struct FdGuard<'a> {
 
 impl Drop for FdGuard<'_> {
     fn drop(&mut self) {
-        self.owner.state.lock().unwrap_or_else(|e| e.into_inner()).fd = None;
+        self.owner
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .fd = None;
     }
 }

@@ -11,7 +11,9 @@ pub struct Keys {
 impl Keys {
     pub fn new(namespace: &str, name: &str) -> Result<Keys> {
         check_name("name", name)?;
-        Ok(Keys { prefix: format!("{namespace}:{{{name}}}:") })
+        Ok(Keys {
+            prefix: format!("{namespace}:{{{name}}}:"),
+        })
     }
 
     pub fn part(&self, part: &str) -> String {
@@ -25,7 +27,9 @@ pub fn check_name(arg: &str, name: &str) -> Result<()> {
         return Err(Error::argument(format!("{arg}: must not be empty")));
     }
     if name.contains(['{', '}']) {
-        return Err(Error::argument(format!("{arg}: must not contain '{{' or '}}' (got {name:?})")));
+        return Err(Error::argument(format!(
+            "{arg}: must not contain '{{' or '}}' (got {name:?})"
+        )));
     }
     Ok(())
 }

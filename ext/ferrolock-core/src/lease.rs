@@ -30,9 +30,21 @@ pub struct Lease {
 impl Lease {
     /// Starts renewing: `renew` must return 1 while the lease is ours and 0 once it is not.
     pub fn start(client: &Client, renew: ScriptCall, ttl: Duration) -> Lease {
-        let entry = Arc::new(LeaseEntry { renew, ttl, lost: AtomicBool::new(false) });
-        let id = client.inner.watchdog.get().register(&client.inner, entry.clone());
-        Lease { client: client.clone(), id, entry }
+        let entry = Arc::new(LeaseEntry {
+            renew,
+            ttl,
+            lost: AtomicBool::new(false),
+        });
+        let id = client
+            .inner
+            .watchdog
+            .get()
+            .register(&client.inner, entry.clone());
+        Lease {
+            client: client.clone(),
+            id,
+            entry,
+        }
     }
 
     /// True once a renewal found the lease gone or taken by another token.
@@ -87,7 +99,11 @@ impl Watchdog {
     }
 
     fn unregister(&self, id: u64) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).leases.remove(&id);
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .leases
+            .remove(&id);
     }
 
     pub(crate) fn stop(&self) {
@@ -107,7 +123,11 @@ impl Watchdog {
                 continue;
             };
             if earliest > now {
-                st = self.wake.wait_timeout(st, earliest - now).unwrap_or_else(|e| e.into_inner()).0;
+                st = self
+                    .wake
+                    .wait_timeout(st, earliest - now)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
                 continue;
             }
             // Batch: everything due now or within a sixth of its TTL goes in this round trip.
@@ -118,7 +138,9 @@ impl Watchdog {
                 .map(|(id, d)| (*id, d.entry.clone()))
                 .collect();
             drop(st);
-            let Some(inner) = client.upgrade() else { return };
+            let Some(inner) = client.upgrade() else {
+                return;
+            };
             let calls: Vec<ScriptCall> = batch.iter().map(|(_, e)| e.renew.clone()).collect();
             let results = Client { inner }.eval_many(&Interrupt::new(), &calls);
             st = self.state.lock().unwrap_or_else(|e| e.into_inner());

@@ -2,14 +2,18 @@
 //! the `ferrolock` crate binds it to Ruby.
 
 pub mod client;
+pub mod concurrent_limiter;
 pub mod conn;
 pub mod dist_mutex;
+pub mod dual_lock;
 pub mod endpoint;
 pub mod error;
+pub mod fair_tenant;
 pub mod fork;
 pub mod interrupt;
 pub mod keys;
 pub mod lease;
+pub mod message_lock;
 pub mod script;
 mod tls;
 pub mod wait;

@@ -12,11 +12,16 @@ pub struct Script {
 
 impl Script {
     pub const fn new(name: &'static str, source: &'static str) -> Script {
-        Script { name, source, sha: OnceLock::new() }
+        Script {
+            name,
+            source,
+            sha: OnceLock::new(),
+        }
     }
 
     pub fn sha(&self) -> &str {
-        self.sha.get_or_init(|| sha1_smol::Sha1::from(self.source).digest().to_string())
+        self.sha
+            .get_or_init(|| sha1_smol::Sha1::from(self.source).digest().to_string())
     }
 }
 
@@ -39,7 +44,11 @@ pub struct ScriptCall {
 
 impl ScriptCall {
     pub fn new(script: &'static Script) -> Self {
-        ScriptCall { script, keys: Vec::new(), args: Vec::new() }
+        ScriptCall {
+            script,
+            keys: Vec::new(),
+            args: Vec::new(),
+        }
     }
 
     pub fn key(mut self, key: impl Into<String>) -> Self {
@@ -54,7 +63,11 @@ impl ScriptCall {
 
     /// Appends the EVALSHA (or EVAL) command to `buf`.
     pub fn pack_into(&self, buf: &mut Vec<u8>, by_sha: bool) {
-        let mut cmd = if by_sha { redis::cmd("EVALSHA") } else { redis::cmd("EVAL") };
+        let mut cmd = if by_sha {
+            redis::cmd("EVALSHA")
+        } else {
+            redis::cmd("EVAL")
+        };
         if by_sha {
             cmd.arg(self.script.sha());
         } else {

@@ -11,8 +11,9 @@ pub fn client_config(ca_file: Option<&Path>) -> Result<Arc<rustls::ClientConfig>
         let _ = roots.add(cert);
     }
     if let Some(path) = ca_file {
-        let pem = std::fs::read(path)
-            .map_err(|e| Error::argument(format!("tls_ca_file: cannot read {}: {e}", path.display())))?;
+        let pem = std::fs::read(path).map_err(|e| {
+            Error::argument(format!("tls_ca_file: cannot read {}: {e}", path.display()))
+        })?;
         for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
             let cert = cert.map_err(|e| Error::argument(format!("tls_ca_file: {e}")))?;
             roots

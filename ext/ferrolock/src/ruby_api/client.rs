@@ -23,17 +23,24 @@ impl RbClient {
         opts.connect_timeout = seconds(ruby, "connect_timeout", connect_timeout)?;
         opts.read_timeout = seconds(ruby, "read_timeout", read_timeout)?;
         opts.tls_ca_file = tls_ca_file.map(Into::into);
-        Client::new(opts).map(RbClient).map_err(|e| core_error(ruby, e))
+        Client::new(opts)
+            .map(RbClient)
+            .map_err(|e| core_error(ruby, e))
     }
 
     fn call(ruby: &Ruby, rb_self: &Self, args: &[Value]) -> Result<Value, Error> {
-        let args = args.iter().map(|a| to_arg(ruby, *a)).collect::<Result<Vec<_>, _>>()?;
+        let args = args
+            .iter()
+            .map(|a| to_arg(ruby, *a))
+            .collect::<Result<Vec<_>, _>>()?;
         let reply = run(ruby, Retry::Once, |intr| rb_self.0.command(intr, &args))?;
         to_ruby(ruby, reply)
     }
 
     fn ping(ruby: &Ruby, rb_self: &Self) -> Result<Value, Error> {
-        let reply = run(ruby, Retry::Idempotent, |intr| rb_self.0.command(intr, &[b"PING".to_vec()]))?;
+        let reply = run(ruby, Retry::Idempotent, |intr| {
+            rb_self.0.command(intr, &[b"PING".to_vec()])
+        })?;
         to_ruby(ruby, reply)
     }
 

@@ -1,0 +1,226 @@
+//! DualLock: "until and while executing" uniqueness per key. At most one duplicate executes
+//! (EXEC lock) and at most one waits (WAIT lock); a duplicate arriving while one already waits
+//! is skipped, because that waiter starts after it arrived and so covers its trigger. The
+//! waiter is woken by the executor's release (a signal list it BLPOPs), and only it can promote
+//! itself to EXEC: every transition is one script (`dual_lock/enter`, `dual_lock/release`).
+//! Both locks are leases renewed while their holder lives, so a crashed waiter or executor
+//! frees its lock within its TTL and a long run never lets a second executor in.
+
+use crate::client::{int, ints, Client};
+use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
+use crate::lease::Lease;
+use crate::lua_script;
+use crate::script::ScriptCall;
+use crate::wait::{retry_after, wait_turn};
+use std::time::{Duration, Instant};
+
+lua_script!(ENTER = "dual_lock/enter");
+lua_script!(RELEASE = "dual_lock/release");
+lua_script!(RENEW_KEY = "lease/renew_key");
+
+#[derive(Clone, Debug)]
+pub struct DualLockOptions {
+    /// Lease of the WAIT lock: how long a crashed waiter keeps others out.
+    pub wait_ttl: Duration,
+    /// Lease of the EXEC lock: how long a crashed executor keeps the waiter out.
+    pub exec_ttl: Duration,
+}
+
+impl Default for DualLockOptions {
+    fn default() -> Self {
+        DualLockOptions {
+            wait_ttl: Duration::from_secs(60),
+            exec_ttl: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Where one duplicate stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Holds EXEC: run the work, then `leave`.
+    Running,
+    /// Holds WAIT: call `wait` (and `leave` when giving up).
+    Waiting,
+    /// Another duplicate already waits; nothing is held.
+    Skipped,
+}
+
+/// One duplicate's pass through the lock. Dropping it without `leave` stops renewal; what it
+/// holds then expires after its TTL.
+pub struct Ticket {
+    token: String,
+    stage: Stage,
+    /// EXEC's remaining TTL as last seen: bounds the next wait, so a lost wake-up costs at most
+    /// that long.
+    exec_pttl_ms: i64,
+    lease: Option<Lease>,
+}
+
+impl Ticket {
+    pub fn stage(&self) -> Stage {
+        self.stage
+    }
+
+    pub fn token(&self) -> &str {
+        &self.token
+    }
+}
+
+pub struct DualLock {
+    client: Client,
+    key: String,
+    wait_key: String,
+    exec_key: String,
+    signal_key: String,
+    opts: DualLockOptions,
+}
+
+impl DualLock {
+    pub fn new(client: &Client, key: &str, opts: DualLockOptions) -> Result<DualLock> {
+        let keys = client.keys(key)?;
+        for (arg, ttl) in [("wait_ttl", opts.wait_ttl), ("exec_ttl", opts.exec_ttl)] {
+            if ttl.as_millis() < 1 {
+                return Err(Error::argument(format!(
+                    "{arg}: must be at least 0.001 seconds"
+                )));
+            }
+        }
+        Ok(DualLock {
+            client: client.clone(),
+            key: key.to_string(),
+            wait_key: keys.part("wait"),
+            exec_key: keys.part("exec"),
+            signal_key: keys.part("signal"),
+            opts,
+        })
+    }
+
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// A fresh owner token (uuid v4).
+    pub fn new_token() -> String {
+        uuid::Uuid::new_v4().simple().to_string()
+    }
+
+    /// Arrives: the ticket says whether to run now, wait, or skip. `token` should stay the same
+    /// when the call is retried after an interruption, so what the first attempt took is
+    /// recognised as ours.
+    pub fn enter(&self, intr: &Interrupt, token: &str) -> Result<Ticket> {
+        let mut ticket = Ticket {
+            token: token.to_string(),
+            stage: Stage::Skipped,
+            exec_pttl_ms: 0,
+            lease: None,
+        };
+        self.turn(intr, &mut ticket)?;
+        Ok(ticket)
+    }
+
+    /// Waits for the executing duplicate to finish, then promotes the ticket to `Running`.
+    /// Returns the ticket's stage: `Running`, `Waiting` when `deadline` passed first (WAIT is
+    /// still held: `leave` gives it up), or `Skipped` when the WAIT lease was lost meanwhile and
+    /// another duplicate took it (that one will run instead).
+    pub fn wait(
+        &self,
+        intr: &Interrupt,
+        ticket: &mut Ticket,
+        deadline: Option<Instant>,
+    ) -> Result<Stage> {
+        while ticket.stage == Stage::Waiting {
+            let retry = retry_after(ticket.exec_pttl_ms, self.opts.exec_ttl);
+            if !wait_turn(&self.client, intr, Some(&self.signal_key), retry, deadline)? {
+                break;
+            }
+            self.turn(intr, ticket)?;
+        }
+        Ok(ticket.stage)
+    }
+
+    /// Runs the enter script and moves the ticket (and its lease) to the stage it reports.
+    fn turn(&self, intr: &Interrupt, ticket: &mut Ticket) -> Result<()> {
+        let call = ScriptCall::new(&ENTER)
+            .key(&self.wait_key)
+            .key(&self.exec_key)
+            .key(&self.signal_key)
+            .arg(&ticket.token)
+            .arg(self.opts.wait_ttl.as_millis() as u64)
+            .arg(self.opts.exec_ttl.as_millis() as u64);
+        let reply = ints(&self.client.eval(intr, &call)?)?;
+        let (stage, pttl) = match reply.as_slice() {
+            [1, _] => (Stage::Running, 0),
+            [0, pttl] => (Stage::Waiting, *pttl),
+            [-1, _] => (Stage::Skipped, 0),
+            other => {
+                return Err(Error::Redis(format!(
+                    "dual_lock/enter: unexpected reply {other:?}"
+                )))
+            }
+        };
+        ticket.exec_pttl_ms = pttl;
+        // A waiter whose lease was found lost but which got WAIT back needs renewing again.
+        let relevant = ticket.stage == stage && ticket.lease.as_ref().is_some_and(|l| !l.is_lost());
+        if !relevant {
+            ticket.lease = match stage {
+                Stage::Running => {
+                    Some(self.lease(&self.exec_key, &ticket.token, self.opts.exec_ttl))
+                }
+                Stage::Waiting => {
+                    Some(self.lease(&self.wait_key, &ticket.token, self.opts.wait_ttl))
+                }
+                Stage::Skipped => None,
+            };
+        }
+        ticket.stage = stage;
+        Ok(())
+    }
+
+    fn lease(&self, key: &str, token: &str, ttl: Duration) -> Lease {
+        let renew = ScriptCall::new(&RENEW_KEY)
+            .key(key)
+            .arg(token)
+            .arg(ttl.as_millis() as u64);
+        Lease::start(&self.client, renew, ttl)
+    }
+
+    /// Gives up whatever the ticket holds: ends a run (waking the waiter) or a wait.
+    /// `Error::LockLost` when a run's EXEC lock was no longer ours: the run was not exclusive.
+    pub fn leave(&self, intr: &Interrupt, ticket: Ticket) -> Result<()> {
+        let lost_before = ticket.lease.as_ref().is_some_and(Lease::is_lost);
+        let Ticket {
+            token,
+            stage,
+            lease,
+            ..
+        } = ticket;
+        drop(lease); // stop renewing before releasing
+        if stage == Stage::Skipped {
+            return Ok(());
+        }
+        let call = ScriptCall::new(&RELEASE)
+            .key(&self.wait_key)
+            .key(&self.exec_key)
+            .key(&self.signal_key)
+            .arg(&token);
+        let released = int(&self.client.eval(intr, &call)?)? == 1;
+        if stage == Stage::Running && (!released || lost_before) {
+            return Err(Error::LockLost(format!(
+                "DualLock {:?}: the EXEC lock expired or was taken by another duplicate while running",
+                self.key
+            )));
+        }
+        Ok(())
+    }
+
+    /// Who holds what now: (someone executes, someone waits).
+    pub fn state(&self, intr: &Interrupt) -> Result<(bool, bool)> {
+        let cmd = [b"EXISTS".to_vec(), self.exec_key.clone().into_bytes()];
+        let exec = int(&self.client.command(intr, &cmd)?)? == 1;
+        let cmd = [b"EXISTS".to_vec(), self.wait_key.clone().into_bytes()];
+        let wait = int(&self.client.command(intr, &cmd)?)? == 1;
+        Ok((exec, wait))
+    }
+}

@@ -1,0 +1,186 @@
+//! MessageLock: one execution per message on at-least-once queues (SQS standard queues deliver
+//! a message more than once). Each (queue, message id) has one state key: absent (never seen,
+//! or its last run failed or crashed), a delivery's token (an in-progress lease, renewed while
+//! the job runs, so a long job never lets a copy in and a crashed one frees it after lock_ttl),
+//! or "processed" for processed_ttl after the job succeeded.
+
+use crate::client::{int, Client};
+use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
+use crate::lease::Lease;
+use crate::lua_script;
+use crate::script::ScriptCall;
+use redis::Value;
+use std::time::Duration;
+
+lua_script!(BEGIN = "message_lock/begin");
+lua_script!(FINISH = "message_lock/finish");
+lua_script!(ABORT = "message_lock/abort");
+lua_script!(RENEW = "lease/renew_key");
+
+#[derive(Clone, Debug)]
+pub struct MessageLockOptions {
+    /// How long a crashed delivery keeps copies out; meant to match the queue's visibility
+    /// timeout. Renewed every third of it while the job runs.
+    pub lock_ttl: Duration,
+    /// How long a processed message's later copies are recognised (and acknowledged).
+    pub processed_ttl: Duration,
+}
+
+impl Default for MessageLockOptions {
+    fn default() -> Self {
+        MessageLockOptions {
+            lock_ttl: Duration::from_secs(60),
+            processed_ttl: Duration::from_secs(3600),
+        }
+    }
+}
+
+pub struct MessageLock {
+    client: Client,
+    lock_ttl: Duration,
+    processed_ttl: Duration,
+}
+
+/// What a delivery may do with its message.
+pub enum Begin {
+    /// Run the job: this delivery holds the in-progress lease.
+    Run(Running),
+    /// Already processed: skip it and acknowledge (delete) this copy.
+    Processed,
+    /// Another delivery runs it now: skip it and leave this copy (if that run fails, this copy
+    /// is its retry).
+    InProgress,
+}
+
+/// A delivery's in-progress lease; renewal stops when it is finished, aborted or dropped.
+pub struct Running {
+    key: String,
+    token: String,
+    lease: Lease,
+}
+
+impl Running {
+    /// True once a renewal found the lease gone or taken (Redis was unreachable for lock_ttl).
+    pub fn is_lost(&self) -> bool {
+        self.lease.is_lost()
+    }
+}
+
+/// How `finish` left the state key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Finish {
+    /// Our lease became "processed".
+    Marked,
+    /// Our lease had lapsed but nobody had claimed the message; marked "processed" anyway.
+    Lapsed,
+    /// Another delivery held or had finished the message: it was left alone.
+    Lost,
+}
+
+impl MessageLock {
+    pub fn new(client: &Client, opts: MessageLockOptions) -> Result<MessageLock> {
+        for (arg, d) in [
+            ("lock_ttl", opts.lock_ttl),
+            ("processed_ttl", opts.processed_ttl),
+        ] {
+            if d.as_millis() < 1 {
+                return Err(Error::argument(format!(
+                    "{arg}: must be at least 0.001 seconds"
+                )));
+            }
+        }
+        Ok(MessageLock {
+            client: client.clone(),
+            lock_ttl: opts.lock_ttl,
+            processed_ttl: opts.processed_ttl,
+        })
+    }
+
+    pub fn lock_ttl(&self) -> Duration {
+        self.lock_ttl
+    }
+
+    pub fn processed_ttl(&self) -> Duration {
+        self.processed_ttl
+    }
+
+    /// The state key: `<ns>:{msg:<queue>:<message_id>}:state`.
+    pub fn state_key(&self, queue: &str, message_id: &str) -> Result<String> {
+        crate::keys::check_name("queue", queue)?;
+        crate::keys::check_name("message_id", message_id)?;
+        Ok(self
+            .client
+            .keys(&format!("msg:{queue}:{message_id}"))?
+            .part("state"))
+    }
+
+    /// A fresh delivery token (uuid v4).
+    pub fn new_token() -> String {
+        uuid::Uuid::new_v4().simple().to_string()
+    }
+
+    /// Decides what this delivery does. `token` should stay the same when the call is retried
+    /// after an interruption, so a lease taken by the interrupted attempt is recognised as ours.
+    pub fn begin(
+        &self,
+        intr: &Interrupt,
+        queue: &str,
+        message_id: &str,
+        token: &str,
+    ) -> Result<Begin> {
+        let key = self.state_key(queue, message_id)?;
+        let ttl_ms = self.lock_ttl.as_millis() as u64;
+        let call = ScriptCall::new(&BEGIN).key(&key).arg(token).arg(ttl_ms);
+        let reply = self.client.eval(intr, &call)?;
+        match text(&reply).as_deref() {
+            Some("run") => {
+                let renew = ScriptCall::new(&RENEW).key(&key).arg(token).arg(ttl_ms);
+                let lease = Lease::start(&self.client, renew, self.lock_ttl);
+                Ok(Begin::Run(Running {
+                    key,
+                    token: token.to_string(),
+                    lease,
+                }))
+            }
+            Some("processed") => Ok(Begin::Processed),
+            Some("in_progress") => Ok(Begin::InProgress),
+            _ => Err(Error::Redis(format!(
+                "message_lock/begin: unexpected reply {reply:?}"
+            ))),
+        }
+    }
+
+    /// The job succeeded: the message becomes "processed" for processed_ttl.
+    pub fn finish(&self, intr: &Interrupt, running: Running) -> Result<Finish> {
+        let Running { key, token, lease } = running;
+        let lost_before = lease.is_lost();
+        drop(lease); // stop renewing: the renewal would find "processed" and report a loss
+        let call = ScriptCall::new(&FINISH)
+            .key(&key)
+            .arg(&token)
+            .arg(self.processed_ttl.as_millis() as u64);
+        match int(&self.client.eval(intr, &call)?)? {
+            1 if !lost_before => Ok(Finish::Marked),
+            // A renewal saw the lease gone (so copies could have run meanwhile), or finish did.
+            1 | 0 => Ok(Finish::Lapsed),
+            _ => Ok(Finish::Lost),
+        }
+    }
+
+    /// The job raised: drop the lease so the next copy runs it. True when it was still ours.
+    pub fn abort(&self, intr: &Interrupt, running: Running) -> Result<bool> {
+        let Running { key, token, lease } = running;
+        drop(lease);
+        let call = ScriptCall::new(&ABORT).key(&key).arg(&token);
+        Ok(int(&self.client.eval(intr, &call)?)? == 1)
+    }
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    }
+}

@@ -1,0 +1,157 @@
+mod support;
+
+use ferrolock_core::client::int;
+use ferrolock_core::{lua_script, script::ScriptCall, Client, ClientOptions, Error, Interrupt};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::{cmd, RedisServer};
+
+lua_script!(ECHO_KEY = "lease/renew_key");
+
+#[test]
+fn commands_and_values_round_trip() {
+    let server = RedisServer::start();
+    let c = server.client("t");
+    assert_eq!(cmd(&c, &["SET", "a", "1"]), redis::Value::Okay);
+    assert_eq!(cmd(&c, &["INCR", "a"]), redis::Value::Int(2));
+    assert_eq!(cmd(&c, &["GET", "missing"]), redis::Value::Nil);
+    let err = c
+        .command(&Interrupt::new(), &[b"NOSUCHCOMMAND".to_vec()])
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Redis(ref m) if m.contains("unknown command")),
+        "{err:?}"
+    );
+    // The connection that got the error reply is still usable.
+    assert_eq!(
+        cmd(&c, &["PING"]),
+        redis::Value::SimpleString("PONG".into())
+    );
+}
+
+#[test]
+fn scripts_survive_script_flush() {
+    let server = RedisServer::start();
+    let c = server.client("t");
+    cmd(&c, &["SET", "k", "tok"]);
+    let call = ScriptCall::new(&ECHO_KEY).key("k").arg("tok").arg(5000);
+    assert_eq!(int(&c.eval(&Interrupt::new(), &call).unwrap()).unwrap(), 1);
+    cmd(&c, &["SCRIPT", "FLUSH"]);
+    assert_eq!(int(&c.eval(&Interrupt::new(), &call).unwrap()).unwrap(), 1);
+    cmd(&c, &["SCRIPT", "FLUSH"]);
+    let many = c
+        .eval_many(&Interrupt::new(), &[call.clone(), call])
+        .unwrap();
+    assert!(many.iter().all(|r| int(r.as_ref().unwrap()).unwrap() == 1));
+}
+
+#[test]
+fn many_threads_share_one_client() {
+    let server = RedisServer::start();
+    let c = Arc::new(server.client("t"));
+    let threads: Vec<_> = (0..16)
+        .map(|t| {
+            let c = c.clone();
+            std::thread::spawn(move || {
+                for i in 0..200 {
+                    let key = format!("k{t}");
+                    let v = int(&cmd(&c, &["INCR", &key])).unwrap();
+                    assert_eq!(v, i + 1);
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+}
+
+#[test]
+fn unreachable_redis_is_a_connection_error_naming_the_address() {
+    let mut server = RedisServer::start();
+    let port = server.port;
+    server.stop();
+    let c = Client::new(ClientOptions::new(&format!(
+        "redis://:hunter2@127.0.0.1:{port}/0"
+    )))
+    .unwrap();
+    let err = c
+        .command(&Interrupt::new(), &[b"PING".to_vec()])
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, Error::Connection { .. }), "{err:?}");
+    assert!(msg.contains(&format!("127.0.0.1:{port}")), "{msg}");
+    assert!(!msg.contains("hunter2"), "{msg}");
+}
+
+#[test]
+fn paused_redis_times_out_within_read_timeout_and_recovers() {
+    let server = RedisServer::start();
+    let mut opts = ClientOptions::new(&server.url());
+    opts.read_timeout = Duration::from_millis(300);
+    let c = Client::new(opts).unwrap();
+    cmd(&c, &["PING"]);
+    server.pause();
+    let t = Instant::now();
+    let err = c
+        .command(&Interrupt::new(), &[b"PING".to_vec()])
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Connection { ref detail, .. } if detail.contains("timed out")),
+        "{err:?}"
+    );
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    server.resume();
+    assert_eq!(
+        cmd(&c, &["PING"]),
+        redis::Value::SimpleString("PONG".into())
+    );
+}
+
+#[test]
+fn cancel_cuts_a_blocked_read_promptly() {
+    let server = RedisServer::start();
+    let mut opts = ClientOptions::new(&server.url());
+    opts.read_timeout = Duration::from_secs(30);
+    let c = server.client("t");
+    let c2 = Client::new(opts).unwrap();
+    cmd(&c, &["PING"]);
+    let intr = Arc::new(Interrupt::new());
+    let started = Instant::now();
+    let blocked = {
+        let intr = intr.clone();
+        std::thread::spawn(move || c2.blpop(&intr, "nothing", Duration::from_secs(20)))
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let cancelled_at = Instant::now();
+    intr.cancel();
+    let result = blocked.join().unwrap();
+    assert_eq!(result.unwrap_err(), Error::Interrupted);
+    assert!(
+        cancelled_at.elapsed() < Duration::from_millis(100),
+        "{:?}",
+        cancelled_at.elapsed()
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+}
+
+#[test]
+fn db_index_and_acl_users_are_honoured() {
+    let server = RedisServer::start();
+    let admin = server.client("t");
+    cmd(
+        &admin,
+        &["ACL", "SETUSER", "app", "on", ">s3cret", "~*", "+@all"],
+    );
+    let url = format!("redis://app:s3cret@127.0.0.1:{}/4", server.port);
+    let c = Client::new(ClientOptions::new(&url)).unwrap();
+    cmd(&c, &["SET", "in4", "yes"]);
+    cmd(&admin, &["SELECT", "0"]);
+    // The admin connection pool is db 0: the key is not there.
+    assert_eq!(cmd(&admin, &["EXISTS", "in4"]), redis::Value::Int(0));
+    let bad = format!("redis://app:wrong@127.0.0.1:{}/0", server.port);
+    let err = Client::new(ClientOptions::new(&bad))
+        .unwrap()
+        .command(&Interrupt::new(), &[b"PING".to_vec()])
+        .unwrap_err();
+    assert!(matches!(err, Error::Connection { .. }), "{err:?}");
+    assert!(!err.to_string().contains("wrong"), "{err}");
+}

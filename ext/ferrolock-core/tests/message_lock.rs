@@ -1,0 +1,368 @@
+//! MessageLock against a real redis-server started for this test binary.
+
+use ferrolock_core::message_lock::{Begin, Finish, MessageLock, MessageLockOptions, Running};
+use ferrolock_core::{Client, ClientOptions, Error, Interrupt};
+use std::collections::HashMap;
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// A throwaway redis-server on a free loopback port, killed when the test binary exits.
+struct Server {
+    port: u16,
+    child: Mutex<Child>,
+}
+
+static SERVER: OnceLock<Server> = OnceLock::new();
+
+fn server() -> &'static Server {
+    SERVER.get_or_init(|| {
+        let port = loop {
+            let p = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            if p != 6379 {
+                break p;
+            }
+        };
+        let child = Command::new("redis-server")
+            .args([
+                "--port",
+                &port.to_string(),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+            ])
+            .args(["--dir", &std::env::temp_dir().to_string_lossy()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("redis-server must be installed (bin/setup)");
+        let pid = child.id();
+        // The server dies with the test binary: a static's Drop never runs, so kill it at exit.
+        extern "C" fn kill_server() {
+            if let Some(s) = SERVER.get() {
+                let _ = s.child.lock().map(|mut c| c.kill());
+            }
+        }
+        // SAFETY: registers a plain function; it runs once at exit.
+        unsafe { libc::atexit(kill_server) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "redis-server (pid {pid}) did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Server {
+            port,
+            child: Mutex::new(child),
+        }
+    })
+}
+
+/// A client in a namespace of its own, so tests running in parallel never share keys.
+fn client() -> Client {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let mut opts = ClientOptions::new(&format!("redis://127.0.0.1:{}/0", server().port));
+    opts.namespace = format!(
+        "t{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    );
+    Client::new(opts).unwrap()
+}
+
+fn lock(client: &Client, lock_ttl_ms: u64, processed_ttl_ms: u64) -> MessageLock {
+    let opts = MessageLockOptions {
+        lock_ttl: Duration::from_millis(lock_ttl_ms),
+        processed_ttl: Duration::from_millis(processed_ttl_ms),
+    };
+    MessageLock::new(client, opts).unwrap()
+}
+
+fn begin(lock: &MessageLock, id: &str) -> Begin {
+    lock.begin(&Interrupt::new(), "orders", id, &MessageLock::new_token())
+        .unwrap()
+}
+
+fn run(b: Begin) -> Running {
+    match b {
+        Begin::Run(r) => r,
+        Begin::Processed => panic!("expected run, got processed"),
+        Begin::InProgress => panic!("expected run, got in_progress"),
+    }
+}
+
+fn kind(b: &Begin) -> &'static str {
+    match b {
+        Begin::Run(_) => "run",
+        Begin::Processed => "processed",
+        Begin::InProgress => "in_progress",
+    }
+}
+
+fn pttl(client: &Client, key: &str) -> i64 {
+    let v = client
+        .command(
+            &Interrupt::new(),
+            &[b"PTTL".to_vec(), key.as_bytes().to_vec()],
+        )
+        .unwrap();
+    ferrolock_core::client::int(&v).unwrap()
+}
+
+fn get(client: &Client, key: &str) -> Option<String> {
+    match client
+        .command(
+            &Interrupt::new(),
+            &[b"GET".to_vec(), key.as_bytes().to_vec()],
+        )
+        .unwrap()
+    {
+        redis::Value::BulkString(b) => Some(String::from_utf8(b).unwrap()),
+        _ => None,
+    }
+}
+
+#[test]
+fn first_delivery_runs_copies_wait_then_are_recognised_as_processed() {
+    let c = client();
+    let l = lock(&c, 5_000, 60_000);
+    let key = l.state_key("orders", "m-1").unwrap();
+    assert_eq!(key, format!("{}:{{msg:orders:m-1}}:state", c.namespace()));
+
+    let running = run(begin(&l, "m-1"));
+    assert_eq!(kind(&begin(&l, "m-1")), "in_progress");
+    assert!(pttl(&c, &key) > 4_000);
+
+    assert_eq!(
+        l.finish(&Interrupt::new(), running).unwrap(),
+        Finish::Marked
+    );
+    assert_eq!(get(&c, &key).as_deref(), Some("processed"));
+    let ttl = pttl(&c, &key);
+    assert!(
+        ttl > 59_000 && ttl <= 60_000,
+        "processed_ttl applied: {ttl}"
+    );
+    assert_eq!(kind(&begin(&l, "m-1")), "processed");
+    // Another queue's message with the same id is another message.
+    let other = l
+        .begin(
+            &Interrupt::new(),
+            "invoices",
+            "m-1",
+            &MessageLock::new_token(),
+        )
+        .unwrap();
+    assert_eq!(kind(&other), "run");
+}
+
+#[test]
+fn a_failed_run_frees_the_message_for_its_next_copy_at_once() {
+    let c = client();
+    let l = lock(&c, 60_000, 60_000);
+    let running = run(begin(&l, "m-2"));
+    assert!(l.abort(&Interrupt::new(), running).unwrap());
+    assert_eq!(get(&c, &l.state_key("orders", "m-2").unwrap()), None);
+    let again = run(begin(&l, "m-2"));
+    assert_eq!(l.finish(&Interrupt::new(), again).unwrap(), Finish::Marked);
+}
+
+#[test]
+fn a_retried_begin_with_the_same_token_is_recognised_as_ours() {
+    let c = client();
+    let l = lock(&c, 60_000, 60_000);
+    let token = MessageLock::new_token();
+    let first = l.begin(&Interrupt::new(), "orders", "m-3", &token).unwrap();
+    let retried = l.begin(&Interrupt::new(), "orders", "m-3", &token).unwrap();
+    assert_eq!((kind(&first), kind(&retried)), ("run", "run"));
+}
+
+#[test]
+fn the_lease_is_renewed_while_the_job_runs_and_expires_after_a_crash() {
+    let c = client();
+    let l = lock(&c, 300, 60_000);
+    let running = run(begin(&l, "m-4"));
+    // 3x lock_ttl: a copy arriving at any point in between must not run.
+    let until = Instant::now() + Duration::from_millis(900);
+    while Instant::now() < until {
+        assert_eq!(kind(&begin(&l, "m-4")), "in_progress");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(!running.is_lost());
+    // A crash: renewal stops without finish or abort; the next copy runs within lock_ttl.
+    drop(running);
+    let crashed = Instant::now();
+    let next = loop {
+        match begin(&l, "m-4") {
+            Begin::Run(r) => break r,
+            Begin::InProgress => std::thread::sleep(Duration::from_millis(10)),
+            Begin::Processed => panic!("never finished, cannot be processed"),
+        }
+    };
+    assert!(
+        crashed.elapsed() < Duration::from_millis(300 + 700),
+        "{:?}",
+        crashed.elapsed()
+    );
+    assert_eq!(l.finish(&Interrupt::new(), next).unwrap(), Finish::Marked);
+}
+
+#[test]
+fn finish_marks_a_lapsed_lease_but_never_overwrites_another_delivery() {
+    let c = client();
+    let l = lock(&c, 60_000, 60_000);
+    let key = l.state_key("orders", "m-5").unwrap();
+    let del = |c: &Client| {
+        c.command(
+            &Interrupt::new(),
+            &[b"DEL".to_vec(), key.as_bytes().to_vec()],
+        )
+        .unwrap()
+    };
+
+    let lapsed = run(begin(&l, "m-5"));
+    del(&c);
+    assert_eq!(l.finish(&Interrupt::new(), lapsed).unwrap(), Finish::Lapsed);
+    assert_eq!(get(&c, &key).as_deref(), Some("processed"));
+
+    del(&c);
+    let stale = run(begin(&l, "m-5"));
+    del(&c);
+    let current = run(begin(&l, "m-5"));
+    assert_eq!(l.finish(&Interrupt::new(), stale).unwrap(), Finish::Lost);
+    assert!(
+        get(&c, &key).is_some_and(|v| v != "processed"),
+        "the current delivery's lease stays"
+    );
+    let stale_abort = run(begin(&l, "m-6"));
+    let _ = c.command(
+        &Interrupt::new(),
+        &[
+            b"SET".to_vec(),
+            l.state_key("orders", "m-6").unwrap().into_bytes(),
+            b"someone-else".to_vec(),
+        ],
+    );
+    assert!(!l.abort(&Interrupt::new(), stale_abort).unwrap());
+    assert_eq!(
+        get(&c, &l.state_key("orders", "m-6").unwrap()).as_deref(),
+        Some("someone-else")
+    );
+    assert_eq!(
+        l.finish(&Interrupt::new(), current).unwrap(),
+        Finish::Marked
+    );
+}
+
+#[test]
+fn scripts_survive_a_script_flush() {
+    let c = client();
+    let l = lock(&c, 60_000, 60_000);
+    let r = run(begin(&l, "m-7"));
+    c.command(&Interrupt::new(), &[b"SCRIPT".to_vec(), b"FLUSH".to_vec()])
+        .unwrap();
+    assert_eq!(l.finish(&Interrupt::new(), r).unwrap(), Finish::Marked);
+    assert_eq!(kind(&begin(&l, "m-7")), "processed");
+}
+
+#[test]
+fn bad_arguments_name_the_argument() {
+    let c = client();
+    let zero = MessageLockOptions {
+        lock_ttl: Duration::ZERO,
+        ..MessageLockOptions::default()
+    };
+    assert!(
+        matches!(MessageLock::new(&c, zero), Err(Error::Argument(m)) if m.starts_with("lock_ttl"))
+    );
+    let zero = MessageLockOptions {
+        processed_ttl: Duration::from_micros(10),
+        ..MessageLockOptions::default()
+    };
+    assert!(
+        matches!(MessageLock::new(&c, zero), Err(Error::Argument(m)) if m.starts_with("processed_ttl"))
+    );
+    let l = lock(&c, 1_000, 1_000);
+    let t = MessageLock::new_token();
+    let i = Interrupt::new();
+    assert!(matches!(l.begin(&i, "", "m", &t), Err(Error::Argument(m)) if m.starts_with("queue")));
+    assert!(
+        matches!(l.begin(&i, "q{x}", "m", &t), Err(Error::Argument(m)) if m.starts_with("queue"))
+    );
+    assert!(
+        matches!(l.begin(&i, "q", "", &t), Err(Error::Argument(m)) if m.starts_with("message_id"))
+    );
+}
+
+/// 8 threads receive 300 messages, each delivered 1-3 times (copies back to back, so they
+/// overlap), and 5% of first runs fail: every message's work completes exactly once.
+#[test]
+fn every_message_completes_exactly_once_under_concurrent_copies() {
+    let c = client();
+    let l = Arc::new(lock(&c, 2_000, 60_000));
+    let mut deliveries = Vec::new();
+    for id in 0..300u32 {
+        for _ in 0..(1 + id % 3) {
+            deliveries.push(id);
+        }
+    }
+    let queue = Arc::new(Mutex::new(deliveries));
+    let done: Arc<Vec<AtomicU32>> = Arc::new((0..300).map(|_| AtomicU32::new(0)).collect());
+    let attempts: Arc<Mutex<HashMap<u32, u32>>> = Arc::default();
+    let threads: Vec<_> = (0..8)
+        .map(|_| {
+            let (l, queue, done, attempts) =
+                (l.clone(), queue.clone(), done.clone(), attempts.clone());
+            std::thread::spawn(move || loop {
+                let Some(id) = queue.lock().unwrap().pop() else {
+                    return;
+                };
+                let msg = format!("msg-{id}");
+                match begin(&l, &msg) {
+                    Begin::Run(r) => {
+                        let attempt = {
+                            let mut a = attempts.lock().unwrap();
+                            let n = a.entry(id).or_insert(0);
+                            *n += 1;
+                            *n
+                        };
+                        std::thread::sleep(Duration::from_micros(500));
+                        if id % 20 == 0 && attempt == 1 {
+                            l.abort(&Interrupt::new(), r).unwrap();
+                            queue.lock().unwrap().insert(0, id); // redelivered later
+                        } else {
+                            done[id as usize].fetch_add(1, Ordering::SeqCst);
+                            assert_eq!(l.finish(&Interrupt::new(), r).unwrap(), Finish::Marked);
+                        }
+                    }
+                    Begin::Processed => {}
+                    // Left alone: the copy comes back after the visibility timeout.
+                    Begin::InProgress => queue.lock().unwrap().insert(0, id),
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().unwrap();
+    }
+    for (id, n) in done.iter().enumerate() {
+        assert_eq!(n.load(Ordering::SeqCst), 1, "message {id} completed once");
+    }
+    assert!(attempts
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(id, _)| *id % 20 == 0)
+        .all(|(_, n)| *n == 2));
+}
