@@ -27,7 +27,20 @@ pub fn core_error(ruby: &Ruby, e: CoreError) -> Error {
 /// Seconds from Ruby as a Duration; `arg` names the argument in the error.
 pub fn seconds(ruby: &Ruby, arg: &str, secs: f64) -> Result<std::time::Duration, Error> {
     if !secs.is_finite() || secs <= 0.0 {
-        return Err(Error::new(ruby.exception_arg_error(), format!("{arg}: must be a positive number of seconds, got {secs}")));
+        return Err(Error::new(
+            ruby.exception_arg_error(),
+            format!("{arg}: must be a positive number of seconds, got {secs}"),
+        ));
     }
     Ok(std::time::Duration::from_secs_f64(secs))
+}
+
+/// A wait limit from Ruby (`nil` = wait as long as needed, `0` = don't wait) as a deadline.
+pub fn deadline(ruby: &Ruby, arg: &str, secs: Option<f64>) -> Result<Option<std::time::Instant>, Error> {
+    let now = std::time::Instant::now();
+    match secs {
+        None => Ok(None),
+        Some(0.0) => Ok(Some(now)),
+        Some(s) => Ok(Some(now + seconds(ruby, arg, s)?)),
+    }
 }

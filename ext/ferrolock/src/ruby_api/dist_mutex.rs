@@ -1,13 +1,12 @@
 //! `Ferrolock::Native::DistMutex` and the hold it hands out (see lib/ferrolock/dist_mutex.rb,
 //! which adds Ruby Mutex's owner rules).
 
-use crate::errors::{core_error, seconds};
+use crate::errors::{core_error, deadline, seconds};
 use crate::nogvl::{run, Retry};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions, Held};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 use std::sync::Mutex;
-use std::time::Instant;
 
 #[magnus::wrap(class = "Ferrolock::Native::DistMutex", free_immediately, size)]
 pub struct RbDistMutex(DistMutex);
@@ -20,7 +19,10 @@ pub struct RbMutexHold {
 
 impl RbMutexHold {
     fn new(held: Held) -> Self {
-        RbMutexHold { fencing_token: held.fencing_token(), held: Mutex::new(Some(held)) }
+        RbMutexHold {
+            fencing_token: held.fencing_token(),
+            held: Mutex::new(Some(held)),
+        }
     }
 
     fn fencing_token(&self) -> i64 {
@@ -42,23 +44,25 @@ impl RbDistMutex {
             auto_release,
             lease: seconds(ruby, "lease", lease)?,
         };
-        DistMutex::new(&client.0, &name, opts).map(RbDistMutex).map_err(|e| core_error(ruby, e))
+        DistMutex::new(&client.0, &name, opts)
+            .map(RbDistMutex)
+            .map_err(|e| core_error(ruby, e))
     }
 
     fn try_lock(ruby: &Ruby, rb_self: &Self) -> Result<Option<RbMutexHold>, Error> {
         let token = DistMutex::new_token();
-        let held = run(ruby, Retry::Idempotent, |intr| rb_self.0.try_lock(intr, &token))?;
+        let held = run(ruby, Retry::Idempotent, |intr| {
+            rb_self.0.try_lock(intr, &token)
+        })?;
         Ok(held.map(RbMutexHold::new))
     }
 
     fn lock(ruby: &Ruby, rb_self: &Self, timeout: Option<f64>) -> Result<RbMutexHold, Error> {
-        let deadline = match timeout {
-            Some(t) if t == 0.0 => Some(Instant::now()),
-            Some(t) => Some(Instant::now() + seconds(ruby, "timeout", t)?),
-            None => None,
-        };
+        let deadline = deadline(ruby, "timeout", timeout)?;
         let token = DistMutex::new_token();
-        let held = run(ruby, Retry::Idempotent, |intr| rb_self.0.lock(intr, &token, deadline))?;
+        let held = run(ruby, Retry::Idempotent, |intr| {
+            rb_self.0.lock(intr, &token, deadline)
+        })?;
         Ok(RbMutexHold::new(held))
     }
 
@@ -67,9 +71,11 @@ impl RbDistMutex {
         let Some(held) = held else { return Ok(()) };
         // The release is not retried: once sent, a second send would find the lock gone.
         let once = Mutex::new(Some(held));
-        run(ruby, Retry::Once, |intr| match once.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            Some(h) => rb_self.0.unlock(intr, h),
-            None => Ok(()),
+        run(ruby, Retry::Once, |intr| {
+            match once.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                Some(h) => rb_self.0.unlock(intr, h),
+                None => Ok(()),
+            }
         })
     }
 
