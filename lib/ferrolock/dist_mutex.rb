@@ -21,7 +21,10 @@ module Ferrolock
       expire = Validate.seconds!(:expire, expire) unless expire.nil?
       lease = Validate.seconds!(:lease, lease)
       @auto_release = Validate.boolean!(:auto_release, auto_release)
-      raise ArgumentError, "auto_release: false needs expire: (the lock would never be released)" if !auto_release && expire.nil?
+      if !auto_release && expire.nil?
+        raise ArgumentError,
+              "auto_release: false needs expire: (the lock would never be released)"
+      end
 
       @client = Validate.client!(client)
       @native = Native::DistMutex.new(@client.native, @name, expire, auto_release, lease)

@@ -8,7 +8,10 @@ module Ferrolock
     # A lock/limiter name: a non-empty String or Symbol without braces (they would break the
     # Redis Cluster hash tag).
     def name!(arg, value)
-      raise TypeError, "#{arg} must be a String or Symbol, got #{value.inspect}" unless value.is_a?(String) || value.is_a?(Symbol)
+      unless value.is_a?(String) || value.is_a?(Symbol)
+        raise TypeError,
+              "#{arg} must be a String or Symbol, got #{value.inspect}"
+      end
 
       value = value.to_s
       raise ArgumentError, "#{arg} must not be empty" if value.empty?
@@ -19,16 +22,21 @@ module Ferrolock
 
     # A positive number of seconds (Integer, Float, Rational or ActiveSupport::Duration).
     def seconds!(arg, value, allow_zero: false)
-      value = value.to_f if defined?(ActiveSupport::Duration) && value.is_a?(ActiveSupport::Duration)
-      raise TypeError, "#{arg} must be a number of seconds, got #{value.inspect}" unless value.is_a?(Numeric)
+      value = float!(arg, value)
 
-      value = value.to_f
-      raise ArgumentError, "#{arg} must be a finite number, got #{value}" unless value.finite?
-      if allow_zero ? value.negative? : !value.positive?
-        raise ArgumentError, "#{arg} must be #{allow_zero ? "zero or more" : "positive"}, got #{value}"
-      end
+      in_range = allow_zero ? !value.negative? : value.positive?
+      raise ArgumentError, "#{arg} must be #{allow_zero ? "zero or more" : "positive"}, got #{value}" unless in_range
 
       value
+    end
+
+    # Any finite number of seconds as a Float.
+    def float!(arg, value)
+      value = value.to_f if defined?(ActiveSupport::Duration) && value.is_a?(ActiveSupport::Duration)
+      raise TypeError, "#{arg} must be a number of seconds, got #{value.inspect}" unless value.is_a?(Numeric)
+      raise ArgumentError, "#{arg} must be a finite number, got #{value}" unless value.to_f.finite?
+
+      value.to_f
     end
 
     def positive_integer!(arg, value)

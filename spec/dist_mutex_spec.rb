@@ -1,0 +1,275 @@
+# frozen_string_literal: true
+
+require "timeout"
+
+RSpec.describe Ferrolock::DistMutex do
+  let(:redis) { FerrolockTest.redis_server.redis }
+
+  def mutex(name = "m", **options)
+    described_class.new(name, **options)
+  end
+
+  describe "Ruby Mutex API" do
+    it "runs a block holding the lock and returns its value" do
+      m = mutex
+      result = m.synchronize { [m.owned?, m.locked?, m.fencing_token] }
+      expect(result[0..1]).to eq([true, true])
+      expect(result[2]).to be_a(Integer)
+      expect([m.owned?, m.locked?, m.fencing_token]).to eq([false, false, nil])
+    end
+
+    it "supports lock/unlock/try_lock and returns self like Mutex" do
+      m = mutex
+      expect(m.lock).to be(m)
+      expect(m.try_lock).to be(false)
+      expect(mutex.try_lock).to be(false) # another object, same name
+      expect(m.unlock).to be(m)
+      expect(m.try_lock).to be(true)
+      m.unlock
+    end
+
+    it "raises ThreadError on recursive locking, like Mutex" do
+      m = mutex
+      m.synchronize do
+        expect { m.lock }.to raise_error(ThreadError, /recursive locking/)
+        expect { m.synchronize { nil } }.to raise_error(ThreadError)
+      end
+    end
+
+    it "raises ThreadError when a non-owner unlocks, like Mutex" do
+      m = mutex
+      m.lock
+      other = Thread.new do
+        Thread.current.report_on_exception = false
+        m.unlock
+      end
+      expect { other.join }.to raise_error(ThreadError)
+      expect { mutex.unlock }.to raise_error(ThreadError)
+      m.unlock
+    end
+
+    it "excludes two threads of one process like two hosts" do
+      m = mutex
+      inside = 0
+      max = 0
+      threads = Array.new(6) do
+        Thread.new do
+          30.times do
+            m.synchronize do
+              inside += 1
+              max = [max, inside].max
+              sleep 0.001
+              inside -= 1
+            end
+          end
+        end
+      end
+      threads.each(&:join)
+      expect(max).to eq(1)
+    end
+
+    it "gives up after timeout: with Ferrolock::TimeoutError" do
+      holder = mutex
+      holder.lock
+      waiter = mutex
+      took = elapsed { expect { waiter.lock(timeout: 0.2) }.to raise_error(Ferrolock::TimeoutError) }
+      expect(took).to be_between(0.2, 1.0)
+      expect { waiter.lock(timeout: 0) }.to raise_error(Ferrolock::TimeoutError)
+      holder.unlock
+    end
+  end
+
+  describe "leases and fencing" do
+    it "hands out fencing tokens that strictly increase across holders" do
+      tokens = Array.new(5) do
+        m = mutex
+        m.synchronize { m.fencing_token }
+      end
+      expect(tokens).to eq(tokens.sort.uniq)
+      expect(tokens.size).to eq(5)
+    end
+
+    it "raises LockLost when the lock vanished while held" do
+      m = mutex("lost")
+      events = []
+      sub = Ferrolock.subscribe { |event, payload| events << [event, payload[:name]] }
+      expect do
+        m.synchronize { redis.del("ferrolock:{lost}:lock") }
+      end.to raise_error(Ferrolock::LockLost)
+      expect(events).to include([:lock_lost, "lost"])
+      expect(m.owned?).to be(false)
+    ensure
+      Ferrolock.unsubscribe(sub)
+    end
+
+    it "keeps a block running 3x the lease exclusive" do
+      m = mutex("long", lease: 0.3)
+      intruded = false
+      checker = Thread.new do
+        other = mutex("long")
+        deadline = monotonic + 1.0
+        while monotonic < deadline
+          intruded ||= other.try_lock
+          sleep 0.05
+        end
+      end
+      m.synchronize { sleep 0.9 + 0.1 }
+      checker.join
+      expect(intruded).to be(false)
+    end
+  end
+
+  describe "expire: n, auto_release: false (the crawler's spacer)" do
+    it "starts holders at least n seconds apart, letting blocks overlap" do
+      starts = Queue.new
+      spans = Queue.new
+      threads = Array.new(5) do
+        Thread.new do
+          m = mutex("crawl", expire: 0.2, auto_release: false)
+          3.times do
+            m.synchronize do
+              started = monotonic
+              starts << started
+              sleep 0.5
+              spans << [started, monotonic]
+            end
+          end
+        end
+      end
+      threads.each(&:join)
+      times = Array.new(starts.size) { starts.pop }.sort
+      expect(times.size).to eq(15)
+      gaps = times.each_cons(2).map { |a, b| b - a }
+      expect(gaps.min).to be >= 0.19
+      spans = Array.new(spans.size) { spans.pop }.sort
+      overlapping = spans.each_cons(2).count { |(_, end1), (start2, _)| start2 < end1 }
+      expect(overlapping).to be > 0
+    end
+  end
+
+  describe "processes" do
+    it "excludes 4 processes x 8 threads x 200 sections (no overlap)" do
+      code = <<~RUBY
+        require "ferrolock"
+        require "redis"
+        threads = Array.new(8) do
+          Thread.new do
+            r = Redis.new(url: ENV["REDIS_URL"])
+            m = Ferrolock::DistMutex.new("shared")
+            200.times do
+              m.synchronize do
+                r.incr("overlaps") if r.incr("inside") > 1
+                r.decr("inside")
+                r.incr("sections")
+              end
+            end
+          end
+        end
+        threads.each(&:join)
+      RUBY
+      4.times.map { Thread.new { run_ruby!(code, timeout: 240) } }.each(&:join)
+      expect(redis.get("sections").to_i).to eq(4 * 8 * 200)
+      expect(redis.get("overlaps").to_i).to eq(0)
+    end
+
+    it "frees the lock of a process killed with kill -9 within lease + 1 s" do
+      code = <<~RUBY
+        require "ferrolock"
+        Ferrolock::DistMutex.new("crash", lease: 1).synchronize do
+          $stdout.puts "locked"
+          $stdout.flush
+          sleep 60
+        end
+      RUBY
+      env = { "REDIS_URL" => FerrolockTest.redis_server.url }
+      pid = Process.spawn(env, RbConfig.ruby, "-I", FerrolockTest::LIB, "-e", code, out: (reader, writer = IO.pipe)[1])
+      writer.close
+      Timeout.timeout(20) { expect(reader.gets).to eq("locked\n") }
+      sleep 1.5 # renewed meanwhile: still held well past its 1 s lease
+      expect(mutex("crash").try_lock).to be(false)
+      Process.kill("KILL", pid)
+      Process.wait(pid)
+      killed_at = monotonic
+      m = mutex("crash")
+      m.lock(timeout: 5)
+      expect(monotonic - killed_at).to be < 1 + 1
+      m.unlock
+    end
+
+    it "works in a forked child with a mutex created in the parent" do
+      m = mutex("forked")
+      m.synchronize { nil }
+      read, write = IO.pipe
+      pid = fork do
+        read.close
+        token = m.synchronize { m.fencing_token }
+        write.puts(token)
+        exit!(0)
+      end
+      write.close
+      child_token = read.read.to_i
+      _, status = Process.wait2(pid)
+      expect(status.success?).to be(true)
+      expect(child_token).to be > 1
+      expect(m.synchronize { m.fencing_token }).to be > child_token
+    end
+  end
+
+  describe "interrupting a waiter" do
+    let(:holder) { mutex("busy").tap(&:lock) }
+
+    after { holder.unlock }
+
+    def waiting_thread
+      holder
+      thread = Thread.new { mutex("busy").lock }
+      thread.report_on_exception = false
+      sleep 0.2
+      expect(thread).to be_alive
+      thread
+    end
+
+    it "ends on Thread#kill within 100 ms" do
+      thread = waiting_thread
+      took = elapsed do
+        thread.kill
+        thread.join(2)
+      end
+      expect(thread).not_to be_alive
+      expect(took).to be < 0.1
+    end
+
+    it "ends on Timeout.timeout within 100 ms of the timeout" do
+      holder
+      took = elapsed { expect { Timeout.timeout(0.2) { mutex("busy").lock } }.to raise_error(Timeout::Error) }
+      expect(took).to be < 0.3
+    end
+
+    it "lets other threads run while one waits" do
+      thread = waiting_thread
+      counter = 0
+      counting = Thread.new { loop { counter += 1 } }
+      sleep 0.2
+      counting.kill
+      thread.kill
+      expect(counter).to be > 1000
+    end
+  end
+
+  describe "bad input" do
+    it "names the argument" do
+      expect { described_class.new(nil) }.to raise_error(TypeError, /name/)
+      expect { described_class.new("") }.to raise_error(ArgumentError, /name/)
+      expect { described_class.new("a{b") }.to raise_error(ArgumentError, /name/)
+      expect { described_class.new("m", expire: "1") }.to raise_error(TypeError, /expire/)
+      expect { described_class.new("m", expire: 0) }.to raise_error(ArgumentError, /expire/)
+      expect { described_class.new("m", lease: -1) }.to raise_error(ArgumentError, /lease/)
+      expect { described_class.new("m", auto_release: false) }.to raise_error(ArgumentError, /auto_release/)
+      expect { described_class.new("m", auto_release: nil) }.to raise_error(TypeError, /auto_release/)
+      expect { described_class.new("m", client: "redis://x") }.to raise_error(TypeError, /client/)
+      expect { described_class.new("m", expires: 1) }.to raise_error(ArgumentError, /expires/)
+      expect { mutex.lock(timeout: "soon") }.to raise_error(TypeError, /timeout/)
+      expect { mutex.lock(timeout: -1) }.to raise_error(ArgumentError, /timeout/)
+    end
+  end
+end
