@@ -159,6 +159,15 @@ impl Client {
         self.with_conn(intr, |c| c.request(intr, &packed))
     }
 
+    /// Sends plain commands in one round trip; each reply (or error reply) in order.
+    pub fn pipeline(&self, intr: &Interrupt, cmds: &[redis::Cmd]) -> Result<Vec<Value>> {
+        let mut buf = Vec::with_capacity(64 * cmds.len());
+        for cmd in cmds {
+            cmd.write_packed_command(&mut buf);
+        }
+        self.with_conn(intr, |c| c.pipeline(intr, &buf, cmds.len()))
+    }
+
     /// Runs a script call: EVALSHA, and EVAL on NOSCRIPT. One round trip when cached.
     pub fn eval(&self, intr: &Interrupt, call: &ScriptCall) -> Result<Value> {
         self.with_conn(intr, |c| {

@@ -98,7 +98,7 @@ impl ConcurrentLimiter {
 
     /// A fresh slot token (uuid v4).
     pub fn new_token() -> String {
-        uuid::Uuid::new_v4().simple().to_string()
+        crate::token::new_token()
     }
 
     fn lease_ms(&self) -> u64 {

@@ -105,7 +105,29 @@ impl DistMutex {
 
     /// A fresh owner token (uuid v4).
     pub fn new_token() -> String {
-        uuid::Uuid::new_v4().simple().to_string()
+        crate::token::new_token()
+    }
+
+    /// The uncontended path without Lua: SET NX PX and INCR of the fencing counter in one round
+    /// trip. The fencing token still grows across holders: a holder's INCR runs after its own
+    /// SET succeeded, so after the previous holder released. `None` when the lock was taken.
+    fn attempt_fast(&self, intr: &Interrupt, token: &str) -> Result<Option<i64>> {
+        let mut set = redis::cmd("SET");
+        set.arg(&self.lock_key)
+            .arg(token)
+            .arg("NX")
+            .arg("PX")
+            .arg(self.ttl.as_millis() as u64);
+        let mut incr = redis::cmd("INCR");
+        incr.arg(&self.fence_key);
+        let replies = self.client.pipeline(intr, &[set, incr])?;
+        match replies.as_slice() {
+            [redis::Value::Okay, fence] => Ok(Some(crate::client::int(fence)?)),
+            [redis::Value::Nil, _] => Ok(None),
+            other => Err(Error::Redis(format!(
+                "dist_mutex: unexpected reply {other:?}"
+            ))),
+        }
     }
 
     fn attempt(&self, intr: &Interrupt, token: &str, wait_ms: u64) -> Result<Attempt> {
@@ -143,6 +165,10 @@ impl DistMutex {
 
     /// One attempt, never waits.
     pub fn try_lock(&self, intr: &Interrupt, token: &str) -> Result<Option<Held>> {
+        if let Some(fence) = self.attempt_fast(intr, token)? {
+            return Ok(Some(self.held(token, fence)));
+        }
+        // Taken: maybe by this very token (a retried call), which the script recognises.
         match self.attempt(intr, token, 0)? {
             Attempt::Acquired(fence) => Ok(Some(self.held(token, fence))),
             Attempt::Busy { .. } => Ok(None),
@@ -155,6 +181,9 @@ impl DistMutex {
     pub fn lock(&self, intr: &Interrupt, token: &str, deadline: Option<Instant>) -> Result<Held> {
         // Only a releasing holder signals; expiry-only locks are waited out locally.
         let signal = self.auto_release.then_some(self.signal_key.as_str());
+        if let Some(fence) = self.attempt_fast(intr, token)? {
+            return Ok(self.held(token, fence));
+        }
         loop {
             let planned_wait = match deadline {
                 Some(d) => d.saturating_duration_since(Instant::now()).min(self.ttl),

@@ -92,7 +92,8 @@ impl DualLock {
             key: key.to_string(),
             wait_key: keys.part("wait"),
             exec_key: keys.part("exec"),
-            signal_key: keys.part("signal"),
+            // Not "signal": a DistMutex of the same name would share the list and steal wake-ups.
+            signal_key: keys.part("wake"),
             opts,
         })
     }

@@ -49,7 +49,14 @@ impl Endpoint {
                 redact_url(url)
             )));
         }
-        let info = url.into_connection_info().map_err(|e| {
+        // TLS is ours (rustls), not the redis crate's: parse rediss:// as redis:// and remember.
+        let tls = url.starts_with("rediss://");
+        let parse_as = if tls {
+            url.replacen("rediss://", "redis://", 1)
+        } else {
+            url.to_string()
+        };
+        let info = parse_as.as_str().into_connection_info().map_err(|e| {
             Error::argument(format!(
                 "url: cannot parse {} ({})",
                 redact_url(url),
@@ -57,19 +64,14 @@ impl Endpoint {
             ))
         })?;
         let addr = match info.addr() {
+            ConnectionAddr::Tcp(host, port) if tls => Addr::Tls {
+                host: host.clone(),
+                port: *port,
+                insecure: false,
+            },
             ConnectionAddr::Tcp(host, port) => Addr::Tcp {
                 host: host.clone(),
                 port: *port,
-            },
-            ConnectionAddr::TcpTls {
-                host,
-                port,
-                insecure,
-                ..
-            } => Addr::Tls {
-                host: host.clone(),
-                port: *port,
-                insecure: *insecure,
             },
             ConnectionAddr::Unix(path) => Addr::Unix(path.clone()),
             _ => return Err(Error::argument("url: unsupported address kind")),

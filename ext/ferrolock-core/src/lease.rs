@@ -71,6 +71,8 @@ struct State {
     next_id: u64,
     running: bool,
     stopped: bool,
+    /// When the watchdog thread will look again by itself (None: not before it is notified).
+    wakes_at: Option<Instant>,
 }
 
 struct Due {
@@ -85,6 +87,9 @@ impl Watchdog {
         let id = st.next_id;
         let at = Instant::now() + entry.ttl / 3;
         st.leases.insert(id, Due { entry, at });
+        // Wake the thread only if it would otherwise look too late: locks taken and released
+        // within a TTL/3 never cost a wake-up.
+        let wake = st.wakes_at.is_none_or(|t| at < t);
         if !st.running {
             st.running = true;
             let me = self.clone();
@@ -94,7 +99,9 @@ impl Watchdog {
                 .spawn(move || me.run(client))
                 .expect("spawn the lease watchdog thread");
         }
-        self.wake.notify_one();
+        if wake {
+            self.wake.notify_one();
+        }
         id
     }
 

@@ -16,6 +16,7 @@ pub mod lease;
 pub mod message_lock;
 pub mod script;
 mod tls;
+pub mod token;
 pub mod wait;
 
 pub use client::{Client, ClientOptions};

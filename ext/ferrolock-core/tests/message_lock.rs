@@ -1,84 +1,20 @@
-//! MessageLock against a real redis-server started for this test binary.
+//! MessageLock against a real redis-server (one per test).
+
+mod support;
 
 use ferrolock_core::message_lock::{Begin, Finish, MessageLock, MessageLockOptions, Running};
-use ferrolock_core::{Client, ClientOptions, Error, Interrupt};
+use ferrolock_core::{Client, Error, Interrupt};
 use std::collections::HashMap;
-use std::net::TcpListener;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::{cmd, RedisServer};
 
-/// A throwaway redis-server on a free loopback port, killed when the test binary exits.
-struct Server {
-    port: u16,
-    child: Mutex<Child>,
-}
-
-static SERVER: OnceLock<Server> = OnceLock::new();
-
-fn server() -> &'static Server {
-    SERVER.get_or_init(|| {
-        let port = loop {
-            let p = TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port();
-            if p != 6379 {
-                break p;
-            }
-        };
-        let child = Command::new("redis-server")
-            .args([
-                "--port",
-                &port.to_string(),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-            ])
-            .args(["--dir", &std::env::temp_dir().to_string_lossy()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed (bin/setup)");
-        let pid = child.id();
-        // The server dies with the test binary: a static's Drop never runs, so kill it at exit.
-        extern "C" fn kill_server() {
-            if let Some(s) = SERVER.get() {
-                let _ = s.child.lock().map(|mut c| c.kill());
-            }
-        }
-        // SAFETY: registers a plain function; it runs once at exit.
-        unsafe { libc::atexit(kill_server) };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server (pid {pid}) did not start"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Server {
-            port,
-            child: Mutex::new(child),
-        }
-    })
-}
-
-/// A client in a namespace of its own, so tests running in parallel never share keys.
-fn client() -> Client {
-    static NEXT: AtomicU32 = AtomicU32::new(0);
-    let mut opts = ClientOptions::new(&format!("redis://127.0.0.1:{}/0", server().port));
-    opts.namespace = format!(
-        "t{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    );
-    Client::new(opts).unwrap()
+/// A throwaway redis-server for one test (killed when dropped) and a client on it.
+fn server() -> (RedisServer, Client) {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    (server, client)
 }
 
 fn lock(client: &Client, lock_ttl_ms: u64, processed_ttl_ms: u64) -> MessageLock {
@@ -111,23 +47,11 @@ fn kind(b: &Begin) -> &'static str {
 }
 
 fn pttl(client: &Client, key: &str) -> i64 {
-    let v = client
-        .command(
-            &Interrupt::new(),
-            &[b"PTTL".to_vec(), key.as_bytes().to_vec()],
-        )
-        .unwrap();
-    ferrolock_core::client::int(&v).unwrap()
+    ferrolock_core::client::int(&cmd(client, &["PTTL", key])).unwrap()
 }
 
 fn get(client: &Client, key: &str) -> Option<String> {
-    match client
-        .command(
-            &Interrupt::new(),
-            &[b"GET".to_vec(), key.as_bytes().to_vec()],
-        )
-        .unwrap()
-    {
+    match cmd(client, &["GET", key]) {
         redis::Value::BulkString(b) => Some(String::from_utf8(b).unwrap()),
         _ => None,
     }
@@ -135,7 +59,7 @@ fn get(client: &Client, key: &str) -> Option<String> {
 
 #[test]
 fn first_delivery_runs_copies_wait_then_are_recognised_as_processed() {
-    let c = client();
+    let (_server, c) = server();
     let l = lock(&c, 5_000, 60_000);
     let key = l.state_key("orders", "m-1").unwrap();
     assert_eq!(key, format!("{}:{{msg:orders:m-1}}:state", c.namespace()));
@@ -169,7 +93,7 @@ fn first_delivery_runs_copies_wait_then_are_recognised_as_processed() {
 
 #[test]
 fn a_failed_run_frees_the_message_for_its_next_copy_at_once() {
-    let c = client();
+    let (_server, c) = server();
     let l = lock(&c, 60_000, 60_000);
     let running = run(begin(&l, "m-2"));
     assert!(l.abort(&Interrupt::new(), running).unwrap());
@@ -180,7 +104,7 @@ fn a_failed_run_frees_the_message_for_its_next_copy_at_once() {
 
 #[test]
 fn a_retried_begin_with_the_same_token_is_recognised_as_ours() {
-    let c = client();
+    let (_server, c) = server();
     let l = lock(&c, 60_000, 60_000);
     let token = MessageLock::new_token();
     let first = l.begin(&Interrupt::new(), "orders", "m-3", &token).unwrap();
@@ -190,7 +114,7 @@ fn a_retried_begin_with_the_same_token_is_recognised_as_ours() {
 
 #[test]
 fn the_lease_is_renewed_while_the_job_runs_and_expires_after_a_crash() {
-    let c = client();
+    let (_server, c) = server();
     let l = lock(&c, 300, 60_000);
     let running = run(begin(&l, "m-4"));
     // 3x lock_ttl: a copy arriving at any point in between must not run.
@@ -220,16 +144,10 @@ fn the_lease_is_renewed_while_the_job_runs_and_expires_after_a_crash() {
 
 #[test]
 fn finish_marks_a_lapsed_lease_but_never_overwrites_another_delivery() {
-    let c = client();
+    let (_server, c) = server();
     let l = lock(&c, 60_000, 60_000);
     let key = l.state_key("orders", "m-5").unwrap();
-    let del = |c: &Client| {
-        c.command(
-            &Interrupt::new(),
-            &[b"DEL".to_vec(), key.as_bytes().to_vec()],
-        )
-        .unwrap()
-    };
+    let del = |c: &Client| cmd(c, &["DEL", &key]);
 
     let lapsed = run(begin(&l, "m-5"));
     del(&c);
@@ -246,12 +164,12 @@ fn finish_marks_a_lapsed_lease_but_never_overwrites_another_delivery() {
         "the current delivery's lease stays"
     );
     let stale_abort = run(begin(&l, "m-6"));
-    let _ = c.command(
-        &Interrupt::new(),
+    cmd(
+        &c,
         &[
-            b"SET".to_vec(),
-            l.state_key("orders", "m-6").unwrap().into_bytes(),
-            b"someone-else".to_vec(),
+            "SET",
+            &l.state_key("orders", "m-6").unwrap(),
+            "someone-else",
         ],
     );
     assert!(!l.abort(&Interrupt::new(), stale_abort).unwrap());
@@ -267,18 +185,17 @@ fn finish_marks_a_lapsed_lease_but_never_overwrites_another_delivery() {
 
 #[test]
 fn scripts_survive_a_script_flush() {
-    let c = client();
+    let (_server, c) = server();
     let l = lock(&c, 60_000, 60_000);
     let r = run(begin(&l, "m-7"));
-    c.command(&Interrupt::new(), &[b"SCRIPT".to_vec(), b"FLUSH".to_vec()])
-        .unwrap();
+    cmd(&c, &["SCRIPT", "FLUSH"]);
     assert_eq!(l.finish(&Interrupt::new(), r).unwrap(), Finish::Marked);
     assert_eq!(kind(&begin(&l, "m-7")), "processed");
 }
 
 #[test]
 fn bad_arguments_name_the_argument() {
-    let c = client();
+    let (_server, c) = server();
     let zero = MessageLockOptions {
         lock_ttl: Duration::ZERO,
         ..MessageLockOptions::default()
@@ -309,7 +226,7 @@ fn bad_arguments_name_the_argument() {
 /// overlap), and 5% of first runs fail: every message's work completes exactly once.
 #[test]
 fn every_message_completes_exactly_once_under_concurrent_copies() {
-    let c = client();
+    let (_server, c) = server();
     let l = Arc::new(lock(&c, 2_000, 60_000));
     let mut deliveries = Vec::new();
     for id in 0..300u32 {
@@ -365,4 +282,16 @@ fn every_message_completes_exactly_once_under_concurrent_copies() {
         .iter()
         .filter(|(id, _)| *id % 20 == 0)
         .all(|(_, n)| *n == 2));
+}
+
+#[test]
+fn redis_down_is_an_error_never_a_decision() {
+    let (mut server, c) = server();
+    let l = lock(&c, 1_000, 1_000);
+    server.stop();
+    let t = MessageLock::new_token();
+    assert!(matches!(
+        l.begin(&Interrupt::new(), "orders", "m-8", &t),
+        Err(Error::Connection { .. })
+    ));
 }

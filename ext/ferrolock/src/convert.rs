@@ -55,6 +55,9 @@ pub fn to_arg(ruby: &Ruby, v: Value) -> Result<Vec<u8>, Error> {
     }
     Err(Error::new(
         ruby.exception_type_error(),
-        format!("command arguments must be String, Symbol, Integer or Float, got {}", unsafe { v.classname() }),
+        format!(
+            "command arguments must be String, Symbol, Integer or Float, got {}",
+            unsafe { v.classname() }
+        ),
     ))
 }

@@ -36,7 +36,11 @@ pub fn seconds(ruby: &Ruby, arg: &str, secs: f64) -> Result<std::time::Duration,
 }
 
 /// A wait limit from Ruby (`nil` = wait as long as needed, `0` = don't wait) as a deadline.
-pub fn deadline(ruby: &Ruby, arg: &str, secs: Option<f64>) -> Result<Option<std::time::Instant>, Error> {
+pub fn deadline(
+    ruby: &Ruby,
+    arg: &str,
+    secs: Option<f64>,
+) -> Result<Option<std::time::Instant>, Error> {
     let now = std::time::Instant::now();
     match secs {
         None => Ok(None),

@@ -37,15 +37,23 @@ where
     F: Fn(&Interrupt) -> R,
 {
     let intr = Interrupt::new();
-    let mut call = Call { f, intr: &intr, out: None };
-    // `_gvl2` returns instead of raising when interrupted, so Ruby never longjmps through the
-    // Rust frames here; pending interrupts are then run by `thread_check_ints`.
+    let mut call = Call {
+        f,
+        intr: &intr,
+        out: None,
+    };
+    // INTR_FAIL: return instead of raising when interrupted, so Ruby never longjmps through
+    // the Rust frames here (pending interrupts are run by `thread_check_ints` afterwards).
+    // UBF_ASYNC_SAFE: `Interrupt::cancel` is async-signal-safe; without this flag Ruby starts
+    // a helper thread for every call made from the main thread.
+    let flags = (rb_sys::RB_NOGVL_INTR_FAIL | rb_sys::RB_NOGVL_UBF_ASYNC_SAFE) as i32;
     unsafe {
-        rb_sys::rb_thread_call_without_gvl2(
+        rb_sys::rb_nogvl(
             Some(trampoline::<F, R>),
             &mut call as *mut Call<'_, F, R> as *mut c_void,
             Some(unblock),
             &intr as *const Interrupt as *mut c_void,
+            flags,
         );
     }
     call.out
@@ -59,11 +67,18 @@ pub enum Retry {
     Once,
 }
 
-pub fn run<R>(ruby: &Ruby, retry: Retry, f: impl Fn(&Interrupt) -> ferrolock_core::Result<R>) -> Result<R, Error> {
+pub fn run<R>(
+    ruby: &Ruby,
+    retry: Retry,
+    f: impl Fn(&Interrupt) -> ferrolock_core::Result<R>,
+) -> Result<R, Error> {
     loop {
-        match without_gvl(&f) {
+        let cut_short = match without_gvl(&f) {
             Some(Ok(Ok(value))) => return Ok(value),
-            Some(Ok(Err(CoreError::Interrupted))) | None => {}
+            // Ruby had an interrupt pending (a time-slice tick, a signal…) and did not run `f`:
+            // nothing was sent, so running it again is always safe.
+            None => false,
+            Some(Ok(Err(CoreError::Interrupted))) => true,
             Some(Ok(Err(e))) => return Err(core_error(ruby, e)),
             Some(Err(panic)) => {
                 let msg = panic
@@ -71,13 +86,21 @@ pub fn run<R>(ruby: &Ruby, retry: Retry, f: impl Fn(&Interrupt) -> ferrolock_cor
                     .map(|s| s.to_string())
                     .or_else(|| panic.downcast_ref::<String>().cloned())
                     .unwrap_or_else(|| "unknown panic".to_string());
-                return Err(ferrolock_error(ruby, "Error", format!("internal error in ferrolock: {msg}")));
+                return Err(ferrolock_error(
+                    ruby,
+                    "Error",
+                    format!("internal error in ferrolock: {msg}"),
+                ));
             }
-        }
+        };
         // Raises Thread#kill / Thread#raise / Timeout's exception if one is pending.
         ruby.thread_check_ints()?;
-        if retry == Retry::Once {
-            return Err(ferrolock_error(ruby, "Error", "interrupted before Redis answered".to_string()));
+        if cut_short && retry == Retry::Once {
+            return Err(ferrolock_error(
+                ruby,
+                "Error",
+                "interrupted before Redis answered".to_string(),
+            ));
         }
     }
 }

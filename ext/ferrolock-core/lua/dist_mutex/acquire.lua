@@ -3,12 +3,10 @@
 -- ARGV[1] token, ARGV[2] ttl (ms), ARGV[3] how long this caller will wait (ms; 0 = it won't)
 -- Returns {1, fencing token} when held (also when this token already holds it: a retried call
 -- whose first reply was lost), else {0, holder's remaining ttl in ms}.
-local holder = redis.call('GET', KEYS[1])
-if holder == false then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
   return {1, redis.call('INCR', KEYS[2])}
 end
-if holder == ARGV[1] then
+if redis.call('GET', KEYS[1]) == ARGV[1] then
   return {1, tonumber(redis.call('GET', KEYS[2]) or 0)}
 end
 -- Mark that someone waits, in the same atomic step as the failed attempt, so the release that

@@ -1,0 +1,23 @@
+# frozen_string_literal: true
+
+# bin/bench [name ...]: runs bench/<name>.rb (all when none) on a throwaway Redis.
+require "ferrolock"
+require_relative "harness"
+
+names = ARGV.empty? ? Dir[File.join(__dir__, "*.rb")].map { |f| File.basename(f, ".rb") } - %w[harness run] : ARGV
+names.sort.each do |name|
+  path = File.join(__dir__, "#{name}.rb")
+  abort "bin/bench: no benchmark #{name} (#{path})" unless File.exist?(path)
+  require path
+end
+
+redis = Demo::ThrowawayRedis.new.start
+Bench.redis_url = redis.url
+Ferrolock.configure { |c| c.redis_url = redis.url }
+puts "ferrolock #{Ferrolock::VERSION} benchmarks: #{Bench.machine}; redis-server on loopback"
+Bench.benchmarks.each do |name, block|
+  puts
+  puts "### #{name}"
+  puts
+  puts block.call
+end

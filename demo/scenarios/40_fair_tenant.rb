@@ -1,0 +1,101 @@
+# frozen_string_literal: true
+
+require "json"
+require "redis"
+require "sidekiq"
+require "timeout"
+
+Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
+
+# A big tenant's burst, then small tenants: how long the small tenants wait with and without
+# FairTenant. Jobs are pushed with Sidekiq::Client; 5 worker threads fetch them the way Sidekiq's
+# weighted BasicFetch does (BRPOP over the queues shuffled by weight each time).
+module DemoFairTenant
+  QUEUES = { "default" => 6, "default_throttled" => 3, "default_superslow" => 1 }.freeze
+  BIG = 1000
+  SMALL = 5
+  SMALL_JOBS = 10
+  JOB_SECONDS = 0.01
+
+  # The job class whose rules the middleware reads (it never runs here: the workers below sleep).
+  class Job
+    include Sidekiq::Worker
+    sidekiq_options queue: "default", fair_tenant_queues: [
+      { threshold: 100, per: 3600, queue: "default_throttled" },
+      { threshold: 500, per: 3600, queue: "default_superslow" }
+    ]
+
+    def self.fair_tenant(tenant, _enqueued_at) = tenant
+  end
+
+  module_function
+
+  # Runs the burst once; returns { tenant => [latencies] } and where the big tenant's jobs went.
+  def run(with_middleware)
+    redis = Redis.new(url: Demo.redis_url)
+    redis.flushdb
+    client = Sidekiq::Client.new(ConnectionPool.new(size: 2) { Redis.new(url: Demo.redis_url) })
+    client.middleware { |chain| chain.add Ferrolock::FairTenant::ClientMiddleware } if with_middleware
+    done = Queue.new
+    workers = Array.new(5) { Thread.new { work(done) } }
+    push_burst(client)
+    routed = QUEUES.keys.to_h { |q| [q, redis.llen("queue:#{q}")] }
+    [Timeout.timeout(6) { collect(done, BIG + (SMALL * SMALL_JOBS)) }, routed]
+  ensure
+    workers&.each(&:kill)&.each(&:join)
+  end
+
+  def push_burst(client)
+    BIG.times { client.push("class" => Job, "args" => ["big", Time.now.to_f]) }
+    SMALL.times { |t| SMALL_JOBS.times { client.push("class" => Job, "args" => ["small-#{t}", Time.now.to_f]) } }
+  end
+
+  def work(done)
+    redis = Redis.new(url: Demo.redis_url)
+    weighted = QUEUES.flat_map { |queue, weight| ["queue:#{queue}"] * weight }
+    loop do
+      _queue, json = redis.brpop(*weighted.shuffle.uniq, timeout: 1)
+      next unless json
+
+      tenant, enqueued_at = JSON.parse(json)["args"]
+      sleep JOB_SECONDS
+      done << [tenant, Time.now.to_f - enqueued_at]
+    end
+  end
+
+  def collect(done, count)
+    latencies = Hash.new { |h, k| h[k] = [] }
+    count.times do
+      tenant, seconds = done.pop
+      latencies[tenant.start_with?("small") ? "small" : "big"] << seconds
+    end
+    latencies
+  end
+
+  def p95(values)
+    values.sort[(values.size * 0.95).ceil - 1]
+  end
+end
+
+Demo.scenario("FairTenant: a big tenant's burst no longer delays small tenants") do |report|
+  Ferrolock.configure { |c| c.redis_url = Demo.redis_url }
+  report.line("burst", "#{DemoFairTenant::BIG} jobs of one tenant, then #{DemoFairTenant::SMALL} small tenants x " \
+                       "#{DemoFairTenant::SMALL_JOBS}; jobs of 10 ms")
+  report.line("workers", "5 threads, weighted queues default 6 / throttled 3 / superslow 1")
+  report.line("rules", ">100/h -> default_throttled, >500/h -> default_superslow")
+  plain, = DemoFairTenant.run(false)
+  fair, routed = DemoFairTenant.run(true)
+  report.line("big tenant's jobs went to", routed.map { |q, n| "#{q} #{n}" }.join(", ").sub(/, default_s/, ", default_s"))
+  report.line("")
+  report.line(format("%-26s %12s %12s", "p95 enqueue-to-finish", "without", "with FairTenant"))
+  %w[small big].each do |who|
+    report.line(format("%-26s %12s %12s", "#{who} tenant#{"s" if who == "small"}",
+                       report.ms(DemoFairTenant.p95(plain[who])), report.ms(DemoFairTenant.p95(fair[who]))))
+  end
+  ratio = DemoFairTenant.p95(plain["small"]) / DemoFairTenant.p95(fair["small"])
+  report.check("small tenants' p95 at least 5x lower", ratio >= 5, format("%.1fx", ratio))
+  report.check("every job ran once", [plain, fair].all? { |l| l.values.sum(&:size) == 1050 })
+ensure
+  Ferrolock.reset_config!
+  Ferrolock.configure { |c| c.redis_url = Demo.redis_url }
+end

@@ -1,0 +1,19 @@
+-- Extends a held slot's lease if the token still holds a live one.
+-- KEYS[1] slots; ARGV[1] token, ARGV[2] lease (ms). Returns 1 renewed, 0 lost.
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local expiry = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not expiry then
+  return 0
+end
+if tonumber(expiry) <= now then
+  -- Already expired: others may have counted the slot as free, so it must not come back.
+  redis.call('ZREM', KEYS[1], ARGV[1])
+  return 0
+end
+local lease = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], 'XX', now + lease, ARGV[1])
+if redis.call('PTTL', KEYS[1]) < lease then
+  redis.call('PEXPIRE', KEYS[1], lease)
+end
+return 1

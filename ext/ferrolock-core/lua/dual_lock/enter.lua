@@ -1,0 +1,33 @@
+-- One turn of a duplicate: run now, wait, or skip. Called on arrival and again by the waiter
+-- after each wake-up, so the same rules decide both (only the WAIT owner can promote itself).
+-- KEYS[1] wait lock, KEYS[2] exec lock, KEYS[3] signal list
+-- ARGV[1] token, ARGV[2] wait ttl (ms), ARGV[3] exec ttl (ms)
+-- Returns {1, 0} run (EXEC is ours), {0, exec pttl} wait (WAIT is ours), {-1, 0} skip (another
+-- duplicate already waits).
+local token = ARGV[1]
+local exec = redis.call('GET', KEYS[2])
+if exec == token then
+  -- A retried call whose first reply was lost: we already run.
+  return {1, 0}
+end
+local wait = redis.call('GET', KEYS[1])
+if exec == false and (wait == false or wait == token) then
+  redis.call('SET', KEYS[2], token, 'PX', ARGV[3])
+  if wait == token then
+    redis.call('DEL', KEYS[1])
+  end
+  -- A signal left by an earlier release is stale now that we run; drop it so the next waiter
+  -- does not wake up for nothing.
+  redis.call('DEL', KEYS[3])
+  return {1, 0}
+end
+if wait == false then
+  redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
+  -- EXEC is held, so any signal in the list predates its holder and would wake us too early.
+  redis.call('DEL', KEYS[3])
+  return {0, redis.call('PTTL', KEYS[2])}
+end
+if wait == token then
+  return {0, redis.call('PTTL', KEYS[2])}
+end
+return {-1, 0}

@@ -1,0 +1,72 @@
+//! Owner tokens: a random uuid v4 per acquisition. The random bits come from a generator seeded
+//! from the OS once per process (and again in every forked child, so a child never repeats its
+//! parent's tokens), which saves a `getrandom` system call on every lock.
+
+use crate::fork::generation;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+struct Seed {
+    generation: u64,
+    key: [u64; 2],
+}
+
+static SEED: Mutex<Option<Seed>> = Mutex::new(None);
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+fn key() -> [u64; 2] {
+    let gen = generation();
+    let mut seed = SEED.lock().unwrap_or_else(|e| e.into_inner());
+    match &*seed {
+        Some(s) if s.generation == gen => s.key,
+        _ => {
+            let bytes = *uuid::Uuid::new_v4().as_bytes();
+            let key = [
+                u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")),
+                u64::from_le_bytes(bytes[8..].try_into().expect("8 bytes")),
+            ];
+            *seed = Some(Seed {
+                generation: gen,
+                key,
+            });
+            key
+        }
+    }
+}
+
+/// A fresh owner token: 32 hex digits of a uuid v4.
+pub fn new_token() -> String {
+    let [a, b] = key();
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let hi = splitmix(a ^ n);
+    let lo = splitmix(b ^ hi ^ n.rotate_left(32));
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&hi.to_le_bytes());
+    bytes[8..].copy_from_slice(&lo.to_le_bytes());
+    uuid::Builder::from_random_bytes(bytes)
+        .into_uuid()
+        .simple()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn tokens_are_distinct_v4_uuids() {
+        let tokens: HashSet<String> = (0..10_000).map(|_| new_token()).collect();
+        assert_eq!(tokens.len(), 10_000);
+        let t = tokens.iter().next().unwrap();
+        let u = uuid::Uuid::parse_str(t).unwrap();
+        assert_eq!(u.get_version_num(), 4);
+    }
+}

@@ -1,0 +1,105 @@
+//! `Ferrolock::Native::ConcurrentLimiter` and the slot it hands out (see
+//! lib/ferrolock/concurrent_limiter.rb, which adds within_limit, OverLimit and events).
+
+use crate::errors::{core_error, deadline, seconds};
+use crate::nogvl::{run, Retry};
+use crate::ruby_api::client::RbClient;
+use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions, Slot};
+use magnus::{function, method, prelude::*, Error, RModule, Ruby};
+use std::sync::Mutex;
+use std::time::Instant;
+
+#[magnus::wrap(class = "Ferrolock::Native::ConcurrentLimiter", free_immediately, size)]
+pub struct RbConcurrentLimiter(ConcurrentLimiter);
+
+#[magnus::wrap(class = "Ferrolock::Native::LimiterSlot", free_immediately, size)]
+pub struct RbLimiterSlot(Mutex<Option<Slot>>);
+
+impl RbConcurrentLimiter {
+    fn new(
+        ruby: &Ruby,
+        client: &RbClient,
+        name: String,
+        limit: i64,
+        lock_timeout: f64,
+    ) -> Result<Self, Error> {
+        let limit = u32::try_from(limit)
+            .ok()
+            .filter(|l| *l > 0)
+            .ok_or_else(|| {
+                Error::new(
+                    ruby.exception_arg_error(),
+                    format!("count: must be a positive integer, got {limit}"),
+                )
+            })?;
+        let opts = LimiterOptions {
+            limit,
+            lease: seconds(ruby, "lock_timeout", lock_timeout)?,
+        };
+        ConcurrentLimiter::new(&client.0, &name, opts)
+            .map(RbConcurrentLimiter)
+            .map_err(|e| core_error(ruby, e))
+    }
+
+    /// A slot, or nil when none freed within `wait_timeout` seconds (0: one attempt).
+    fn acquire(
+        ruby: &Ruby,
+        rb_self: &Self,
+        wait_timeout: f64,
+    ) -> Result<Option<RbLimiterSlot>, Error> {
+        // A limiter always has a finite wait; 0 gives a deadline of now: one attempt.
+        let deadline =
+            deadline(ruby, "wait_timeout", Some(wait_timeout))?.unwrap_or_else(Instant::now);
+        let token = ConcurrentLimiter::new_token();
+        let slot = run(ruby, Retry::Idempotent, |intr| {
+            rb_self.0.acquire(intr, &token, deadline)
+        })?;
+        Ok(slot.map(|s| RbLimiterSlot(Mutex::new(Some(s)))))
+    }
+
+    /// Gives the slot back (a second call does nothing); raises LockLost if its lease was lost.
+    fn release(ruby: &Ruby, rb_self: &Self, slot: &RbLimiterSlot) -> Result<(), Error> {
+        let taken = slot.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(taken) = taken else { return Ok(()) };
+        // Not retried: the release script is sent once; a repeat would find the slot gone.
+        let once = Mutex::new(Some(taken));
+        run(ruby, Retry::Once, |intr| {
+            match once.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                Some(s) => rb_self.0.release(intr, s),
+                None => Ok(()),
+            }
+        })
+    }
+
+    /// [in_use, waiting]
+    fn status(ruby: &Ruby, rb_self: &Self) -> Result<(u32, u32), Error> {
+        let st = run(ruby, Retry::Idempotent, |intr| rb_self.0.status(intr))?;
+        Ok((st.in_use, st.waiting))
+    }
+
+    fn limit(&self) -> u32 {
+        self.0.limit()
+    }
+}
+
+impl RbLimiterSlot {
+    fn token(&self) -> Option<String> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map(|s| s.token().to_string())
+    }
+}
+
+pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
+    let class = native.define_class("ConcurrentLimiter", ruby.class_object())?;
+    class.define_singleton_method("new", function!(RbConcurrentLimiter::new, 4))?;
+    class.define_method("acquire", method!(RbConcurrentLimiter::acquire, 1))?;
+    class.define_method("release", method!(RbConcurrentLimiter::release, 1))?;
+    class.define_method("status", method!(RbConcurrentLimiter::status, 0))?;
+    class.define_method("limit", method!(RbConcurrentLimiter::limit, 0))?;
+    let slot = native.define_class("LimiterSlot", ruby.class_object())?;
+    slot.define_method("token", method!(RbLimiterSlot::token, 0))?;
+    Ok(())
+}

@@ -1,0 +1,116 @@
+//! `Ferrolock::Native::DualLock` and the ticket one duplicate holds while it waits or runs
+//! (see lib/ferrolock/dual_lock.rb, which sequences enter → wait → run → leave).
+
+use crate::errors::{core_error, deadline, seconds};
+use crate::nogvl::{run, Retry};
+use crate::ruby_api::client::RbClient;
+use ferrolock_core::dual_lock::{DualLock, DualLockOptions, Stage, Ticket};
+use magnus::{function, method, prelude::*, Error, RModule, Ruby, Symbol};
+use std::sync::Mutex;
+
+#[magnus::wrap(class = "Ferrolock::Native::DualLock", free_immediately, size)]
+pub struct RbDualLock(DualLock);
+
+/// The ticket is taken out of the mutex by `leave`, so a second leave (an `ensure` running
+/// twice) is a no-op rather than a second release.
+#[magnus::wrap(class = "Ferrolock::Native::DualLockTicket", free_immediately, size)]
+pub struct RbDualTicket(Mutex<Option<Ticket>>);
+
+fn stage_symbol(ruby: &Ruby, stage: Stage) -> Symbol {
+    ruby.to_symbol(match stage {
+        Stage::Running => "running",
+        Stage::Waiting => "waiting",
+        Stage::Skipped => "skipped",
+    })
+}
+
+impl RbDualTicket {
+    /// :running, :waiting, :skipped, or :left once released.
+    fn stage(ruby: &Ruby, rb_self: &Self) -> Symbol {
+        match rb_self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            Some(t) => stage_symbol(ruby, t.stage()),
+            None => ruby.to_symbol("left"),
+        }
+    }
+}
+
+impl RbDualLock {
+    fn new(
+        ruby: &Ruby,
+        client: &RbClient,
+        key: String,
+        wait_ttl: f64,
+        exec_ttl: f64,
+    ) -> Result<Self, Error> {
+        let opts = DualLockOptions {
+            wait_ttl: seconds(ruby, "wait_ttl", wait_ttl)?,
+            exec_ttl: seconds(ruby, "exec_ttl", exec_ttl)?,
+        };
+        DualLock::new(&client.0, &key, opts)
+            .map(RbDualLock)
+            .map_err(|e| core_error(ruby, e))
+    }
+
+    fn enter(ruby: &Ruby, rb_self: &Self) -> Result<RbDualTicket, Error> {
+        let token = DualLock::new_token();
+        let ticket = run(ruby, Retry::Idempotent, |intr| {
+            rb_self.0.enter(intr, &token)
+        })?;
+        Ok(RbDualTicket(Mutex::new(Some(ticket))))
+    }
+
+    /// Waits at most `timeout` seconds (nil: as long as it takes); returns the new stage.
+    fn wait(
+        ruby: &Ruby,
+        rb_self: &Self,
+        ticket: &RbDualTicket,
+        timeout: Option<f64>,
+    ) -> Result<Symbol, Error> {
+        let deadline = deadline(ruby, "max_wait", timeout)?;
+        // The ticket is updated in place, so a retry after an interruption resumes the wait
+        // with the same token and deadline.
+        let stage = run(ruby, Retry::Idempotent, |intr| {
+            let mut guard = ticket.0.lock().unwrap_or_else(|e| e.into_inner());
+            match guard.as_mut() {
+                Some(t) => rb_self.0.wait(intr, t, deadline),
+                None => Err(ferrolock_core::Error::argument("ticket: already left")),
+            }
+        })?;
+        Ok(stage_symbol(ruby, stage))
+    }
+
+    fn leave(ruby: &Ruby, rb_self: &Self, ticket: &RbDualTicket) -> Result<(), Error> {
+        let taken = ticket.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let Some(taken) = taken else { return Ok(()) };
+        // Not retried: once sent, a second release would find the lock gone and report it lost.
+        let once = Mutex::new(Some(taken));
+        run(ruby, Retry::Once, |intr| {
+            match once.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                Some(t) => rb_self.0.leave(intr, t),
+                None => Ok(()),
+            }
+        })
+    }
+
+    /// [someone executes, someone waits]
+    fn state(ruby: &Ruby, rb_self: &Self) -> Result<(bool, bool), Error> {
+        run(ruby, Retry::Idempotent, |intr| rb_self.0.state(intr))
+    }
+
+    fn key(&self) -> String {
+        self.0.key().to_string()
+    }
+}
+
+pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
+    let class = native.define_class("DualLock", ruby.class_object())?;
+    class.define_singleton_method("new", function!(RbDualLock::new, 4))?;
+    class.define_method("enter", method!(RbDualLock::enter, 0))?;
+    class.define_method("wait", method!(RbDualLock::wait, 2))?;
+    class.define_method("leave", method!(RbDualLock::leave, 1))?;
+    class.define_method("state", method!(RbDualLock::state, 0))?;
+    class.define_method("key", method!(RbDualLock::key, 0))?;
+    let ticket = native.define_class("DualLockTicket", ruby.class_object())?;
+    ticket.define_method("stage", method!(RbDualTicket::stage, 0))?;
+    Ok(())
+}

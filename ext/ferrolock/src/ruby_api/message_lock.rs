@@ -1,0 +1,138 @@
+//! `Ferrolock::Native::MessageLock` and the in-progress lease it hands out (see
+//! lib/ferrolock/shoryuken/message_lock.rb).
+
+use crate::errors::{core_error, seconds};
+use crate::nogvl::{run, Retry};
+use crate::ruby_api::client::RbClient;
+use ferrolock_core::message_lock::{Begin, Finish, MessageLock, MessageLockOptions, Running};
+use magnus::{function, method, prelude::*, Error, IntoValue, RModule, Ruby, Value};
+use std::sync::Mutex;
+
+#[magnus::wrap(class = "Ferrolock::Native::MessageLock", free_immediately, size)]
+pub struct RbMessageLock(MessageLock);
+
+/// One delivery's lease. Garbage-collected without finish/abort (a crash of the Ruby code
+/// around it), it stops being renewed and expires after lock_ttl.
+#[magnus::wrap(class = "Ferrolock::Native::MessageLease", free_immediately, size)]
+pub struct RbMessageLease(Mutex<Option<Running>>);
+
+impl RbMessageLease {
+    fn take(&self) -> Option<Running> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
+    }
+
+    fn is_lost(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(Running::is_lost)
+    }
+}
+
+impl RbMessageLock {
+    fn new(
+        ruby: &Ruby,
+        client: &RbClient,
+        lock_ttl: f64,
+        processed_ttl: f64,
+    ) -> Result<Self, Error> {
+        let opts = MessageLockOptions {
+            lock_ttl: seconds(ruby, "lock_ttl", lock_ttl)?,
+            processed_ttl: seconds(ruby, "processed_ttl", processed_ttl)?,
+        };
+        MessageLock::new(&client.0, opts)
+            .map(RbMessageLock)
+            .map_err(|e| core_error(ruby, e))
+    }
+
+    /// A MessageLease (run the job), or :processed / :in_progress (skip it).
+    fn begin_message(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queue: String,
+        message_id: String,
+    ) -> Result<Value, Error> {
+        let token = MessageLock::new_token();
+        // Idempotent: a retry with the same token finds its own lease.
+        let begin = run(ruby, Retry::Idempotent, |intr| {
+            rb_self.0.begin(intr, &queue, &message_id, &token)
+        })?;
+        Ok(match begin {
+            Begin::Run(running) => RbMessageLease(Mutex::new(Some(running))).into_value_with(ruby),
+            Begin::Processed => ruby.to_symbol("processed").as_value(),
+            Begin::InProgress => ruby.to_symbol("in_progress").as_value(),
+        })
+    }
+
+    /// :marked, :lapsed or :lost (see Finish); nil when this lease was already used.
+    fn finish(ruby: &Ruby, rb_self: &Self, lease: &RbMessageLease) -> Result<Option<Value>, Error> {
+        let Some(running) = lease.take() else {
+            return Ok(None);
+        };
+        // Not retried: once sent, a second send would find "processed" and report a loss.
+        let once = Mutex::new(Some(running));
+        let outcome = run(ruby, Retry::Once, |intr| {
+            match once.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                Some(r) => rb_self.0.finish(intr, r).map(Some),
+                None => Ok(None),
+            }
+        })?;
+        Ok(outcome.map(|f| {
+            let name = match f {
+                Finish::Marked => "marked",
+                Finish::Lapsed => "lapsed",
+                Finish::Lost => "lost",
+            };
+            ruby.to_symbol(name).as_value()
+        }))
+    }
+
+    /// True when the lease was still ours and is now dropped.
+    fn abort_message(ruby: &Ruby, rb_self: &Self, lease: &RbMessageLease) -> Result<bool, Error> {
+        let Some(running) = lease.take() else {
+            return Ok(false);
+        };
+        let once = Mutex::new(Some(running));
+        run(ruby, Retry::Once, |intr| {
+            match once.lock().unwrap_or_else(|e| e.into_inner()).take() {
+                Some(r) => rb_self.0.abort(intr, r),
+                None => Ok(false),
+            }
+        })
+    }
+
+    fn state_key(
+        ruby: &Ruby,
+        rb_self: &Self,
+        queue: String,
+        message_id: String,
+    ) -> Result<String, Error> {
+        rb_self
+            .0
+            .state_key(&queue, &message_id)
+            .map_err(|e| core_error(ruby, e))
+    }
+
+    fn lock_ttl(&self) -> f64 {
+        self.0.lock_ttl().as_secs_f64()
+    }
+
+    fn processed_ttl(&self) -> f64 {
+        self.0.processed_ttl().as_secs_f64()
+    }
+}
+
+pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
+    let class = native.define_class("MessageLock", ruby.class_object())?;
+    class.define_singleton_method("new", function!(RbMessageLock::new, 3))?;
+    class.define_method("begin_message", method!(RbMessageLock::begin_message, 2))?;
+    class.define_method("finish", method!(RbMessageLock::finish, 1))?;
+    class.define_method("abort_message", method!(RbMessageLock::abort_message, 1))?;
+    class.define_method("state_key", method!(RbMessageLock::state_key, 2))?;
+    class.define_method("lock_ttl", method!(RbMessageLock::lock_ttl, 0))?;
+    class.define_method("processed_ttl", method!(RbMessageLock::processed_ttl, 0))?;
+    let lease = native.define_class("MessageLease", ruby.class_object())?;
+    lease.define_method("lost?", method!(RbMessageLease::is_lost, 0))?;
+    Ok(())
+}

@@ -1,0 +1,32 @@
+# frozen_string_literal: true
+
+require_relative "ferrolock/version"
+require_relative "ferrolock/errors"
+require_relative "ferrolock/configuration"
+require_relative "ferrolock/events"
+
+begin
+  require "ferrolock/ferrolock"
+rescue LoadError
+  require_relative "ferrolock/ferrolock"
+end
+
+require_relative "ferrolock/client"
+require_relative "ferrolock/validate"
+
+# Redis coordination primitives for Ruby job systems, with a Rust core.
+module Ferrolock
+  # Primitives loaded when their file exists (each adds one entry).
+  PRIMITIVES = %w[
+    dist_mutex
+    concurrent_limiter
+    dual_lock
+    fair_tenant
+    shoryuken
+  ].freeze
+
+  PRIMITIVES.each do |name|
+    path = File.join(__dir__, "ferrolock", "#{name}.rb")
+    require path if File.exist?(path)
+  end
+end

@@ -1,0 +1,76 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  # A Redis client shared by threads (a small pool of connections in Rust).
+  #
+  #   client = Ferrolock::Client.new(url: "redis://:secret@127.0.0.1:6379/0")
+  #   client.call("SET", "greeting", "hello") # => "OK"
+  #
+  # Primitives accept one with `client:`; Ferrolock.client is the default.
+  class Client
+    OPTIONS = %i[url namespace connect_timeout read_timeout tls_ca_file].freeze
+
+    # url:, namespace:, connect_timeout:, read_timeout: default to Ferrolock.config;
+    # tls_ca_file: a PEM bundle to trust for rediss:// (default: the system's roots).
+    def initialize(**options)
+      unknown = options.keys - OPTIONS
+      raise ArgumentError, "unknown keyword#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
+
+      config = Ferrolock.config
+      @native = Native::Client.new(
+        string_option(:url, options.fetch(:url) { config.redis_url }),
+        string_option(:namespace, options.fetch(:namespace) { config.namespace }),
+        Configuration.timeout!(:connect_timeout, options.fetch(:connect_timeout) { config.connect_timeout }),
+        Configuration.timeout!(:read_timeout, options.fetch(:read_timeout) { config.read_timeout }),
+        path_option(:tls_ca_file, options[:tls_ca_file])
+      )
+    end
+
+    # The Ferrolock::Native::Client that primitives pass to their native constructors.
+    attr_reader :native
+
+    # Runs any Redis command: call("SET", "k", "v", "PX", 500).
+    def call(*args)
+      @native.call(*args)
+    end
+
+    def ping
+      @native.ping
+    end
+
+    def namespace
+      @native.namespace
+    end
+
+    # The URL with its password replaced by ***.
+    def redacted_url
+      @native.redacted_url
+    end
+
+    # "<namespace>:{<name>}:<part>": every key of one primitive shares a hash slot.
+    def key(name, part)
+      @native.key(name, part)
+    end
+
+    def inspect
+      "#<#{self.class.name} #{redacted_url} namespace=#{namespace.inspect}>"
+    end
+    alias to_s inspect
+
+    private
+
+    def string_option(name, value)
+      raise TypeError, "#{name} must be a String, got #{value.class}" unless value.is_a?(String)
+      raise ArgumentError, "#{name} must not be empty" if value.empty?
+
+      value
+    end
+
+    def path_option(name, value)
+      return nil if value.nil?
+      return string_option(name, value.to_path) if value.respond_to?(:to_path)
+
+      string_option(name, value)
+    end
+  end
+end

@@ -1,0 +1,93 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  # Raised by ConcurrentLimiter#within_limit when no slot freed within wait_timeout. #limiter is
+  # the limiter that refused, so a backoff ->(limiter, job, ex) can depend on it.
+  class OverLimit
+    attr_reader :limiter
+
+    def initialize(message = nil, limiter: nil)
+      super(message)
+      @limiter = limiter
+    end
+  end
+
+  # At most `count` blocks run at once, across threads, processes and hosts (Sidekiq Enterprise's
+  # concurrent limiter API). Create it once (a constant) and reuse it; it is thread-safe.
+  #
+  #   ERP = Ferrolock::ConcurrentLimiter.new("erp", 5, wait_timeout: 5, lock_timeout: 30)
+  #   ERP.within_limit { call_erp }   # raises Ferrolock::OverLimit if no slot freed in 5 s
+  #
+  # A slot is a lease renewed while its block runs, so a block may run far past lock_timeout
+  # without letting an extra block in; lock_timeout only bounds how long a crashed process
+  # (kill -9) keeps its slots.
+  class ConcurrentLimiter
+    attr_reader :name, :count, :wait_timeout, :lock_timeout, :client
+
+    def initialize(name, count, wait_timeout: 5, lock_timeout: 30, client: nil)
+      @name = Validate.name!(:name, name)
+      @count = Validate.positive_integer!(:count, count)
+      @wait_timeout = Validate.seconds!(:wait_timeout, wait_timeout, allow_zero: true)
+      @lock_timeout = Validate.seconds!(:lock_timeout, lock_timeout)
+      @client = Validate.client!(client)
+      @native = Native::ConcurrentLimiter.new(@client.native, @name, @count, @lock_timeout)
+    end
+
+    # Runs the block in a slot and returns its value. Waits up to wait_timeout seconds for a slot
+    # (0: don't wait), else raises Ferrolock::OverLimit. Raises Ferrolock::LockLost after the
+    # block if its slot was lost meanwhile (Redis lost the data): the limit may have been exceeded.
+    def within_limit(wait_timeout: @wait_timeout)
+      raise ArgumentError, "within_limit needs a block" unless block_given?
+
+      slot = acquire(Validate.seconds!(:wait_timeout, wait_timeout, allow_zero: true))
+      finished = false
+      value = yield
+      finished = true
+      value
+    ensure
+      # A block that raised keeps its own exception: a lost slot is then only reported.
+      release(slot, raise_lost: finished) if slot
+    end
+
+    # { limit:, in_use:, waiting: } read from Redis: every process's slots and waiters.
+    def status
+      in_use, waiting = @native.status
+      { limit: @count, in_use: in_use, waiting: waiting }
+    end
+
+    def inspect
+      "#<#{self.class.name} #{@name.inspect} count=#{@count} wait_timeout=#{@wait_timeout} " \
+        "lock_timeout=#{@lock_timeout}>"
+    end
+
+    private
+
+    def acquire(wait_timeout)
+      started = monotonic
+      slot = @native.acquire(wait_timeout)
+      waited = monotonic - started
+      unless slot
+        instrument(:over_limit, duration: waited)
+        raise OverLimit.new("ConcurrentLimiter #{@name.inspect}: all #{@count} slots stayed busy for " \
+                            "#{wait_timeout} s (wait_timeout)", limiter: self)
+      end
+      instrument(:acquired, duration: waited)
+      slot
+    end
+
+    def release(slot, raise_lost:)
+      @native.release(slot)
+    rescue LockLost
+      instrument(:lock_lost)
+      raise if raise_lost
+    end
+
+    def instrument(event, **payload)
+      Ferrolock.instrument(event, primitive: :concurrent_limiter, name: @name, limit: @count, **payload)
+    end
+
+    def monotonic
+      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+  end
+end

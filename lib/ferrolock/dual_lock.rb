@@ -1,0 +1,107 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  # "Until and while executing" uniqueness for one key: at most one duplicate runs and at most
+  # one waits; a duplicate arriving while one already waits is skipped (that waiter starts
+  # after it arrived, so its trigger is still honoured: no update is lost).
+  #
+  #   lock = Ferrolock::DualLock.new("sync:record:42")
+  #   lock.run { mirror(record) } # => true (ran) or false (skipped: another duplicate waits)
+  #
+  # The waiter is woken by the executor's release (no polling) and raises
+  # Ferrolock::TimeoutError after max_wait seconds (nil: waits as long as it takes), giving up
+  # its place so the next duplicate can wait. wait_ttl/exec_ttl are leases renewed while the
+  # holder lives: they only bound how long a crashed waiter/executor keeps the key blocked.
+  class DualLock
+    attr_reader :key, :wait_ttl, :exec_ttl, :max_wait, :client
+
+    def initialize(key, wait_ttl: 60, exec_ttl: 60, max_wait: 30, client: nil)
+      @key = Validate.name!(:key, key)
+      @wait_ttl = Validate.seconds!(:wait_ttl, wait_ttl)
+      @exec_ttl = Validate.seconds!(:exec_ttl, exec_ttl)
+      @max_wait = max_wait.nil? ? nil : Validate.seconds!(:max_wait, max_wait, allow_zero: true)
+      @client = Validate.client!(client)
+      @native = Native::DualLock.new(@client.native, @key, @wait_ttl, @exec_ttl)
+    end
+
+    # Runs the block unless another duplicate already waits. Returns true when it ran, false
+    # when skipped. `tags` are added to the events' payloads (the Sidekiq middleware passes
+    # the job's class and jid).
+    def run(tags: {})
+      raise ArgumentError, "run needs a block" unless block_given?
+
+      started = monotonic
+      ticket = @native.enter
+      begin
+        return skipped(tags) unless take_turn(ticket, started, tags)
+
+        yield
+      rescue Exception # rubocop:disable Lint/RescueException -- release on Thread#kill/raise too
+        leave_quietly(ticket, tags)
+        raise
+      end
+      leave(ticket, tags)
+      true
+    end
+
+    # True when a duplicate is running now (in any process).
+    def executing?
+      @native.state[0]
+    end
+
+    # True when a duplicate is waiting now (in any process).
+    def waiting?
+      @native.state[1]
+    end
+
+    def inspect
+      "#<#{self.class.name} #{@key.inspect} wait_ttl=#{@wait_ttl} exec_ttl=#{@exec_ttl} max_wait=#{@max_wait.inspect}>"
+    end
+
+    private
+
+    # Waits if needed; true once the ticket runs, false when skipped. Raises TimeoutError.
+    def take_turn(ticket, started, tags)
+      stage = ticket.stage
+      stage = @native.wait(ticket, @max_wait) if stage == :waiting
+      case stage
+      when :running
+        Ferrolock.instrument(:acquired, payload(tags, waited: monotonic - started))
+        true
+      when :skipped
+        false
+      else
+        Ferrolock.instrument(:wait_timeout, payload(tags, waited: monotonic - started))
+        raise TimeoutError, "DualLock #{@key.inspect}: the running duplicate did not finish " \
+                            "within max_wait (#{@max_wait} s)"
+      end
+    end
+
+    def skipped(tags)
+      Ferrolock.instrument(:skipped, payload(tags, reason: :already_waiting))
+      false
+    end
+
+    def leave(ticket, tags)
+      @native.leave(ticket)
+    rescue LockLost
+      Ferrolock.instrument(:lock_lost, payload(tags))
+      raise
+    end
+
+    # While another exception propagates, a failed release must not replace it.
+    def leave_quietly(ticket, tags)
+      leave(ticket, tags)
+    rescue Ferrolock::Error => e
+      Ferrolock.logger.warn("ferrolock: DualLock #{@key.inspect}: release failed: #{e.class}: #{e.message}")
+    end
+
+    def payload(tags, **extra)
+      { primitive: :dual_lock, key: @key }.merge(tags).merge(extra)
+    end
+
+    def monotonic
+      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+  end
+end

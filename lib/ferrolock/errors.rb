@@ -1,0 +1,19 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  # Base class of every error ferrolock raises (bad arguments raise Ruby's
+  # ArgumentError/TypeError instead).
+  class Error < StandardError; end
+
+  # Redis unreachable, refused the connection or did not answer in time.
+  class ConnectionError < Error; end
+
+  # A wait passed its deadline.
+  class TimeoutError < Error; end
+
+  # A held lease was lost (expired or taken over by another owner).
+  class LockLost < Error; end
+
+  # A concurrency limit could not be entered within its wait timeout.
+  class OverLimit < Error; end
+end

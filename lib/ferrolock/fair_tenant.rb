@@ -1,0 +1,92 @@
+# frozen_string_literal: true
+
+require_relative "fair_tenant/config"
+require_relative "fair_tenant/rules"
+require_relative "fair_tenant/job"
+require_relative "fair_tenant/client_middleware"
+require_relative "fair_tenant/verify"
+
+module Ferrolock
+  # Fair queueing per tenant: each (job class, tenant)'s enqueues are counted in sliding windows
+  # (one Lua script, one round trip per enqueue, Redis time) and a greedy tenant's jobs go to the
+  # queue of the last rule it breaks. See FairTenant::ClientMiddleware for Sidekiq.
+  module FairTenant
+    # After ferrolock's Redis failed, enqueues skip it for this long (pushed unchanged), so an
+    # outage costs one read timeout, not one per enqueue.
+    FAILURE_PAUSE = 5.0
+
+    STATE_LOCK = Mutex.new
+    private_constant :STATE_LOCK
+    @warned = {}
+    @paused_until = {}
+
+    class << self
+      # The queue for one enqueue: that of the last rule broken once this enqueue is counted, else
+      # `queue`. `record: false` checks without counting (the job was counted at an earlier push);
+      # in :exact mode the same jid is counted once anyway. (All keywords: clearer than a struct.)
+      # rubocop:disable Metrics/ParameterLists
+      def queue_for(rules, job_class:, tenant:, jid:, queue:, mode: nil, record: true, client: nil)
+        rules = Rules.parse(rules) or return queue
+        client = Validate.client!(client)
+        index = Native::FairTenant.check(client.native, rules.native, job_class.to_s, tenant.to_s, jid.to_s,
+                                         mode!(mode).to_s, record ? true : false)
+        index.zero? ? queue : rules.queue_at(index)
+      end
+      # rubocop:enable Metrics/ParameterLists
+
+      # The storage mode: the given one (sidekiq_options fair_tenant_mode:), else the global one.
+      def mode!(mode)
+        return Ferrolock.config.fair_tenant_mode if mode.nil?
+
+        Configuration.fair_tenant_mode!(:fair_tenant_mode, mode)
+      end
+
+      # The Redis key holding a (job class, tenant)'s counts, for inspection.
+      def key(job_class, tenant, mode: nil, client: nil)
+        part = mode!(mode) == :exact ? "z" : "w"
+        Validate.client!(client).key(Native::FairTenant.tag(job_class.to_s, tenant.to_s), part)
+      end
+
+      # Logs once per job class that its jobs pass unthrottled for want of a tenant.
+      def warn_no_tenant(class_name)
+        first = STATE_LOCK.synchronize { @warned[class_name] ? false : (@warned[class_name] = true) }
+        return unless first
+
+        Ferrolock.logger.warn("ferrolock FairTenant: #{class_name} has fair_tenant_queues but this job has no " \
+                              "tenant (job[\"fair_tenant\"], #{class_name}.fair_tenant(*args) or " \
+                              "job[\"apartment\"]); such jobs are pushed unthrottled (logged once per class)")
+      end
+
+      # Ferrolock's Redis failed: the caller pushes the job unchanged (never lost); enqueues through
+      # this client skip Redis for FAILURE_PAUSE seconds, and the failure is logged once per pause.
+      def redis_failed(error, client, class_name, queue)
+        STATE_LOCK.synchronize { @paused_until[client] = monotonic + FAILURE_PAUSE }
+        Ferrolock.logger.warn("ferrolock FairTenant: #{error.class}: #{error.message}; #{class_name} pushed to " \
+                              "#{queue.inspect} unthrottled, and enqueues skip fair-tenant counting for " \
+                              "#{FAILURE_PAUSE} s")
+      end
+
+      # True while enqueues through this client skip Redis after a failure.
+      def paused?(client)
+        STATE_LOCK.synchronize do
+          until_time = @paused_until[client]
+          !until_time.nil? && monotonic < until_time
+        end
+      end
+
+      # Forgets warnings given and Redis failures seen (tests, or after fixing Redis).
+      def reset!
+        STATE_LOCK.synchronize do
+          @warned = {}
+          @paused_until = {}
+        end
+      end
+
+      private
+
+      def monotonic
+        Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      end
+    end
+  end
+end

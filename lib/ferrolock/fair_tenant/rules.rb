@@ -1,0 +1,103 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  module FairTenant
+    # A job class's `fair_tenant_queues`, checked once: each rule reroutes to `queue` when more
+    # than `threshold` enqueues of one tenant happened within `per` seconds. Rules are listed
+    # from loosest to strictest; the LAST broken rule wins.
+    #
+    #   fair_tenant_queues: [
+    #     { queue: "default_throttled", threshold: 100, per: 1.day },
+    #     { queue: "default_superslow", threshold:  40, per: 1.hour },
+    #   ]
+    #
+    # Keys may be Symbols or Strings (a job that went through JSON has Strings); `per` is seconds
+    # (Numeric or ActiveSupport::Duration) and defaults to one day, as in sidekiq-fair_tenant.
+    class Rules
+      DEFAULT_PER = 86_400
+      KEYS = %w[queue threshold per].freeze
+      NUMERIC = /\A\d+(\.\d+)?\z/
+      ARG = "fair_tenant_queues"
+
+      # Parsed rules per raw Array, so a class's options are checked once, not on every push.
+      CACHE = ObjectSpace::WeakMap.new
+      private_constant :CACHE
+
+      attr_reader :queues, :thresholds, :pers, :native
+
+      # nil when there are no rules (nil or an empty Array); else Rules, or ArgumentError /
+      # TypeError naming the bad rule and key.
+      def self.parse(raw)
+        return nil if raw.nil? || (raw.is_a?(Array) && raw.empty?)
+        return raw if raw.is_a?(Rules)
+
+        cached = CACHE[raw]
+        return cached if cached
+
+        rules = new(raw)
+        CACHE[raw] = rules
+        rules
+      end
+
+      def initialize(raw)
+        raise TypeError, "#{ARG} must be an Array of Hashes, got #{raw.class}" unless raw.is_a?(Array)
+
+        parsed = raw.each_with_index.map { |rule, index| parse_rule(rule, "#{ARG}[#{index}]") }
+        @queues = parsed.map { |rule| rule[:queue] }.freeze
+        @thresholds = parsed.map { |rule| rule[:threshold] }.freeze
+        @pers = parsed.map { |rule| rule[:per] }.freeze
+        @native = Native::FairTenantRules.new(@thresholds, @pers)
+        freeze
+      end
+
+      def size
+        @queues.size
+      end
+
+      # The queue of rule number `index` (1-based, as the script returns it).
+      def queue_at(index)
+        @queues.fetch(index - 1)
+      end
+
+      def inspect
+        rules = size.times.map { |i| "#{@queues[i]}: >#{@thresholds[i]}/#{@pers[i]}s" }
+        "#<#{self.class.name} #{rules.join(", ")}>"
+      end
+
+      private
+
+      def parse_rule(rule, arg)
+        unless rule.is_a?(Hash)
+          raise TypeError, "#{arg} must be a Hash with queue:, threshold: and per:, got #{rule.inspect}"
+        end
+
+        rule = rule.transform_keys(&:to_s)
+        unknown = rule.keys - KEYS
+        unless unknown.empty?
+          raise ArgumentError, "#{arg} has unknown key#{"s" if unknown.size > 1} #{unknown.join(", ")}"
+        end
+
+        { queue: queue!("#{arg}.queue", rule["queue"]),
+          threshold: Validate.positive_integer!("#{arg}.threshold", rule["threshold"]),
+          per: Validate.seconds!("#{arg}.per", per(rule.fetch("per", DEFAULT_PER))) }
+      end
+
+      # A Duration in a job that went through Sidekiq's JSON comes back as a String of seconds
+      # ("3600"): take such numeric Strings, nothing else.
+      def per(value)
+        value.is_a?(String) && value.match?(NUMERIC) ? Float(value) : value
+      end
+
+      def queue!(arg, value)
+        raise ArgumentError, "#{arg} is missing" if value.nil?
+
+        unless value.is_a?(String) || value.is_a?(Symbol)
+          raise TypeError, "#{arg} must be a String or Symbol, got #{value.inspect}"
+        end
+        raise ArgumentError, "#{arg} must not be empty" if value.to_s.empty?
+
+        value.to_s.freeze
+      end
+    end
+  end
+end

@@ -1,0 +1,152 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  module Shoryuken
+    # Shoryuken server middleware: one execution per message on SQS standard queues, which may
+    # deliver a message more than once. Insert it before AutoDelete:
+    #
+    #   chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::Lock
+    #   chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::Lock, enabled: true
+    #
+    # Opt-in per worker (`shoryuken_options ferrolock_lock: true`, or a Hash of options), per chain
+    # (`enabled: true`) or for every worker (Ferrolock::Shoryuken.configure { |c| c.enabled = true }).
+    # - first delivery: runs the job under an in-progress lease (renewed while it runs);
+    # - the job succeeds: the message is "processed" for processed_ttl;
+    # - the job raises: the lease is dropped and the error re-raised (SQS redelivers it);
+    # - a copy of a processed message: not run, and deleted so it stops coming back;
+    # - a copy of a message in progress: not run, left alone (if the run fails, it is the retry).
+    class Lock
+      # Shoryuken's chain keeps `chain.add Lock, lock_ttl: 120` as a positional Hash and calls
+      # Lock.new(hash) for every message; plain keywords work too.
+      def initialize(options = nil, **keywords)
+        raise TypeError, "Ferrolock::Shoryuken::Lock options must be a Hash, got #{options.inspect}" unless
+          options.nil? || options.is_a?(Hash)
+
+        @options = Options.validate((options || {}).merge(keywords), "Ferrolock::Shoryuken::Lock")
+      end
+
+      def call(worker, queue, sqs_msg, _body = nil, &block)
+        settings = Shoryuken.settings_for(@options, worker_option(worker))
+        return yield unless settings.enabled?
+        return pass_batch(worker, &block) if sqs_msg.is_a?(Array)
+
+        payload = { primitive: :shoryuken_lock, queue: queue, message_id: message_id!(sqs_msg),
+                    worker: worker.class.name }
+        lock = settings.message_lock
+        lease = begin_message(lock, settings, payload)
+        case lease
+        when :redis_unavailable then yield
+        when :processed then skip_processed(sqs_msg, payload)
+        when :in_progress then skip_in_progress(payload)
+        else run_locked(lock, lease, payload, &block)
+        end
+      end
+
+      private
+
+      def worker_option(worker)
+        klass = worker.class
+        return nil unless klass.respond_to?(:get_shoryuken_options)
+
+        options = klass.get_shoryuken_options || {}
+        options.fetch("ferrolock_lock") { options[:ferrolock_lock] }
+      end
+
+      def pass_batch(worker)
+        if Shoryuken.first_batch_warning?(worker.class)
+          Ferrolock.logger.warn("ferrolock: #{worker.class} is a batch worker; Ferrolock::Shoryuken::Lock " \
+                                "does not deduplicate batches and lets them through")
+        end
+        yield
+      end
+
+      def message_id!(sqs_msg)
+        unless sqs_msg.respond_to?(:message_id)
+          raise ArgumentError, "Ferrolock::Shoryuken::Lock: sqs_msg must respond to message_id, got #{sqs_msg.class}"
+        end
+
+        id = sqs_msg.message_id
+        return id if id.is_a?(String) && !id.empty?
+
+        raise ArgumentError, "Ferrolock::Shoryuken::Lock: sqs_msg.message_id must be a non-empty String, " \
+                             "got #{id.inspect}"
+      end
+
+      # A lease, :processed, :in_progress, or :redis_unavailable when Redis failed and the
+      # policy is to run anyway.
+      def begin_message(lock, settings, payload)
+        lock.begin_message(payload[:queue], payload[:message_id])
+      rescue Ferrolock::Error => e
+        describe = "message #{payload[:message_id]} on #{payload[:queue]}: #{e.class}: #{e.message}"
+        Ferrolock.instrument(:redis_error, payload.merge(error: e.class.name, policy: settings.on_redis_error))
+        if settings.on_redis_error == :run
+          Ferrolock.logger.warn("ferrolock: Redis unavailable, running #{describe} without deduplication")
+          return :redis_unavailable
+        end
+        Ferrolock.logger.warn("ferrolock: Redis unavailable, #{describe}; left on the queue for redelivery")
+        raise
+      end
+
+      def skip_processed(sqs_msg, payload)
+        Ferrolock.instrument(:skipped_processed, payload)
+        unless sqs_msg.respond_to?(:delete)
+          Ferrolock.logger.warn("ferrolock: duplicate of processed message #{payload[:message_id]} " \
+                                "cannot be deleted (#{sqs_msg.class} has no #delete); it will come back")
+          return nil
+        end
+        # Acknowledge the copy: nothing else will (AutoDelete runs only after a yield).
+        sqs_msg.delete
+        nil
+      rescue StandardError => e
+        Ferrolock.logger.warn("ferrolock: deleting duplicate #{payload[:message_id]} failed " \
+                              "(it will come back and be deleted then): #{e.class}: #{e.message}")
+        nil
+      end
+
+      def skip_in_progress(payload)
+        Ferrolock.instrument(:skipped_in_progress, payload)
+        nil
+      end
+
+      def run_locked(lock, lease, payload)
+        settled = false
+        Ferrolock.instrument(:locked, payload)
+        result = yield
+        settled = true
+        finish(lock, lease, payload)
+        result
+      rescue Exception => e # rubocop:disable Lint/RescueException -- any failure means the job did not complete
+        unless settled
+          settled = true
+          release_after_error(lock, lease, payload, e)
+        end
+        raise
+      ensure
+        # Thread#kill runs ensure blocks but no rescue: still give the message back.
+        release_after_error(lock, lease, payload, nil) unless settled
+      end
+
+      # The job succeeded. A failure to mark it is logged, not raised: raising would leave the
+      # message on the queue and run it again once the lease expires.
+      def finish(lock, lease, payload)
+        outcome = lock.finish(lease)
+        return if outcome == :marked
+
+        Ferrolock.instrument(:lock_lost, payload.merge(outcome: outcome))
+        Ferrolock.logger.warn("ferrolock: the in-progress lease of message #{payload[:message_id]} expired while " \
+                              "its job ran (#{outcome}): a copy may have run too")
+      rescue Ferrolock::Error => e
+        Ferrolock.logger.warn("ferrolock: could not mark message #{payload[:message_id]} processed " \
+                              "(#{e.class}: #{e.message}); its lease expires after lock_ttl")
+      end
+
+      def release_after_error(lock, lease, payload, error)
+        lock.abort_message(lease)
+        Ferrolock.instrument(:released_after_error, payload.merge(error: error&.class&.name))
+      rescue Ferrolock::Error => e
+        Ferrolock.logger.warn("ferrolock: could not release message #{payload[:message_id]} after an error " \
+                              "(#{e.class}: #{e.message}); its copies run after lock_ttl")
+      end
+    end
+  end
+end

@@ -1,0 +1,79 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  module Shoryuken
+    # One execution per message on an at-least-once queue, keyed on queue + message id. The
+    # middleware (Ferrolock::Shoryuken::Lock) uses it; any consumer can:
+    #
+    #   lock = Ferrolock::Shoryuken::MessageLock.new(lock_ttl: 60)
+    #   lock.process("orders", msg.message_id) { handle(msg) } # => :ran, :processed or :in_progress
+    #
+    # The first delivery takes an in-progress lease (renewed while the block runs, so a long
+    # job never lets a copy in; a crashed one frees it after lock_ttl). Success marks the message
+    # processed for processed_ttl; an exception drops the lease and is re-raised, so the next
+    # copy runs it.
+    class MessageLock
+      attr_reader :client, :lock_ttl, :processed_ttl
+
+      def initialize(lock_ttl: 60, processed_ttl: 3600, client: nil)
+        @lock_ttl = Validate.seconds!(:lock_ttl, lock_ttl)
+        @processed_ttl = Validate.seconds!(:processed_ttl, processed_ttl)
+        @client = Validate.client!(client)
+        @native = Native::MessageLock.new(@client.native, @lock_ttl, @processed_ttl)
+      end
+
+      # Runs the block unless this message ran or runs elsewhere. Returns :ran, :processed
+      # (skipped: acknowledge this copy) or :in_progress (skipped: leave this copy).
+      def process(queue, message_id)
+        raise ArgumentError, "process needs a block" unless block_given?
+
+        lease = begin_message(queue, message_id)
+        return lease if lease.is_a?(Symbol)
+
+        begin
+          yield
+        rescue Exception # rubocop:disable Lint/RescueException -- any failure means the work did not complete
+          abort_message(lease)
+          raise
+        end
+        finish(lease)
+        :ran
+      end
+
+      # A lease to pass to #finish or #abort_message, or :processed / :in_progress.
+      def begin_message(queue, message_id)
+        @native.begin_message(Validate.name!(:queue, queue), message_id!(message_id))
+      end
+
+      # After success: :marked, :lapsed (the lease had expired meanwhile, yet nobody else had
+      # claimed the message: marked anyway) or :lost (another delivery holds or finished it).
+      def finish(lease)
+        @native.finish(lease)
+      end
+
+      # After a failure: drops the lease so the next copy runs at once. True when it was ours.
+      def abort_message(lease)
+        @native.abort_message(lease)
+      end
+
+      # "<namespace>:{msg:<queue>:<message_id>}:state"
+      def state_key(queue, message_id)
+        @native.state_key(Validate.name!(:queue, queue), message_id!(message_id))
+      end
+
+      def inspect
+        "#<#{self.class.name} lock_ttl=#{lock_ttl} processed_ttl=#{processed_ttl}>"
+      end
+
+      private
+
+      def message_id!(value)
+        raise TypeError, "message_id must be a String, got #{value.inspect}" unless value.is_a?(String)
+        raise ArgumentError, "message_id must not be empty" if value.empty?
+        raise ArgumentError, "message_id must not contain '{' or '}' (got #{value.inspect})" if value.match?(/[{}]/)
+
+        value
+      end
+    end
+  end
+end

@@ -1,0 +1,118 @@
+# frozen_string_literal: true
+
+require "ferrolock"
+require_relative "reschedule"
+require_relative "dual_lock_settings"
+
+module Ferrolock
+  module Sidekiq
+    # Sidekiq server middleware: "until and while executing" uniqueness for job classes that opt in
+    # with `sidekiq_options dual_lock: true` (or a Hash, see DualLockSettings). Per key at most one
+    # job runs and at most one waits; a further duplicate is skipped (logged at info, :skipped
+    # event) and finishes without error, because the waiting one starts after it arrived and so
+    # covers its trigger. A job that waited past max_wait is pushed again for later (same jid and
+    # arguments, counter "ferrolock_dual_lock_waits" in the payload): not a retry, never dropped.
+    # Enqueueing needs nothing: this runs on the workers only.
+    #
+    #   Sidekiq.configure_server do |config|
+    #     config.server_middleware { |chain| chain.add Ferrolock::Sidekiq::DualLockMiddleware }
+    #   end
+    #
+    # ActiveJob jobs sent through Sidekiq are keyed on the wrapped job class and its arguments.
+    class DualLockMiddleware
+      COUNTER = "ferrolock_dual_lock_waits"
+      ACTIVE_JOB_WRAPPER = "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"
+      OPTIONS = %i[client backoff].freeze
+
+      # client: a Ferrolock::Client (default Ferrolock.client); backoff: ->(count) { seconds }
+      # before a rescheduled job comes back (default Reschedule.backoff).
+      def initialize(options = {})
+        unknown = options.keys - OPTIONS
+        raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
+
+        @client = options[:client].nil? ? nil : Validate.client!(options[:client])
+        @backoff = options[:backoff]
+        return if @backoff.nil? || @backoff.respond_to?(:call)
+
+        raise TypeError, "backoff must respond to #call (->(count) { seconds }), got #{@backoff.class}"
+      end
+
+      # Checks a job class's dual_lock option now (e.g. at boot); raises what its first job would.
+      def self.validate!(job_class)
+        DualLockSettings.for(job_class)
+        true
+      end
+
+      def call(worker, job, queue, &block)
+        job_class, args = self.class.unwrap(worker, job)
+        settings = DualLockSettings.for(job_class)
+        return yield unless settings
+
+        run_locked(settings, settings.key_for(args), job, queue, &block)
+      end
+
+      # [job class, arguments]: the wrapped class and its arguments for ActiveJob jobs.
+      def self.unwrap(worker, job)
+        return [worker.class, job["args"] || []] unless job["class"].to_s == ACTIVE_JOB_WRAPPER && job["wrapped"]
+
+        data = Array(job["args"]).first
+        arguments = data.is_a?(Hash) ? data.fetch("arguments", []) : []
+        [Object.const_get(job["wrapped"].to_s), arguments]
+      end
+
+      private
+
+      def run_locked(settings, key, job, queue)
+        lock = DualLock.new(key, wait_ttl: settings.wait_ttl, exec_ttl: settings.exec_ttl,
+                                 max_wait: settings.max_wait, client: @client)
+        entered = false
+        tags = { class: job["class"], jid: job["jid"], queue: queue }
+        ran = lock.run(tags: tags) do
+          entered = true
+          yield
+        end
+        skipped(job, key) unless ran
+      rescue Ferrolock::TimeoutError
+        raise if entered # the job's own timeout, not the wait
+
+        reschedule(job, key, queue, settings)
+      rescue Ferrolock::LockLost => e
+        raise unless entered
+
+        # The job has run; failing it now would only run it again. The :lock_lost event is out.
+        Ferrolock.logger.warn("ferrolock: #{label(job)} ran without exclusivity: #{e.message}")
+      end
+
+      def skipped(job, key)
+        Ferrolock.logger.info("ferrolock: #{label(job)} skipped: a duplicate already waits to run after the " \
+                              "current one (dual_lock key #{key.inspect})")
+      end
+
+      def reschedule(job, key, queue, settings)
+        count = job.fetch(COUNTER, 0).to_i + 1
+        delay = delay_for(count)
+        Reschedule.call(job, delay: delay, counter: COUNTER)
+        Ferrolock.logger.info("ferrolock: #{label(job)} waited #{settings.max_wait} s for its duplicate to finish; " \
+                              "rescheduled in #{delay.round(2)} s (dual_lock key #{key.inspect}, #{count} so far)")
+        Ferrolock.instrument(:rescheduled, primitive: :dual_lock, key: key, reason: :max_wait, class: job["class"],
+                                           jid: job["jid"], queue: queue, count: count, delay: delay)
+      end
+
+      # A broken backoff must not turn a delay into a lost job: fall back to the default.
+      def delay_for(count)
+        return Reschedule.backoff(count) unless @backoff
+
+        seconds = @backoff.call(count)
+        return seconds.to_f if seconds.is_a?(Numeric) && seconds.to_f.finite? && !seconds.negative?
+
+        Ferrolock.logger.warn("ferrolock: dual_lock backoff returned #{seconds.inspect}; using the default backoff")
+        Reschedule.backoff(count)
+      end
+
+      def label(job)
+        name = job["wrapped"] || job["class"]
+        "#{name} #{job["jid"]}"
+      end
+    end
+  end
+end

@@ -1,0 +1,99 @@
+# frozen_string_literal: true
+
+require_relative "reschedule"
+
+module Ferrolock
+  module Sidekiq
+    # Sidekiq server middleware: a job whose ConcurrentLimiter raised Ferrolock::OverLimit is pushed
+    # again for later (same jid, a counter in the payload) instead of failing, and without counting a
+    # retry. After max_reschedules the OverLimit goes to Sidekiq's normal retry handling.
+    #
+    #   Sidekiq.configure_server do |config|
+    #     config.server_middleware do |chain|
+    #       chain.add Ferrolock::Sidekiq::LimiterMiddleware,
+    #                 max_reschedules: 20,                         # the default
+    #                 backoff: ->(limiter, job, ex) { 30 }         # seconds; default grows with jitter
+    #     end
+    #   end
+    #
+    # A job class may set its own cap: sidekiq_options ferrolock_max_reschedules: 5.
+    class LimiterMiddleware
+      COUNTER = "ferrolock_overlimit"
+      JOB_OPTION = "ferrolock_max_reschedules"
+      DEFAULT_MAX_RESCHEDULES = 20
+      OPTIONS = %i[max_reschedules backoff].freeze
+
+      attr_reader :max_reschedules, :backoff
+
+      def initialize(options = {})
+        unknown = options.keys - OPTIONS
+        raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
+
+        @max_reschedules = self.class.max_reschedules!(:max_reschedules,
+                                                       options.fetch(:max_reschedules, DEFAULT_MAX_RESCHEDULES))
+        @backoff = options[:backoff]
+        return if @backoff.nil? || @backoff.respond_to?(:call)
+
+        raise TypeError, "backoff must respond to #call (->(limiter, job, ex) { seconds }), got #{@backoff.class}"
+      end
+
+      def call(_worker, job, queue)
+        yield
+      rescue Ferrolock::OverLimit => e
+        count = job.fetch(COUNTER, 0).to_i
+        raise if exhausted?(job, count, queue, e)
+
+        reschedule(job, count + 1, queue, e)
+      end
+
+      def self.max_reschedules!(arg, value)
+        raise TypeError, "#{arg} must be an Integer, got #{value.inspect}" unless value.is_a?(Integer)
+        raise ArgumentError, "#{arg} must be zero or more, got #{value}" if value.negative?
+
+        value
+      end
+
+      private
+
+      def exhausted?(job, count, queue, error)
+        cap = job.key?(JOB_OPTION) ? self.class.max_reschedules!(JOB_OPTION, job[JOB_OPTION]) : @max_reschedules
+        return false if count < cap
+
+        Ferrolock.logger.warn("ferrolock: #{job["class"]} #{job["jid"]} over limit " \
+                              "#{limiter_name(error).inspect} after #{count} reschedules; Sidekiq's retry takes over")
+        Ferrolock.instrument(:reschedules_exhausted, **payload(job, queue, error, count: count))
+        true
+      end
+
+      def reschedule(job, count, queue, error)
+        delay = delay_for(job, count, error)
+        Reschedule.call(job, delay: delay, counter: COUNTER)
+        cap = job.fetch(JOB_OPTION, @max_reschedules)
+        Ferrolock.logger.info("ferrolock: #{job["class"]} #{job["jid"]} over limit #{limiter_name(error).inspect}; " \
+                              "rescheduled in #{delay.round(2)} s (#{count}/#{cap})")
+        Ferrolock.instrument(:rescheduled, **payload(job, queue, error, count: count, delay: delay))
+      end
+
+      # The backoff proc's answer, or the default when there is none or it answered nonsense
+      # (a bad proc must not turn a delay into a lost job).
+      def delay_for(job, count, error)
+        return Reschedule.backoff(count) unless @backoff
+
+        seconds = @backoff.call(error.limiter, job, error)
+        return seconds.to_f if seconds.is_a?(Numeric) && seconds.to_f.finite? && !seconds.negative?
+
+        Ferrolock.logger.warn("ferrolock: limiter backoff returned #{seconds.inspect}; using the default backoff")
+        Reschedule.backoff(count)
+      end
+
+      def payload(job, queue, error, **extra)
+        { primitive: :concurrent_limiter, name: limiter_name(error), reason: :over_limit,
+          class: job["class"], jid: job["jid"], queue: queue, **extra }
+      end
+
+      def limiter_name(error)
+        error.limiter&.name
+      end
+    end
+  end
+end

@@ -1,0 +1,106 @@
+# frozen_string_literal: true
+
+RSpec.describe Ferrolock::Configuration do
+  around do |example|
+    saved = ENV.to_h.slice("FERROLOCK_REDIS_URL", "REDIS_URL")
+    example.run
+  ensure
+    %w[FERROLOCK_REDIS_URL REDIS_URL].each { |name| ENV.delete(name) }
+    ENV.update(saved)
+    Ferrolock.reset_config!
+  end
+
+  subject(:config) { described_class.new }
+
+  describe "redis_url default" do
+    it "prefers FERROLOCK_REDIS_URL" do
+      ENV["FERROLOCK_REDIS_URL"] = "redis://a:1/0"
+      ENV["REDIS_URL"] = "redis://b:2/0"
+      expect(config.redis_url).to eq("redis://a:1/0")
+    end
+
+    it "falls back to REDIS_URL, as Sidekiq does" do
+      ENV.delete("FERROLOCK_REDIS_URL")
+      ENV["REDIS_URL"] = "redis://b:2/0"
+      expect(config.redis_url).to eq("redis://b:2/0")
+    end
+
+    it "is the local Redis when neither is set" do
+      ENV.delete("FERROLOCK_REDIS_URL")
+      ENV.delete("REDIS_URL")
+      expect(config.redis_url).to eq("redis://127.0.0.1:6379/0")
+    end
+  end
+
+  it "has defaults for the other settings" do
+    expect(config).to have_attributes(namespace: "ferrolock", connect_timeout: 1.0, read_timeout: 1.0)
+  end
+
+  it "logs at WARN to stderr by default" do
+    hide_const("Sidekiq")
+    expect(config.logger).to be_a(Logger).and(have_attributes(level: Logger::WARN))
+  end
+
+  it "uses Sidekiq's logger when Sidekiq is loaded" do
+    require "sidekiq"
+    expect(config.logger).to be(Sidekiq.logger)
+  end
+
+  describe "validation" do
+    it "rejects an empty or non-String namespace, naming it" do
+      expect { config.namespace = "" }.to raise_error(ArgumentError, /namespace/)
+      expect { config.namespace = :jobs }.to raise_error(TypeError, /namespace/)
+    end
+
+    it "rejects a non-String redis_url, naming it" do
+      expect { config.redis_url = nil }.to raise_error(TypeError, /redis_url/)
+    end
+
+    %i[connect_timeout read_timeout].each do |setting|
+      it "rejects a #{setting} that is not a positive number, naming it" do
+        expect { config.public_send("#{setting}=", 0) }.to raise_error(ArgumentError, /#{setting}/)
+        expect { config.public_send("#{setting}=", -1.5) }.to raise_error(ArgumentError, /#{setting}/)
+        expect { config.public_send("#{setting}=", "1") }.to raise_error(TypeError, /#{setting}/)
+      end
+
+      it "stores #{setting} as a Float" do
+        config.public_send("#{setting}=", 2)
+        expect(config.public_send(setting)).to eql(2.0)
+      end
+    end
+
+    it "rejects a logger without #info and #warn, naming it" do
+      expect { config.logger = Object.new }.to raise_error(TypeError, /logger/)
+    end
+
+    it "accepts any logger-like object" do
+      logger = Logger.new(File::NULL)
+      config.logger = logger
+      expect(config.logger).to be(logger)
+    end
+  end
+
+  describe "Ferrolock.configure" do
+    it "yields the global configuration and rebuilds the default client" do
+      url = FerrolockTest.redis_server.url
+      Ferrolock.configure do |c|
+        c.redis_url = url
+        c.namespace = "jobs"
+      end
+      expect(Ferrolock.config.namespace).to eq("jobs")
+      expect(Ferrolock.client.namespace).to eq("jobs")
+      expect(Ferrolock.client.redacted_url).to include(FerrolockTest.redis_server.port.to_s)
+    end
+
+    it "memoizes the default client across threads" do
+      clients = Array.new(8) { Thread.new { Ferrolock.client } }.map(&:value)
+      expect(clients.uniq.size).to eq(1)
+    end
+
+    it "forgets the default client on reset_client!" do
+      first = Ferrolock.client
+      Ferrolock.reset_client!
+      expect(Ferrolock.client).not_to be(first)
+    end
+  end
+end

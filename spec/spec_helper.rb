@@ -1,0 +1,48 @@
+# frozen_string_literal: true
+
+if ENV["COVERAGE"]
+  require "simplecov"
+  SimpleCov.start { add_filter "/spec/" }
+end
+
+require_relative "support/redis_server"
+require_relative "support/processes"
+require_relative "support/timing"
+
+# FerrolockTest.redis_server is started before ferrolock is loaded, so the
+# default configuration (REDIS_URL) already points at it.
+module FerrolockTest
+  def self.redis_server
+    @redis_server ||= RedisServer.new.start
+  end
+end
+
+ENV["REDIS_URL"] = FerrolockTest.redis_server.url
+ENV.delete("FERROLOCK_REDIS_URL")
+
+require "ferrolock"
+
+RSpec.configure do |config|
+  config.include FerrolockTest::Processes
+  config.include FerrolockTest::Timing
+  config.disable_monkey_patching!
+  config.expect_with(:rspec) { |c| c.syntax = :expect }
+  config.order = :random
+  Kernel.srand config.seed
+  config.example_status_persistence_file_path = "tmp/rspec-status.txt"
+
+  config.before do
+    server = FerrolockTest.redis_server
+    server.start unless server.running?
+    server.resume
+    server.flushall
+    if Ferrolock.respond_to?(:configure)
+      Ferrolock.configure do |c|
+        c.redis_url = server.url
+        c.namespace = "ferrolock"
+      end
+    end
+  end
+
+  config.after(:suite) { FerrolockTest.redis_server.destroy }
+end

@@ -1,0 +1,130 @@
+# frozen_string_literal: true
+
+require "open3"
+require "rbconfig"
+require "timeout"
+
+module FerrolockTest
+  ROOT = File.expand_path("../..", __dir__)
+  LIB = File.join(ROOT, "lib")
+
+  # Runs Ruby code in a separate process with lib/ on the load path; returns
+  # [stdout, stderr, status]. The code sees ENV["REDIS_URL"] = the test server.
+  module Processes
+    def run_ruby(code, env: {}, timeout: 30)
+      env = { "REDIS_URL" => FerrolockTest.redis_server.url }.merge(env)
+      cmd = [RbConfig.ruby, "-I", LIB, "-e", code]
+      Open3.popen3(env, *cmd, chdir: ROOT, pgroup: true) do |stdin, stdout, stderr, wait|
+        stdin.close
+        out = Thread.new { stdout.read }
+        err = Thread.new { stderr.read }
+        unless wait.join(timeout)
+          Process.kill("KILL", -wait.pid)
+          raise "ruby subprocess did not finish within #{timeout}s: #{code[0, 200]}"
+        end
+        [out.value, err.value, wait.value]
+      end
+    end
+
+    # Like #run_ruby but fails the example unless the process exits 0.
+    def run_ruby!(code, **options)
+      out, err, status = run_ruby(code, **options)
+      raise "ruby subprocess failed (#{status.exitstatus}):\n#{err}\n#{out}" unless status.success?
+
+      out
+    end
+
+    # Starts `sidekiq -r <app>` against the test Redis; yields it and stops it.
+    def with_sidekiq(app, **options)
+      process = SidekiqProcess.new(app, **options).start
+      yield process
+    ensure
+      process&.stop
+    end
+  end
+
+  # A real Sidekiq server process (Debian's sidekiq 6.4.1), stopped with TERM then KILL.
+  class SidekiqProcess
+    attr_reader :log_path, :pid
+
+    def self.executable
+      path = ENV.fetch("PATH", "").split(File::PATH_SEPARATOR).map { |dir| File.join(dir, "sidekiq") }
+                .find { |candidate| File.executable?(candidate) }
+      path || raise("the sidekiq executable is not installed (bin/setup installs ruby-sidekiq)")
+    end
+
+    def initialize(app, concurrency: 5, queues: ["default"], env: {}, shutdown_timeout: 5)
+      @app = File.expand_path(app, ROOT)
+      @concurrency = concurrency
+      @queues = queues
+      @env = { "REDIS_URL" => FerrolockTest.redis_server.url, "RUBYLIB" => LIB }.merge(env)
+      @shutdown_timeout = shutdown_timeout
+      @log_path = File.join(Dir.mktmpdir("ferrolock-sidekiq-"), "sidekiq.log")
+    end
+
+    def start(boot_timeout: 20)
+      args = [self.class.executable, "-r", @app, "-c", @concurrency.to_s, "-t", @shutdown_timeout.to_s]
+      @queues.each { |queue| args.push("-q", queue) }
+      @pid = Process.spawn(@env, *args, chdir: ROOT, out: log_path, err: %i[child out], pgroup: true)
+      wait_until_registered(boot_timeout)
+      self
+    end
+
+    # Sidekiq's identity in Redis ("host:pid:nonce"), once its first heartbeat is in.
+    def identity
+      FerrolockTest.redis_server.redis.smembers("processes").find { |id| id.include?(":#{@pid}:") }
+    end
+
+    def log
+      File.exist?(log_path) ? File.read(log_path) : ""
+    end
+
+    def running?
+      return false unless @pid
+
+      Process.waitpid(@pid, Process::WNOHANG).nil?
+    rescue Errno::ECHILD
+      false
+    end
+
+    def stop(timeout: @shutdown_timeout + 5)
+      return unless @pid
+
+      signal("TERM")
+      signal("KILL") unless wait_for_exit(timeout)
+      wait_for_exit(5)
+      @pid = nil
+    end
+
+    private
+
+    def wait_until_registered(timeout)
+      deadline = monotonic + timeout
+      until identity
+        raise "sidekiq exited while booting:\n#{log}" unless running?
+        raise "sidekiq did not start within #{timeout}s:\n#{log}" if monotonic > deadline
+
+        sleep 0.05
+      end
+    end
+
+    def signal(name)
+      Process.kill(name, -@pid)
+    rescue Errno::ESRCH
+      nil
+    end
+
+    def wait_for_exit(timeout)
+      Timeout.timeout(timeout) { Process.waitpid(@pid) }
+      true
+    rescue Timeout::Error
+      false
+    rescue Errno::ECHILD
+      true
+    end
+
+    def monotonic
+      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+  end
+end

@@ -1,0 +1,162 @@
+# frozen_string_literal: true
+
+require "fileutils"
+require "redis"
+require "socket"
+require "tmpdir"
+
+module FerrolockTest
+  # A throwaway redis-server on a free loopback port (never 6379), in its own
+  # temp dir, with persistence off. Killed at exit, even when specs fail.
+  class RedisServer
+    HOST = "127.0.0.1"
+    BOOT_TIMEOUT = 10
+
+    attr_reader :host, :port, :dir, :pid
+
+    def self.free_port
+      loop do
+        server = TCPServer.new(HOST, 0)
+        port = server.addr[1]
+        server.close
+        return port unless port == 6379
+      end
+    end
+
+    def initialize(port: self.class.free_port, unixsocket: false, extra_args: [])
+      @host = HOST
+      @port = port
+      @dir = Dir.mktmpdir("ferrolock-redis-")
+      @unixsocket = unixsocket ? File.join(@dir, "redis.sock") : nil
+      @extra_args = extra_args
+      @pid = nil
+      @owner = Process.pid
+      at_exit { destroy if Process.pid == @owner }
+    end
+
+    def url(db: 0)
+      "redis://#{host}:#{port}/#{db}"
+    end
+
+    # Path of the unix socket (when started with unixsocket: true).
+    def socket_path
+      @unixsocket or raise ArgumentError, "this server has no unix socket"
+    end
+
+    def start
+      return self if running?
+
+      args = ["redis-server", "--port", port.to_s, "--bind", host, "--dir", dir,
+              "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"]
+      args += ["--unixsocket", @unixsocket, "--unixsocketperm", "700"] if @unixsocket
+      args += @extra_args
+      @pid = Process.spawn(*args, out: File.join(dir, "redis.log"), err: %i[child out], pgroup: true)
+      wait_until_ready
+      self
+    end
+
+    def stop
+      return unless @pid
+
+      resume
+      signal("TERM")
+      unless wait_for_exit(5)
+        signal("KILL")
+        wait_for_exit(5)
+      end
+      @pid = nil
+      close_redis
+    end
+
+    def restart
+      stop
+      start
+    end
+
+    def running?
+      !@pid.nil?
+    end
+
+    # SIGSTOP: the server keeps its sockets open but answers nothing.
+    def pause
+      signal("STOP")
+    end
+
+    # SIGCONT after #pause.
+    def resume
+      signal("CONT")
+    end
+
+    def flushall
+      redis.call("FLUSHALL")
+      redis.call("SCRIPT", "FLUSH")
+    end
+
+    # A plain redis-rb client, for looking at what ferrolock wrote.
+    def redis(db: 0)
+      @redis ||= {}
+      @redis[db] ||= Redis.new(host: host, port: port, db: db, timeout: 5)
+    end
+
+    def destroy
+      stop
+      FileUtils.rm_rf(dir)
+    end
+
+    private
+
+    def signal(name)
+      Process.kill(name, @pid) if @pid
+      true
+    rescue Errno::ESRCH
+      false
+    end
+
+    def wait_for_exit(seconds)
+      deadline = now + seconds
+      while now < deadline
+        return true if Process.waitpid(@pid, Process::WNOHANG)
+
+        sleep 0.01
+      end
+      false
+    rescue Errno::ECHILD
+      true
+    end
+
+    def wait_until_ready
+      deadline = now + BOOT_TIMEOUT
+      loop do
+        return if ping_ok?
+        raise "redis-server on port #{port} exited: #{log_tail}" if Process.waitpid(@pid, Process::WNOHANG)
+        raise "redis-server on port #{port} did not start: #{log_tail}" if now > deadline
+
+        sleep 0.02
+      end
+    end
+
+    def ping_ok?
+      TCPSocket.open(host, port) do |socket|
+        socket.write("PING\r\n")
+        socket.gets == "+PONG\r\n"
+      end
+    rescue SystemCallError, IOError
+      false
+    end
+
+    def close_redis
+      (@redis || {}).each_value(&:close)
+      @redis = nil
+    end
+
+    def log_tail
+      File.read(File.join(dir, "redis.log")).lines.last(5).join
+    rescue Errno::ENOENT
+      ""
+    end
+
+    def now
+      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+  end
+end

@@ -1,0 +1,28 @@
+# frozen_string_literal: true
+
+module FerrolockTest
+  # Clock helpers for specs that bound how long something takes.
+  module Timing
+    def monotonic
+      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    end
+
+    # Seconds spent running the block.
+    def elapsed
+      started = monotonic
+      yield
+      monotonic - started
+    end
+
+    # Polls the block until it returns truthy; fails after timeout seconds.
+    def wait_until(timeout: 5, interval: 0.01)
+      deadline = monotonic + timeout
+      until (result = yield)
+        raise "condition not met within #{timeout}s" if monotonic > deadline
+
+        sleep interval
+      end
+      result
+    end
+  end
+end
