@@ -9,19 +9,13 @@
 # Shoryuken::Worker's `shoryuken_options` (string keys).
 module Shoryuken
   module Middleware
-    # Shoryuken::Middleware::Chain
+    # Shoryuken::Middleware::Chain, written from its documented behaviour: an ordered list of
+    # (class, constructor arguments); `invoke` instantiates every class afresh for each
+    # message and nests the calls, the block given to `invoke` running innermost.
     class Chain
-      # One middleware class and its constructor arguments.
-      class Entry
-        attr_reader :klass
-
-        def initialize(klass, *args)
-          @klass = klass
-          @args = args
-        end
-
-        def make_new
-          @klass.new(*@args)
+      Link = Struct.new(:klass, :args) do
+        def build
+          klass.new(*args)
         end
       end
 
@@ -33,58 +27,71 @@ module Shoryuken
       end
 
       def dup
-        self.class.new.tap { |chain| chain.entries.replace(entries) }
+        copy = self.class.new
+        copy.entries.concat(entries)
+        copy
       end
 
-      def remove(klass)
-        entries.delete_if { |entry| entry.klass == klass }
-      end
-
+      # Appends, unless the class is already in the chain.
       def add(klass, *args)
-        entries << Entry.new(klass, *args) unless exists?(klass)
+        entries.push(Link.new(klass, args)) unless exists?(klass)
       end
 
       def prepend(klass, *args)
-        entries.insert(0, Entry.new(klass, *args)) unless exists?(klass)
+        entries.unshift(Link.new(klass, args)) unless exists?(klass)
       end
 
-      def insert_before(oldklass, newklass, *args)
-        i = entries.index { |entry| entry.klass == newklass }
-        new_entry = i.nil? ? Entry.new(newklass, *args) : entries.delete_at(i)
-        i = entries.find_index { |entry| entry.klass == oldklass } || 0
-        entries.insert(i, new_entry)
+      # Puts `klass` right before `anchor` (at the front when the anchor is absent); a class
+      # already in the chain is moved, keeping its arguments.
+      def insert_before(anchor, klass, *args)
+        link = take_out(klass) || Link.new(klass, args)
+        position = index_of(anchor) || 0
+        entries.insert(position, link)
       end
 
-      def insert_after(oldklass, newklass, *args)
-        i = entries.index { |entry| entry.klass == newklass }
-        new_entry = i.nil? ? Entry.new(newklass, *args) : entries.delete_at(i)
-        i = entries.find_index { |entry| entry.klass == oldklass } || (entries.count - 1)
-        entries.insert(i + 1, new_entry)
+      # Puts `klass` right after `anchor` (at the end when the anchor is absent).
+      def insert_after(anchor, klass, *args)
+        link = take_out(klass) || Link.new(klass, args)
+        position = index_of(anchor)
+        position.nil? ? entries.push(link) : entries.insert(position + 1, link)
+      end
+
+      def remove(klass)
+        entries.reject! { |link| link.klass == klass }
       end
 
       def exists?(klass)
-        entries.any? { |entry| entry.klass == klass }
+        !index_of(klass).nil?
       end
 
       # New instances, every time: one set per message.
       def retrieve
-        entries.map(&:make_new)
+        entries.map(&:build)
       end
 
       def clear
         entries.clear
       end
 
-      def invoke(*args, &final_action)
-        chain = retrieve.dup
-        traverse_chain = lambda do
-          if chain.empty?
-            final_action.call
-          else
-            chain.shift.call(*args, &traverse_chain)
-          end
-        end
-        traverse_chain.call
+      def invoke(*args, &work)
+        call_from(retrieve, 0, args, work)
+      end
+
+      private
+
+      def call_from(middlewares, position, args, work)
+        return work.call if position == middlewares.size
+
+        middlewares[position].call(*args) { call_from(middlewares, position + 1, args, work) }
+      end
+
+      def index_of(klass)
+        entries.index { |link| link.klass == klass }
+      end
+
+      def take_out(klass)
+        position = index_of(klass)
+        position && entries.delete_at(position)
       end
     end
 
