@@ -1,14 +1,15 @@
 # frozen_string_literal: true
 
 require "redis"
+require "fileutils"
 require "sidekiq"
-require "ferrolock/sidekiq/dual_lock_middleware"
+require "tmpdir"
 
 Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
 
 # DualLock and its Sidekiq server middleware:
-# - jobs/s through a Sidekiq server middleware chain (10 threads, as a Sidekiq process would run
-#   them) with and without DualLockMiddleware, for 1,000 duplicates of one key and 1,000 keys;
+# - jobs/s of a real Sidekiq process (10 threads) draining 1,000 pushed jobs, with and without
+#   DualLockMiddleware, for 1,000 duplicates of one key and 1,000 distinct keys;
 # - Redis commands per second sent by one waiting job while its duplicate runs, beside the
 #   original sketch (SET NX on EXEC every 100 ms, keeping WAIT alive);
 # - hand-off latency: from the executor's release to the waiter's start, beside that poller.
@@ -16,67 +17,121 @@ module DualLockBench
   JOBS = 1_000
   THREADS = 10
   HANDOFFS = 60
+  OURS_COMMANDS = %w[evalsha eval blpop].freeze
+  POLL_COMMANDS = %w[set pexpire].freeze
 
-  # A job class that opted in; its body does nothing, so the table shows the lock's own cost.
-  class NoopJob
-    include ::Sidekiq::Worker
-    sidekiq_options dual_lock: { max_wait: 30 }
+  # The Sidekiq app the bench runs (written to a temp file): a no-op job, so the numbers show
+  # the lock's own cost, and an outermost middleware counting every finished job (ran or skipped).
+  APP = <<~RUBY
+    require "sidekiq"
+    require "ferrolock"
+    require "ferrolock/sidekiq/dual_lock_middleware"
+    Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
+    Ferrolock.config.logger = Logger.new(nil)
 
-    def perform(*); end
-  end
+    class BenchDoneCounter
+      def call(*)
+        yield
+      ensure
+        Sidekiq.redis { |c| c.incr("bench:done") }
+      end
+    end
+
+    Sidekiq.configure_server do |config|
+      config.server_middleware do |chain|
+        chain.add BenchDoneCounter
+        chain.add Ferrolock::Sidekiq::DualLockMiddleware if ENV["WITH_DUAL_LOCK"] == "1"
+      end
+    end
+
+    class NoopJob
+      include Sidekiq::Worker
+      sidekiq_options dual_lock: { max_wait: 30 }
+
+      def perform(*); end
+    end
+  RUBY
 
   module_function
 
-  def chain(with_middleware)
-    ::Sidekiq::Middleware::Chain.new.tap do |chain|
-      chain.add Ferrolock::Sidekiq::DualLockMiddleware if with_middleware
+  # Starts `sidekiq` on the app, yields once it processes, stops it.
+  def with_sidekiq(with_middleware)
+    dir = Dir.mktmpdir("ferrolock-bench-")
+    File.write(File.join(dir, "app.rb"), APP)
+    log = File.join(dir, "sidekiq.log")
+    env = { "REDIS_URL" => Bench.redis_url, "WITH_DUAL_LOCK" => with_middleware ? "1" : "0",
+            "RUBYLIB" => File.expand_path("../lib", __dir__) }
+    pid = Process.spawn(env, "sidekiq", "-r", File.join(dir, "app.rb"), "-c", THREADS.to_s, "-q", "bench",
+                        out: log, err: %i[child out], pgroup: true)
+    wait_for_heartbeat(pid, log)
+    yield
+  ensure
+    Process.kill("TERM", -pid) if pid
+    Process.wait(pid) if pid
+    FileUtils.rm_rf(dir) if dir
+  end
+
+  # Sidekiq is ready once its first heartbeat registered it in the "processes" set.
+  def wait_for_heartbeat(pid, log)
+    redis = Redis.new(url: Bench.redis_url)
+    deadline = Bench.monotonic + 30
+    until redis.smembers("processes").any? { |id| id.include?(":#{pid}:") }
+      exited = Process.waitpid(pid, Process::WNOHANG)
+      raise "sidekiq did not start:\n#{File.read(log)}" if exited || Bench.monotonic > deadline
+
+      sleep 0.05
     end
   end
 
-  # Jobs/s for JOBS payloads processed by THREADS threads through `chain`.
-  def jobs_per_second(chain, distinct:)
-    jobs = Queue.new
-    JOBS.times { |i| jobs << { "class" => NoopJob.name, "args" => [distinct ? i : 0], "jid" => i.to_s } }
-    THREADS.times { jobs << nil }
+  # Jobs/s: push JOBS jobs at once, time until every one has finished.
+  def jobs_per_second(redis, distinct:)
+    redis.del("bench:done")
+    args = Array.new(JOBS) { |i| [distinct ? i : 0] }
     started = Bench.monotonic
-    Array.new(THREADS) do
-      Thread.new do
-        while (job = jobs.pop)
-          worker = NoopJob.new
-          chain.invoke(worker, job, "default") { worker.perform(*job["args"]) }
-        end
-      end
-    end.each(&:join)
+    ::Sidekiq::Client.push_bulk("class" => "NoopJob", "queue" => "bench", "args" => args)
+    sleep 0.002 until redis.get("bench:done").to_i >= JOBS
     JOBS / (Bench.monotonic - started)
   end
 
   def throughput
-    table = Bench::Table.new("Sidekiq chain, #{JOBS} jobs, #{THREADS} threads",
+    ::Sidekiq.configure_client { |c| c.redis = { url: Bench.redis_url } }
+    redis = Redis.new(url: Bench.redis_url)
+    table = Bench::Table.new("Sidekiq process, #{THREADS} threads, #{JOBS} no-op jobs",
                              ours: "with DualLockMiddleware", baseline: "without middleware")
-    [["1,000 duplicates of one key", false], ["1,000 distinct keys", true]].each do |label, distinct|
-      ours = Array.new(2) { jobs_per_second(chain(true), distinct: distinct) }.max
-      baseline = Array.new(2) { jobs_per_second(chain(false), distinct: distinct) }.max
-      table.add(label, ours: ours, baseline: baseline)
+    results = [true, false].to_h do |with|
+      runs = with_sidekiq(with) do
+        # Warm-up, then best of two per case.
+        jobs_per_second(redis, distinct: true)
+        [false, true].to_h { |distinct| [distinct, Array.new(2) { jobs_per_second(redis, distinct: distinct) }.max] }
+      end
+      [with, runs]
     end
+    table.add("1,000 duplicates of one key", ours: results[true][false], baseline: results[false][false])
+    table.add("1,000 distinct keys", ours: results[true][true], baseline: results[false][true])
     table
   end
 
-  # Commands clients sent (commands run inside scripts are not counted).
-  def client_commands(redis)
-    redis.info("commandstats").sum { |_name, stats| stats["calls"].to_i }
+  # Commands clients sent of the given names (commands run inside scripts are not counted).
+  def client_commands(redis, names)
+    stats = redis.info("commandstats")
+    names.sum { |name| stats.dig(name, "calls").to_i }
   end
 
   # One duplicate runs for `hold` seconds while another waits; returns commands/s the waiter sent.
   def idle_rate(redis, hold: 3.0, &waiter)
     holding = Queue.new
     release = Queue.new
-    holder = Thread.new { Ferrolock::DualLock.new("bench:idle").run { holding << true && release.pop } }
+    holder = Thread.new do
+      Ferrolock::DualLock.new("bench:idle").run do
+        holding << true
+        release.pop
+      end
+    end
     holding.pop
-    before = client_commands(redis)
+    before = client_commands(redis, OURS_COMMANDS)
     thread = Thread.new(&waiter)
     sleep hold
-    # INFO itself counts once.
-    sent = client_commands(redis) - before - 1
+    sent = client_commands(redis, OURS_COMMANDS) - before
     release << true
     [holder, thread].each(&:join)
     sent / hold
@@ -97,10 +152,10 @@ module DualLockBench
     raw = Redis.new(url: Bench.redis_url)
     raw.set("poll:idle:exec", "holder", px: 60_000)
     raw.set("poll:idle:wait", "waiter", px: 60_000)
-    before = client_commands(redis)
+    before = client_commands(redis, POLL_COMMANDS)
     thread = Thread.new { poll_until_exec(Redis.new(url: Bench.redis_url), "poll:idle") }
     sleep hold
-    sent = client_commands(redis) - before - 1
+    sent = client_commands(redis, POLL_COMMANDS) - before
     raw.del("poll:idle:exec")
     thread.join
     raw.del("poll:idle:exec", "poll:idle:wait")
@@ -170,7 +225,5 @@ end
 
 Bench.define("dual_lock") do
   Ferrolock.configure { |c| c.redis_url = Bench.redis_url }
-  ::Sidekiq.logger.level = Logger::WARN
-  Ferrolock.config.logger = Logger.new(nil)
   "#{DualLockBench.throughput}\n\n#{DualLockBench.waiting_table}"
 end

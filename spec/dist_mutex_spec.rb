@@ -104,18 +104,19 @@ RSpec.describe Ferrolock::DistMutex do
 
     it "keeps a block running 3x the lease exclusive" do
       m = mutex("long", lease: 0.3)
-      intruded = false
+      m.lock
+      other = mutex("long")
+      intrusions = 0
+      deadline = monotonic + 1.0
       checker = Thread.new do
-        other = mutex("long")
-        deadline = monotonic + 1.0
         while monotonic < deadline
-          intruded ||= other.try_lock
+          intrusions += 1 if other.try_lock
           sleep 0.05
         end
       end
-      m.synchronize { sleep 0.9 + 0.1 }
       checker.join
-      expect(intruded).to be(false)
+      m.unlock
+      expect(intrusions).to eq(0)
     end
   end
 
@@ -253,6 +254,46 @@ RSpec.describe Ferrolock::DistMutex do
       counting.kill
       thread.kill
       expect(counter).to be > 1000
+    end
+  end
+
+  describe "Redis faults" do
+    let(:server) { FerrolockTest.redis_server }
+
+    it "raises LockLost at unlock when Redis restarted (without persistence) under the holder" do
+      m = mutex("restart", lease: 0.6)
+      m.lock
+      server.restart
+      sleep 0.5 # the watchdog finds the lease gone on its next renewal
+      expect { m.unlock }.to raise_error(Ferrolock::LockLost)
+      expect(m.owned?).to be(false)
+      expect(mutex("restart").try_lock).to be(true)
+    end
+
+    it "raises ConnectionError naming host:port within the timeout when Redis is down" do
+      client = Ferrolock::Client.new(connect_timeout: 0.5, read_timeout: 0.5)
+      m = described_class.new("down", client: client)
+      server.stop
+      took = elapsed { expect { m.lock }.to raise_error(Ferrolock::ConnectionError, /127.0.0.1:#{server.port}/) }
+      expect(took).to be < 1.5
+    ensure
+      server.start
+    end
+
+    it "raises ConnectionError within read_timeout when Redis hangs (SIGSTOP), then recovers" do
+      client = Ferrolock::Client.new(connect_timeout: 0.5, read_timeout: 0.5)
+      m = described_class.new("hang", client: client)
+      m.synchronize { nil }
+      server.pause
+      took = elapsed { expect { m.lock }.to raise_error(Ferrolock::ConnectionError, /timed out/) }
+      expect(took).to be < 1.5
+      server.resume
+      # The attempt sent into the paused server ran once it resumed; its token was released in
+      # the background, so the lock is free now rather than after its 30 s lease.
+      took = elapsed { expect(m.synchronize(timeout: 5) { :ok }).to eq(:ok) }
+      expect(took).to be < 2
+    ensure
+      server.resume
     end
   end
 

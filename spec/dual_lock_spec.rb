@@ -190,6 +190,16 @@ RSpec.describe Ferrolock::DualLock do
     expect(took).to be < 4
   end
 
+  it "raises ConnectionError without running the block when Redis is down" do
+    lock = described_class.new("down")
+    FerrolockTest.redis_server.stop
+    ran = false
+    expect { lock.run { ran = true } }.to raise_error(Ferrolock::ConnectionError)
+    expect(ran).to be(false)
+  ensure
+    FerrolockTest.redis_server.start
+  end
+
   it "names the argument on bad input" do
     expect { described_class.new(nil) }.to raise_error(TypeError, /key/)
     expect { described_class.new("") }.to raise_error(ArgumentError, /key/)

@@ -36,7 +36,8 @@ module FerrolockTest
 
     # Starts `sidekiq -r <app>` against the test Redis; yields it and stops it.
     def with_sidekiq(app, **options)
-      process = SidekiqProcess.new(app, **options).start
+      process = SidekiqProcess.new(app, **options)
+      process.start
       yield process
     ensure
       process&.stop
@@ -66,6 +67,8 @@ module FerrolockTest
       args = [self.class.executable, "-r", @app, "-c", @concurrency.to_s, "-t", @shutdown_timeout.to_s]
       @queues.each { |queue| args.push("-q", queue) }
       @pid = Process.spawn(@env, *args, chdir: ROOT, out: log_path, err: %i[child out], pgroup: true)
+      owner = Process.pid
+      at_exit { stop(timeout: 2) if Process.pid == owner }
       wait_until_registered(boot_timeout)
       self
     end

@@ -124,7 +124,13 @@ impl Client {
     ) -> Result<R> {
         intr.check()?;
         let idle = self.inner.idle.get();
-        let pooled = idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        let pooled = loop {
+            let candidate = idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+            match candidate {
+                Some(c) if !c.is_alive() => continue, // closed by the server: drop it
+                other => break other,
+            }
+        };
         let mut conn = match pooled {
             Some(c) => c,
             None => Conn::connect(

@@ -214,6 +214,19 @@ impl ConcurrentLimiter {
         }
     }
 
+    /// After `acquire` failed (Redis unreachable, interrupted): Redis may still have given
+    /// `token` a slot with the reply lost, so release it in the background rather than keep
+    /// the slot taken for a whole lock_timeout. `token` must not be used again.
+    pub fn abandon(&self, token: &str) {
+        let call = ScriptCall::new(&RELEASE)
+            .key(&self.slots_key)
+            .key(&self.waiters_key)
+            .key(&self.signal_key)
+            .arg(token)
+            .arg(self.limit);
+        crate::lease::release_in_background(&self.client, call, self.lease);
+    }
+
     /// Live slots and waiting callers, across every process.
     pub fn status(&self, intr: &Interrupt) -> Result<LimiterStatus> {
         let call = ScriptCall::new(&STATUS)

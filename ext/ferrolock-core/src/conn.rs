@@ -74,12 +74,19 @@ struct EofIsError<'a>(&'a mut Stream);
 
 impl Read for EofIsError<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self.0.read(buf)? {
-            0 if !buf.is_empty() => Err(io::Error::new(
-                io::ErrorKind::UnexpectedEof,
-                "connection closed",
-            )),
-            n => Ok(n),
+        loop {
+            match self.0.read(buf) {
+                Ok(0) if !buf.is_empty() => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "connection closed",
+                    ))
+                }
+                // A signal landed mid-read (Ruby and Sidekiq use signals): just read again.
+                // Cancellation never arrives this way; it shuts the socket down.
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                other => return other,
+            }
         }
     }
 }
@@ -153,6 +160,20 @@ impl Conn {
 
     pub fn fd(&self) -> RawFd {
         self.stream.fd()
+    }
+
+    /// False when an idle connection was closed by the server (a restart, a timeout kill): Redis
+    /// never writes to an idle connection, so anything readable on it means EOF or a reset.
+    /// Costs one non-blocking `poll`, and spares the caller an error on a dead pooled socket.
+    pub fn is_alive(&self) -> bool {
+        let mut pfd = libc::pollfd {
+            fd: self.fd(),
+            events: libc::POLLIN | libc::POLLRDHUP,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd; zero timeout.
+        let ready = unsafe { libc::poll(&mut pfd, 1, 0) };
+        ready == 0
     }
 
     pub fn addr(&self) -> &str {

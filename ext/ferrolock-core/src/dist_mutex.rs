@@ -234,6 +234,18 @@ impl DistMutex {
         }
     }
 
+    /// After a lock call failed (Redis unreachable, interrupted, timed out): Redis may still have
+    /// granted `token` with the reply lost, so release it in the background rather than let it
+    /// block others for a whole lease. `token` must not be used again.
+    pub fn abandon(&self, token: &str) {
+        let call = ScriptCall::new(&RELEASE)
+            .key(&self.lock_key)
+            .key(&self.waiters_key)
+            .key(&self.signal_key)
+            .arg(token);
+        crate::lease::release_in_background(&self.client, call, self.ttl);
+    }
+
     /// True when anyone holds the lock.
     pub fn is_locked(&self, intr: &Interrupt) -> Result<bool> {
         let reply = self.client.command(

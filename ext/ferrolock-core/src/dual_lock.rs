@@ -104,7 +104,20 @@ impl DualLock {
 
     /// A fresh owner token (uuid v4).
     pub fn new_token() -> String {
-        uuid::Uuid::new_v4().simple().to_string()
+        crate::token::new_token()
+    }
+
+    /// After `enter` failed (Redis unreachable, interrupted): Redis may still have given
+    /// `token` WAIT or EXEC with the reply lost, so release it in the background rather than
+    /// let it turn duplicates away for a whole TTL. `token` must not be used again.
+    pub fn abandon(&self, token: &str) {
+        let call = ScriptCall::new(&RELEASE)
+            .key(&self.wait_key)
+            .key(&self.exec_key)
+            .key(&self.signal_key)
+            .arg(token);
+        let ttl = self.opts.wait_ttl.max(self.opts.exec_ttl);
+        crate::lease::release_in_background(&self.client, call, ttl);
     }
 
     /// Arrives: the ticket says whether to run now, wait, or skip. `token` should stay the same

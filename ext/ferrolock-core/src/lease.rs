@@ -2,6 +2,9 @@
 //! lives, one background thread per client renews every lease about every TTL/3, all due
 //! renewals of a tick in one pipelined round trip, each token-checked by its script. A lease the
 //! script reports gone is marked lost (the owner learns it at release).
+//!
+//! The same thread runs best-effort cleanups: token-checked releases of acquisitions whose
+//! outcome is unknown (see [`release_in_background`]).
 
 use crate::client::{int, Client, ClientInner};
 use crate::interrupt::Interrupt;
@@ -11,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-/// How long after a failed renewal (Redis unreachable) the watchdog tries again.
+/// How long after a failed round trip (Redis unreachable) the watchdog tries again.
 const RETRY_AFTER_FAILURE: Duration = Duration::from_millis(250);
 
 struct LeaseEntry {
@@ -35,11 +38,12 @@ impl Lease {
             ttl,
             lost: AtomicBool::new(false),
         });
+        let at = Instant::now() + ttl / 3;
         let id = client
             .inner
             .watchdog
             .get()
-            .register(&client.inner, entry.clone());
+            .add(&client.inner, Work::Renew(entry.clone()), at);
         Lease {
             client: client.clone(),
             id,
@@ -55,8 +59,22 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        self.client.inner.watchdog.get().unregister(self.id);
+        self.client.inner.watchdog.get().remove(self.id);
     }
+}
+
+/// Best effort, from the watchdog thread: runs a token-checked release for an acquisition
+/// whose outcome is unknown (its reply was lost to a timeout or an interrupt, so Redis may have
+/// granted it), retrying while Redis is unreachable, for at most `give_up_after` (the lease:
+/// past it the key has expired anyway). Without this such a lock would block others for a
+/// whole lease. Only for tokens that will never be used again.
+pub fn release_in_background(client: &Client, release: ScriptCall, give_up_after: Duration) {
+    let now = Instant::now();
+    let work = Work::Cleanup {
+        call: release,
+        give_up_at: now + give_up_after,
+    };
+    client.inner.watchdog.get().add(&client.inner, work, now);
 }
 
 #[derive(Default)]
@@ -67,7 +85,7 @@ pub struct Watchdog {
 
 #[derive(Default)]
 struct State {
-    leases: HashMap<u64, Due>,
+    due: HashMap<u64, Due>,
     next_id: u64,
     running: bool,
     stopped: bool,
@@ -75,18 +93,66 @@ struct State {
     wakes_at: Option<Instant>,
 }
 
+enum Work {
+    Renew(Arc<LeaseEntry>),
+    Cleanup {
+        call: ScriptCall,
+        give_up_at: Instant,
+    },
+}
+
 struct Due {
-    entry: Arc<LeaseEntry>,
+    work: Work,
     at: Instant,
 }
 
+impl Due {
+    fn call(&self) -> ScriptCall {
+        match &self.work {
+            Work::Renew(entry) => entry.renew.clone(),
+            Work::Cleanup { call, .. } => call.clone(),
+        }
+    }
+
+    /// Renewals due within a sixth of their TTL join an earlier batch.
+    fn batch_margin(&self) -> Duration {
+        match &self.work {
+            Work::Renew(entry) => entry.ttl / 6,
+            Work::Cleanup { .. } => Duration::ZERO,
+        }
+    }
+
+    /// Records the outcome of this item's round trip (`None`: Redis did not answer).
+    /// Returns false when the item is finished.
+    fn settle(&mut self, outcome: Option<i64>, now: Instant) -> bool {
+        match (&self.work, outcome) {
+            (Work::Renew(entry), Some(1)) => {
+                self.at = now + entry.ttl / 3;
+                true
+            }
+            (Work::Renew(entry), Some(_)) => {
+                entry.lost.store(true, Ordering::SeqCst);
+                false
+            }
+            (Work::Renew(entry), None) => {
+                self.at = now + RETRY_AFTER_FAILURE.min(entry.ttl / 6);
+                true
+            }
+            (Work::Cleanup { .. }, Some(_)) => false,
+            (Work::Cleanup { give_up_at, .. }, None) => {
+                self.at = now + RETRY_AFTER_FAILURE;
+                now < *give_up_at
+            }
+        }
+    }
+}
+
 impl Watchdog {
-    fn register(self: &Arc<Self>, client: &Arc<ClientInner>, entry: Arc<LeaseEntry>) -> u64 {
+    fn add(self: &Arc<Self>, client: &Arc<ClientInner>, work: Work, at: Instant) -> u64 {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
         st.next_id += 1;
         let id = st.next_id;
-        let at = Instant::now() + entry.ttl / 3;
-        st.leases.insert(id, Due { entry, at });
+        st.due.insert(id, Due { work, at });
         // Wake the thread only if it would otherwise look too late: locks taken and released
         // within a TTL/3 never cost a wake-up.
         let wake = st.wakes_at.is_none_or(|t| at < t);
@@ -105,11 +171,11 @@ impl Watchdog {
         id
     }
 
-    fn unregister(&self, id: u64) {
+    fn remove(&self, id: u64) {
         self.state
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .leases
+            .due
             .remove(&id);
     }
 
@@ -125,11 +191,13 @@ impl Watchdog {
                 return;
             }
             let now = Instant::now();
-            let Some(earliest) = st.leases.values().map(|d| d.at).min() else {
+            let Some(earliest) = st.due.values().map(|d| d.at).min() else {
+                st.wakes_at = None;
                 st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
                 continue;
             };
             if earliest > now {
+                st.wakes_at = Some(earliest);
                 st = self
                     .wake
                     .wait_timeout(st, earliest - now)
@@ -137,41 +205,33 @@ impl Watchdog {
                     .0;
                 continue;
             }
-            // Batch: everything due now or within a sixth of its TTL goes in this round trip.
-            let batch: Vec<(u64, Arc<LeaseEntry>)> = st
-                .leases
+            st.wakes_at = Some(now);
+            // Batch: everything due now (or soon enough) goes in this one round trip.
+            let batch: Vec<u64> = st
+                .due
                 .iter()
-                .filter(|(_, d)| d.at <= now + d.entry.ttl / 6)
-                .map(|(id, d)| (*id, d.entry.clone()))
+                .filter(|(_, d)| d.at <= now + d.batch_margin())
+                .map(|(id, _)| *id)
                 .collect();
+            let calls: Vec<ScriptCall> = batch.iter().map(|id| st.due[id].call()).collect();
             drop(st);
             let Some(inner) = client.upgrade() else {
                 return;
             };
-            let calls: Vec<ScriptCall> = batch.iter().map(|(_, e)| e.renew.clone()).collect();
             let results = Client { inner }.eval_many(&Interrupt::new(), &calls);
             st = self.state.lock().unwrap_or_else(|e| e.into_inner());
             let now = Instant::now();
-            for (i, (id, entry)) in batch.iter().enumerate() {
+            for (i, id) in batch.iter().enumerate() {
                 let outcome = match &results {
-                    Ok(rs) => rs[i].as_ref().ok().and_then(|v| int(v).ok()),
+                    Ok(replies) => replies[i].as_ref().ok().and_then(|v| int(v).ok()),
                     Err(_) => None,
                 };
-                match outcome {
-                    Some(1) => {
-                        if let Some(d) = st.leases.get_mut(id) {
-                            d.at = now + entry.ttl / 3;
-                        }
-                    }
-                    Some(_) => {
-                        entry.lost.store(true, Ordering::SeqCst);
-                        st.leases.remove(id);
-                    }
-                    None => {
-                        if let Some(d) = st.leases.get_mut(id) {
-                            d.at = now + RETRY_AFTER_FAILURE.min(entry.ttl / 6);
-                        }
-                    }
+                let finished = st
+                    .due
+                    .get_mut(id)
+                    .is_some_and(|due| !due.settle(outcome, now));
+                if finished {
+                    st.due.remove(id);
                 }
             }
         }

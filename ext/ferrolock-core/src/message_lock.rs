@@ -117,7 +117,18 @@ impl MessageLock {
 
     /// A fresh delivery token (uuid v4).
     pub fn new_token() -> String {
-        uuid::Uuid::new_v4().simple().to_string()
+        crate::token::new_token()
+    }
+
+    /// After `begin` failed (Redis unreachable, interrupted): Redis may still have given
+    /// `token` the in-progress lease with the reply lost, so drop it in the background rather
+    /// than hold back the redelivery for a whole lock_ttl. `token` must not be used again.
+    pub fn abandon(&self, queue: &str, message_id: &str, token: &str) {
+        let Ok(key) = self.state_key(queue, message_id) else {
+            return;
+        };
+        let call = ScriptCall::new(&ABORT).key(&key).arg(token);
+        crate::lease::release_in_background(&self.client, call, self.lock_ttl);
     }
 
     /// Decides what this delivery does. `token` should stay the same when the call is retried

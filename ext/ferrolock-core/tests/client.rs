@@ -155,3 +155,26 @@ fn db_index_and_acl_users_are_honoured() {
     assert!(matches!(err, Error::Connection { .. }), "{err:?}");
     assert!(!err.to_string().contains("wrong"), "{err}");
 }
+
+#[test]
+fn pooled_connections_survive_a_redis_restart() {
+    let mut server = RedisServer::start();
+    let c = server.client("t");
+    // Several pooled connections, all to the old server process.
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let c = c.clone();
+            std::thread::spawn(move || cmd(&c, &["PING"]))
+        })
+        .collect();
+    threads.into_iter().for_each(|t| {
+        t.join().unwrap();
+    });
+    server.restart();
+    for _ in 0..8 {
+        assert_eq!(
+            cmd(&c, &["PING"]),
+            redis::Value::SimpleString("PONG".into())
+        );
+    }
+}

@@ -53,7 +53,8 @@ impl RbConcurrentLimiter {
         let token = ConcurrentLimiter::new_token();
         let slot = run(ruby, Retry::Idempotent, |intr| {
             rb_self.0.acquire(intr, &token, deadline)
-        })?;
+        })
+        .inspect_err(|_| rb_self.0.abandon(&token))?;
         Ok(slot.map(|s| RbLimiterSlot(Mutex::new(Some(s)))))
     }
 

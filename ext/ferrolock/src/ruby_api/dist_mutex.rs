@@ -53,7 +53,8 @@ impl RbDistMutex {
         let token = DistMutex::new_token();
         let held = run(ruby, Retry::Idempotent, |intr| {
             rb_self.0.try_lock(intr, &token)
-        })?;
+        })
+        .inspect_err(|_| rb_self.0.abandon(&token))?;
         Ok(held.map(RbMutexHold::new))
     }
 
@@ -62,7 +63,8 @@ impl RbDistMutex {
         let token = DistMutex::new_token();
         let held = run(ruby, Retry::Idempotent, |intr| {
             rb_self.0.lock(intr, &token, deadline)
-        })?;
+        })
+        .inspect_err(|_| rb_self.0.abandon(&token))?;
         Ok(RbMutexHold::new(held))
     }
 

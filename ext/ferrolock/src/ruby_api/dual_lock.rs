@@ -55,7 +55,8 @@ impl RbDualLock {
         let token = DualLock::new_token();
         let ticket = run(ruby, Retry::Idempotent, |intr| {
             rb_self.0.enter(intr, &token)
-        })?;
+        })
+        .inspect_err(|_| rb_self.0.abandon(&token))?;
         Ok(RbDualTicket(Mutex::new(Some(ticket))))
     }
 

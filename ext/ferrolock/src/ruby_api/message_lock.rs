@@ -57,7 +57,8 @@ impl RbMessageLock {
         // Idempotent: a retry with the same token finds its own lease.
         let begin = run(ruby, Retry::Idempotent, |intr| {
             rb_self.0.begin(intr, &queue, &message_id, &token)
-        })?;
+        })
+        .inspect_err(|_| rb_self.0.abandon(&queue, &message_id, &token))?;
         Ok(match begin {
             Begin::Run(running) => RbMessageLease(Mutex::new(Some(running))).into_value_with(ruby),
             Begin::Processed => ruby.to_symbol("processed").as_value(),
