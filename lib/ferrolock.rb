@@ -13,6 +13,7 @@ end
 
 require_relative "ferrolock/client"
 require_relative "ferrolock/validate"
+require_relative "ferrolock/clock"
 
 # Redis coordination primitives for Ruby job systems, with a Rust core.
 module Ferrolock

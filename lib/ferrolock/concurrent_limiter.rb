@@ -63,9 +63,9 @@ module Ferrolock
     private
 
     def acquire(wait_timeout)
-      started = monotonic
+      started = Ferrolock.monotonic
       slot = @native.acquire(wait_timeout)
-      waited = monotonic - started
+      waited = Ferrolock.monotonic - started
       unless slot
         instrument(:over_limit, duration: waited)
         raise OverLimit.new("ConcurrentLimiter #{@name.inspect}: all #{@count} slots stayed busy for " \
@@ -84,10 +84,6 @@ module Ferrolock
 
     def instrument(event, **payload)
       Ferrolock.instrument(event, primitive: :concurrent_limiter, name: @name, limit: @count, **payload)
-    end
-
-    def monotonic
-      Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
   end
 end

@@ -37,10 +37,10 @@ module Ferrolock
       raise ThreadError, "deadlock; recursive locking" if owned?
 
       timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless timeout.nil?
-      started = monotonic
+      started = Ferrolock.monotonic
       hold = @native.lock(timeout)
       remember(hold)
-      Ferrolock.instrument(:acquired, primitive: :dist_mutex, name: @name, waited: monotonic - started)
+      Ferrolock.instrument(:acquired, primitive: :dist_mutex, name: @name, waited: Ferrolock.monotonic - started)
       self
     end
 
@@ -104,10 +104,6 @@ module Ferrolock
 
     def remember(hold)
       @holds_lock.synchronize { @holds[Fiber.current] = hold }
-    end
-
-    def monotonic
-      Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
   end
 end

@@ -30,7 +30,7 @@ module Ferrolock
     def run(tags: {})
       raise ArgumentError, "run needs a block" unless block_given?
 
-      started = monotonic
+      started = Ferrolock.monotonic
       ticket = @native.enter
       begin
         return skipped(tags) unless take_turn(ticket, started, tags)
@@ -66,12 +66,12 @@ module Ferrolock
       stage = @native.wait(ticket, @max_wait) if stage == :waiting
       case stage
       when :running
-        Ferrolock.instrument(:acquired, payload(tags, waited: monotonic - started))
+        Ferrolock.instrument(:acquired, payload(tags, waited: Ferrolock.monotonic - started))
         true
       when :skipped
         false
       else
-        Ferrolock.instrument(:wait_timeout, payload(tags, waited: monotonic - started))
+        Ferrolock.instrument(:wait_timeout, payload(tags, waited: Ferrolock.monotonic - started))
         raise TimeoutError, "DualLock #{@key.inspect}: the running duplicate did not finish " \
                             "within max_wait (#{@max_wait} s)"
       end
@@ -98,10 +98,6 @@ module Ferrolock
 
     def payload(tags, **extra)
       { primitive: :dual_lock, key: @key }.merge(tags).merge(extra)
-    end
-
-    def monotonic
-      Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
   end
 end

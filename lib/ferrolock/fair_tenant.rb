@@ -60,7 +60,7 @@ module Ferrolock
       # Ferrolock's Redis failed: the caller pushes the job unchanged (never lost); enqueues through
       # this client skip Redis for FAILURE_PAUSE seconds, and the failure is logged once per pause.
       def redis_failed(error, client, class_name, queue)
-        STATE_LOCK.synchronize { @paused_until[client] = monotonic + FAILURE_PAUSE }
+        STATE_LOCK.synchronize { @paused_until[client] = Ferrolock.monotonic + FAILURE_PAUSE }
         Ferrolock.logger.warn("ferrolock FairTenant: #{error.class}: #{error.message}; #{class_name} pushed to " \
                               "#{queue.inspect} unthrottled, and enqueues skip fair-tenant counting for " \
                               "#{FAILURE_PAUSE} s")
@@ -70,7 +70,7 @@ module Ferrolock
       def paused?(client)
         STATE_LOCK.synchronize do
           until_time = @paused_until[client]
-          !until_time.nil? && monotonic < until_time
+          !until_time.nil? && Ferrolock.monotonic < until_time
         end
       end
 
@@ -80,12 +80,6 @@ module Ferrolock
           @warned = {}
           @paused_until = {}
         end
-      end
-
-      private
-
-      def monotonic
-        Process.clock_gettime(Process::CLOCK_MONOTONIC)
       end
     end
   end

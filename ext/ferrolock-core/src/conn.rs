@@ -10,7 +10,7 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug)]
 pub struct Timeouts {
@@ -69,22 +69,34 @@ impl Write for Stream {
     }
 }
 
-/// Reads end with an error on EOF instead of returning 0, so the parser never spins.
-struct EofIsError<'a>(&'a mut Stream);
+/// Reads one reply's bytes: EOF is an error (so the parser never spins), and a read cut short
+/// by a signal is resumed, but only until the reply's deadline. Ruby signals threads blocked
+/// in system calls often, and SO_RCVTIMEO restarts with every `recv`, so without the deadline
+/// a silent server (SIGSTOP, a dead host) would never time out.
+struct ReplyReader<'a> {
+    stream: &'a mut Stream,
+    deadline: Instant,
+    shortened: bool,
+}
 
-impl Read for EofIsError<'_> {
+impl Read for ReplyReader<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         loop {
-            match self.0.read(buf) {
+            match self.stream.read(buf) {
                 Ok(0) if !buf.is_empty() => {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
                         "connection closed",
                     ))
                 }
-                // A signal landed mid-read (Ruby and Sidekiq use signals): just read again.
-                // Cancellation never arrives this way; it shuts the socket down.
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    let left = self.deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(io::Error::new(io::ErrorKind::TimedOut, "timed out"));
+                    }
+                    self.stream.set_read_timeout(left)?;
+                    self.shortened = true;
+                }
                 other => return other,
             }
         }
@@ -95,6 +107,8 @@ pub struct Conn {
     stream: Stream,
     parser: Parser,
     read_timeout: Duration,
+    /// How long the reply being read may take (the socket's read timeout).
+    reply_wait: Duration,
     addr: String,
 }
 
@@ -126,14 +140,15 @@ impl Conn {
                 Stream::Tls(Box::new(rustls::StreamOwned::new(session, tcp)))
             }
         };
-        // The handshake (AUTH/SELECT) gets the connect timeout as its read timeout.
-        stream.set_read_timeout(timeouts.connect).map_err(io_err)?;
         let mut conn = Conn {
             stream,
             parser: Parser::new(),
             read_timeout: timeouts.read,
-            addr,
+            reply_wait: timeouts.read,
+            addr: addr.clone(),
         };
+        // The handshake (AUTH/SELECT) gets the connect timeout as its read timeout.
+        conn.set_reply_wait(timeouts.connect).map_err(io_err)?;
         if let Some(password) = &ep.password {
             let mut auth = redis::cmd("AUTH");
             if let Some(user) = &ep.username {
@@ -152,8 +167,7 @@ impl Conn {
         if ep.db != 0 {
             conn.roundtrip_plain(&redis::cmd("SELECT").arg(ep.db).get_packed_command())?;
         }
-        conn.stream
-            .set_read_timeout(timeouts.read)
+        conn.set_reply_wait(timeouts.read)
             .map_err(|e| Error::connection(&conn.addr, e))?;
         Ok(conn)
     }
@@ -207,15 +221,24 @@ impl Conn {
     /// Reads one reply, server errors returned as values (for pipelines).
     pub fn recv_value(&mut self) -> Result<Value> {
         let addr = self.addr.clone();
-        self.parser
-            .parse_value(EofIsError(&mut self.stream))
-            .map_err(|e| {
-                if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
-                    Error::connection(&addr, describe_redis_io(&e))
-                } else {
-                    Error::Redis(format!("protocol error from {addr}: {e}"))
-                }
-            })
+        let mut reader = ReplyReader {
+            stream: &mut self.stream,
+            deadline: Instant::now() + self.reply_wait,
+            shortened: false,
+        };
+        let parsed = self.parser.parse_value(&mut reader);
+        if reader.shortened {
+            self.stream
+                .set_read_timeout(self.reply_wait)
+                .map_err(|e| Error::connection(&addr, e))?;
+        }
+        parsed.map_err(|e| {
+            if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
+                Error::connection(&addr, describe_redis_io(&e))
+            } else {
+                Error::Redis(format!("protocol error from {addr}: {e}"))
+            }
+        })
     }
 
     /// Runs one command, interruptible through `intr`.
@@ -250,16 +273,19 @@ impl Conn {
         block: Duration,
     ) -> Result<Value> {
         let addr = self.addr.clone();
-        self.stream
-            .set_read_timeout(block + self.read_timeout)
+        self.set_reply_wait(block + self.read_timeout)
             .map_err(|e| Error::connection(&addr, e))?;
         let result = self.request(intr, packed);
         if result.is_ok() {
-            self.stream
-                .set_read_timeout(self.read_timeout)
+            self.set_reply_wait(self.read_timeout)
                 .map_err(|e| Error::connection(&addr, e))?;
         }
         result
+    }
+
+    fn set_reply_wait(&mut self, wait: Duration) -> io::Result<()> {
+        self.reply_wait = wait;
+        self.stream.set_read_timeout(wait)
     }
 }
 

@@ -178,3 +178,55 @@ fn pooled_connections_survive_a_redis_restart() {
         );
     }
 }
+
+extern "C" fn ignore_signal(_: libc::c_int) {}
+
+#[test]
+fn signals_do_not_stretch_the_read_timeout() {
+    // Ruby signals threads blocked in system calls; each EINTR must not restart the timeout.
+    let server = RedisServer::start();
+    let mut opts = ClientOptions::new(&server.url());
+    opts.read_timeout = Duration::from_millis(300);
+    let c = Client::new(opts).unwrap();
+    cmd(&c, &["PING"]);
+    // SAFETY: installs a no-op handler for SIGUSR2 without SA_RESTART, so recv returns EINTR.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = ignore_signal as extern "C" fn(libc::c_int) as usize;
+        libc::sigaction(libc::SIGUSR2, &action, std::ptr::null_mut());
+    }
+    server.pause();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (stopped_tx, stopped_rx) = std::sync::mpsc::channel::<()>();
+    let reader = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            tx.send(unsafe { libc::pthread_self() }).unwrap();
+            let t = Instant::now();
+            let result = c.command(&Interrupt::new(), &[b"PING".to_vec()]);
+            let took = t.elapsed();
+            // Stay alive until the signaller has stopped aiming at this thread.
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+            stopped_rx.recv().unwrap();
+            (result, took)
+        })
+    };
+    let thread = rx.recv().unwrap();
+    let signaller = std::thread::spawn(move || {
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(20));
+            // SAFETY: the reader thread waits for `stopped_tx` before it exits.
+            unsafe { libc::pthread_kill(thread, libc::SIGUSR2) };
+        }
+        stopped_tx.send(()).unwrap();
+    });
+    let (result, took) = reader.join().unwrap();
+    server.resume();
+    assert!(
+        matches!(result, Err(Error::Connection { ref detail, .. }) if detail.contains("timed out")),
+        "{result:?}"
+    );
+    assert!(took < Duration::from_millis(1000), "took {took:?}");
+    signaller.join().unwrap();
+}
