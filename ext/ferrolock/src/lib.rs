@@ -7,7 +7,17 @@ mod errors;
 mod nogvl;
 mod ruby_api;
 
-use magnus::{prelude::*, Error, Ruby};
+use magnus::{function, prelude::*, Error, Ruby};
+
+/// Panics inside a GVL-free call on purpose, so the test suite can check that a Rust panic
+/// reaches Ruby as `Ferrolock::Error` instead of aborting the process.
+fn panic_for_test(ruby: &Ruby) -> Result<(), Error> {
+    nogvl::run(
+        ruby,
+        nogvl::Retry::Once,
+        |_| -> ferrolock_core::Result<()> { panic!("deliberate panic for the test suite") },
+    )
+}
 
 #[magnus::init]
 fn init(ruby: &Ruby) -> Result<(), Error> {
@@ -19,5 +29,6 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     ruby_api::fair_tenant::init(ruby, native)?;
     ruby_api::dual_lock::init(ruby, native)?;
     ruby_api::message_lock::init(ruby, native)?;
+    native.define_module_function("panic_for_test", function!(panic_for_test, 0))?;
     Ok(())
 }
