@@ -104,6 +104,7 @@ RSpec.describe Ferrolock::DualLock do
     thread, release = hold_exec("intr")
     lock = described_class.new("intr", max_wait: nil)
     waiter = Thread.new { lock.run { raise "must not run" } }
+    waiter.report_on_exception = false # it is meant to die of the Interrupt
     wait_until { lock.waiting? }
     took = elapsed do
       waiter.raise(Interrupt, "stop")
@@ -135,6 +136,7 @@ RSpec.describe Ferrolock::DualLock do
         raise ArgumentError, "job failed"
       end
     end
+    runner.report_on_exception = false # its ArgumentError is the point of the example
     sleep 0.05 until order.size == 1
     waiter = Thread.new { described_class.new("boom").run { order << :second } }
     expect { runner.join }.to raise_error(ArgumentError, "job failed")
