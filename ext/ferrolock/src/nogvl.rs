@@ -67,6 +67,27 @@ pub enum Retry {
     Once,
 }
 
+/// Runs a release exactly once. Takes the held item out of its cell (a second call finds it
+/// empty and returns `Ok(None)`) and never repeats the call after an interruption: a release that
+/// reached Redis would, sent again, find the lock gone and report it lost.
+pub fn release_once<T, R>(
+    ruby: &Ruby,
+    cell: &std::sync::Mutex<Option<T>>,
+    f: impl Fn(&Interrupt, T) -> ferrolock_core::Result<R>,
+) -> Result<Option<R>, Error> {
+    let Some(item) = cell.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+        return Ok(None);
+    };
+    let item = std::sync::Mutex::new(Some(item));
+    run(ruby, Retry::Once, |intr| {
+        match item.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            Some(item) => f(intr, item).map(Some),
+            // Only reachable after the first call was cut short, which `Retry::Once` raises.
+            None => Err(CoreError::Interrupted),
+        }
+    })
+}
+
 pub fn run<R>(
     ruby: &Ruby,
     retry: Retry,

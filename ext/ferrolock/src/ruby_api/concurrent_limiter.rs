@@ -2,7 +2,7 @@
 //! lib/ferrolock/concurrent_limiter.rb, which adds within_limit, OverLimit and events).
 
 use crate::errors::{core_error, deadline, seconds};
-use crate::nogvl::{run, Retry};
+use crate::nogvl::{release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions, Slot};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
@@ -60,16 +60,7 @@ impl RbConcurrentLimiter {
 
     /// Gives the slot back (a second call does nothing); raises LockLost if its lease was lost.
     fn release(ruby: &Ruby, rb_self: &Self, slot: &RbLimiterSlot) -> Result<(), Error> {
-        let taken = slot.0.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let Some(taken) = taken else { return Ok(()) };
-        // Not retried: the release script is sent once; a repeat would find the slot gone.
-        let once = Mutex::new(Some(taken));
-        run(ruby, Retry::Once, |intr| {
-            match once.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                Some(s) => rb_self.0.release(intr, s),
-                None => Ok(()),
-            }
-        })
+        release_once(ruby, &slot.0, |intr, s| rb_self.0.release(intr, s)).map(drop)
     }
 
     /// [in_use, waiting]

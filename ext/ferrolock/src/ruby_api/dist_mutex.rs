@@ -2,7 +2,7 @@
 //! which adds Ruby Mutex's owner rules).
 
 use crate::errors::{core_error, deadline, seconds};
-use crate::nogvl::{run, Retry};
+use crate::nogvl::{release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions, Held};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
@@ -69,16 +69,7 @@ impl RbDistMutex {
     }
 
     fn unlock(ruby: &Ruby, rb_self: &Self, hold: &RbMutexHold) -> Result<(), Error> {
-        let held = hold.held.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let Some(held) = held else { return Ok(()) };
-        // The release is not retried: once sent, a second send would find the lock gone.
-        let once = Mutex::new(Some(held));
-        run(ruby, Retry::Once, |intr| {
-            match once.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                Some(h) => rb_self.0.unlock(intr, h),
-                None => Ok(()),
-            }
-        })
+        release_once(ruby, &hold.held, |intr, held| rb_self.0.unlock(intr, held)).map(drop)
     }
 
     fn is_locked(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {

@@ -2,7 +2,7 @@
 //! (see lib/ferrolock/dual_lock.rb, which sequences enter → wait → run → leave).
 
 use crate::errors::{core_error, deadline, seconds};
-use crate::nogvl::{run, Retry};
+use crate::nogvl::{release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::dual_lock::{DualLock, DualLockOptions, Stage, Ticket};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby, Symbol};
@@ -81,16 +81,7 @@ impl RbDualLock {
     }
 
     fn leave(ruby: &Ruby, rb_self: &Self, ticket: &RbDualTicket) -> Result<(), Error> {
-        let taken = ticket.0.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let Some(taken) = taken else { return Ok(()) };
-        // Not retried: once sent, a second release would find the lock gone and report it lost.
-        let once = Mutex::new(Some(taken));
-        run(ruby, Retry::Once, |intr| {
-            match once.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                Some(t) => rb_self.0.leave(intr, t),
-                None => Ok(()),
-            }
-        })
+        release_once(ruby, &ticket.0, |intr, t| rb_self.0.leave(intr, t)).map(drop)
     }
 
     /// [someone executes, someone waits]

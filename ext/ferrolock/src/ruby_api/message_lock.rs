@@ -2,7 +2,7 @@
 //! lib/ferrolock/shoryuken/message_lock.rb).
 
 use crate::errors::{core_error, seconds};
-use crate::nogvl::{run, Retry};
+use crate::nogvl::{release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::message_lock::{Begin, Finish, MessageLock, MessageLockOptions, Running};
 use magnus::{function, method, prelude::*, Error, IntoValue, RModule, Ruby, Value};
@@ -17,10 +17,6 @@ pub struct RbMessageLock(MessageLock);
 pub struct RbMessageLease(Mutex<Option<Running>>);
 
 impl RbMessageLease {
-    fn take(&self) -> Option<Running> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).take()
-    }
-
     fn is_lost(&self) -> bool {
         self.0
             .lock()
@@ -68,17 +64,7 @@ impl RbMessageLock {
 
     /// :marked, :lapsed or :lost (see Finish); nil when this lease was already used.
     fn finish(ruby: &Ruby, rb_self: &Self, lease: &RbMessageLease) -> Result<Option<Value>, Error> {
-        let Some(running) = lease.take() else {
-            return Ok(None);
-        };
-        // Not retried: once sent, a second send would find "processed" and report a loss.
-        let once = Mutex::new(Some(running));
-        let outcome = run(ruby, Retry::Once, |intr| {
-            match once.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                Some(r) => rb_self.0.finish(intr, r).map(Some),
-                None => Ok(None),
-            }
-        })?;
+        let outcome = release_once(ruby, &lease.0, |intr, r| rb_self.0.finish(intr, r))?;
         Ok(outcome.map(|f| {
             let name = match f {
                 Finish::Marked => "marked",
@@ -91,16 +77,7 @@ impl RbMessageLock {
 
     /// True when the lease was still ours and is now dropped.
     fn abort_message(ruby: &Ruby, rb_self: &Self, lease: &RbMessageLease) -> Result<bool, Error> {
-        let Some(running) = lease.take() else {
-            return Ok(false);
-        };
-        let once = Mutex::new(Some(running));
-        run(ruby, Retry::Once, |intr| {
-            match once.lock().unwrap_or_else(|e| e.into_inner()).take() {
-                Some(r) => rb_self.0.abort(intr, r),
-                None => Ok(false),
-            }
-        })
+        Ok(release_once(ruby, &lease.0, |intr, r| rb_self.0.abort(intr, r))?.unwrap_or(false))
     }
 
     fn state_key(
