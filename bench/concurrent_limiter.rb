@@ -118,10 +118,8 @@ module LimiterBench
     @stats ||= Redis.new(url: Bench.redis_url)
   end
 
-  # Commands clients sent: INFO's counts include commands run by scripts, so count by name.
   def client_commands(names)
-    info = stats.info("commandstats")
-    names.sum { |name| info.dig(name, "calls").to_i }
+    Bench.commands_sent(stats, names)
   end
 
   def free_slot(table)
@@ -138,29 +136,9 @@ module LimiterBench
     (client_commands(OURS) - before) / 200.0
   end
 
-  # THREADS_PER_PROCESS threads here and as many in a forked child, each running blocks; returns
-  # their [entered, left] pairs (CLOCK_MONOTONIC is system-wide) and the wall time.
-  def contended(&block)
-    read, write = IO.pipe
-    pid = fork do
-      read.close
-      write.write(JSON.dump(run_threads(&block)))
-      exit!(0)
-    end
-    write.close
-    started = now
-    spans = run_threads(&block) + JSON.parse(read.read)
-    Process.wait(pid)
-    [spans, now - started]
-  end
-
-  def run_threads(&block)
-    Array.new(THREADS_PER_PROCESS) { Thread.new { Array.new(BLOCKS_PER_THREAD) { block.call } } }.flat_map(&:value)
-  end
-
   def measure_contended(names, &block)
     before = client_commands(names)
-    spans, wall = contended(&block)
+    spans, wall = Bench.in_two_processes(threads: THREADS_PER_PROCESS, per_thread: BLOCKS_PER_THREAD, &block)
     sent = client_commands(names) - before
     { blocks: spans.size / wall, per_block: sent.fdiv(spans.size) }
   end
@@ -191,10 +169,6 @@ module LimiterBench
     LIMIT.times { release << true }
     (holders + threads).each(&:join)
     sent.fdiv(waiters * hold)
-  end
-
-  def percentile(sorted, pct)
-    sorted[((sorted.size - 1) * pct).round]
   end
 end
 
@@ -239,8 +213,8 @@ Bench.define("concurrent_limiter") do
   lines << format("| free slot: Redis round trips per within_limit | %.2f | 2.00 |", round_trips)
   [["p50", 0.5], ["p99", 0.99]].each do |label, pct|
     lines << format("| slot hand-off to a waiting thread %s (ms) | %.3f | %.3f |", label,
-                    1000 * LimiterBench.percentile(ours[:handoffs], pct),
-                    1000 * LimiterBench.percentile(polling[:handoffs], pct))
+                    1000 * Bench.percentile(ours[:handoffs], pct),
+                    1000 * Bench.percentile(polling[:handoffs], pct))
   end
   lines << format("| contended: Redis commands per block | %.2f | %.2f |", ours[:per_block], polling[:per_block])
   lines << format("| all slots held 2 s: commands per waiting thread per second | %.2f | %.2f |",

@@ -36,46 +36,19 @@ module DistMutexBench
     table.add("uncontended lock+unlock, 1 thread", ours: ours, baseline: baseline)
   end
 
-  # Runs THREADS_PER_PROCESS threads here and as many in a forked child; returns the
-  # sections' [acquired_at, released_at] pairs and the wall time. CLOCK_MONOTONIC is
-  # system-wide, so the two processes' times compare.
-  def contended(&section)
-    read, write = IO.pipe
-    pid = fork do
-      read.close
-      write.write(JSON.dump(run_threads(&section)))
-      exit!(0)
-    end
-    write.close
-    started = Bench.monotonic
-    spans = run_threads(&section) + JSON.parse(read.read)
-    Process.wait(pid)
-    [spans.sort_by(&:first), Bench.monotonic - started]
-  end
-
-  def run_threads(&section)
-    Array.new(THREADS_PER_PROCESS) do
-      Thread.new { Array.new(SECTIONS_PER_THREAD) { section.call } }
-    end.flat_map(&:value)
-  end
-
+  # Release -> next acquisition, between consecutive sections (sorted by acquisition).
   def handoffs(spans)
     spans.each_cons(2).map { |(_, released), (acquired, _)| acquired - released }.sort
   end
 
-  def percentile(sorted, pct)
-    sorted[((sorted.size - 1) * pct).round]
-  end
-
-  # Commands clients sent (commands run inside scripts are not counted).
   def client_commands(redis, names)
-    stats = redis.info("commandstats") # { "evalsha" => { "calls" => "12", ... }, ... }
-    names.sum { |name| stats.dig(name, "calls").to_i }
+    Bench.commands_sent(redis, names)
   end
 
   def measure_contended(redis, names, &section)
     before = client_commands(redis, names)
-    spans, wall = contended(&section)
+    spans, wall = Bench.in_two_processes(threads: THREADS_PER_PROCESS, per_thread: SECTIONS_PER_THREAD, &section)
+    spans = spans.sort_by(&:first)
     sent = client_commands(redis, names) - before
     { sections: spans.size / wall, handoffs: handoffs(spans), per_section: sent.fdiv(spans.size) }
   end
@@ -149,8 +122,8 @@ Bench.define("dist_mutex") do
   latency = ["", "| DistMutex waiting | ferrolock | 100 ms polling |", "|---|---:|---:|"]
   [["p50", 0.5], ["p99", 0.99]].each do |label, pct|
     latency << format("| contended hand-off %s (ms) | %.3f | %.3f |", label,
-                      1000 * DistMutexBench.percentile(ours[:handoffs], pct),
-                      1000 * DistMutexBench.percentile(polling[:handoffs], pct))
+                      1000 * Bench.percentile(ours[:handoffs], pct),
+                      1000 * Bench.percentile(polling[:handoffs], pct))
   end
   latency << format("| contended: Redis commands per critical section | %.2f | %.2f |",
                     ours[:per_section], polling[:per_section])

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "etc"
+require "json"
 require_relative "../demo/throwaway_redis"
 
 # Helpers shared by the benchmarks in bench/: a throwaway Redis, a timer for
@@ -38,6 +39,35 @@ module Bench
       Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
 
+    # Runs `threads` threads here and as many in a forked child, each calling the block
+    # `per_thread` times; returns everything the calls returned (JSON-able) and the wall time.
+    # CLOCK_MONOTONIC is system-wide, so times taken in the two processes compare.
+    def in_two_processes(threads:, per_thread:, &block)
+      read, write = IO.pipe
+      pid = fork do
+        read.close
+        write.write(JSON.dump(run_calls(threads, per_thread, &block)))
+        exit!(0)
+      end
+      write.close
+      started = monotonic
+      results = run_calls(threads, per_thread, &block) + JSON.parse(read.read)
+      Process.wait(pid)
+      [results, monotonic - started]
+    end
+
+    # Commands clients sent, by name, from INFO commandstats (which counts commands run inside
+    # scripts too, so count the client-sent names only). redis-rb parses it into
+    # { "evalsha" => { "calls" => "12", ... }, ... }.
+    def commands_sent(redis, names)
+      stats = redis.info("commandstats")
+      names.sum { |name| stats.dig(name, "calls").to_i }
+    end
+
+    def percentile(sorted, pct)
+      sorted[((sorted.size - 1) * pct).round]
+    end
+
     def machine
       cores = Etc.nprocessors
       "#{RUBY_DESCRIPTION.split(" [").first}, #{cores} cores, #{memory_gib} GiB"
@@ -50,6 +80,10 @@ module Bench
     end
 
     private
+
+    def run_calls(threads, per_thread, &block)
+      Array.new(threads) { Thread.new { Array.new(per_thread) { block.call } } }.flat_map(&:value)
+    end
 
     def run_threads(states, count, &block)
       states.map { |state| Thread.new { count.times { block.call(state) } } }.each(&:join)
