@@ -36,7 +36,7 @@ module Bench
     end
 
     def monotonic
-      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      Ferrolock.monotonic
     end
 
     # Runs `threads` threads here and as many in a forked child, each calling the block

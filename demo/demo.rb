@@ -51,7 +51,7 @@ module Demo
     end
 
     def monotonic
-      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      Ferrolock.monotonic
     end
   end
 end

@@ -127,7 +127,7 @@ module FerrolockTest
     end
 
     def monotonic
-      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      Ferrolock.monotonic
     end
   end
 end

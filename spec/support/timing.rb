@@ -4,7 +4,7 @@ module FerrolockTest
   # Clock helpers for specs that bound how long something takes.
   module Timing
     def monotonic
-      Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      Ferrolock.monotonic
     end
 
     # Seconds spent running the block.
