@@ -65,19 +65,54 @@ module FairTenantBench
     client.push("class" => klass, "args" => [index], "fair_tenant" => "t#{index % TENANTS}")
   end
 
-  # [name, Sidekiq client, job class, ferrolock mode] per row.
+  Case = Struct.new(:name, :client, :klass, :mode, :reply_spin)
+
+  # One row each; ferrolock rows also run with reply_spin 0 (every reply awaited asleep, as
+  # redis-rb does) to show what polling for replies contributes.
   def cases
-    list = [["plain Sidekiq::Client.push", client(nil), job_class(nil), nil]]
+    list = [Case.new("plain Sidekiq::Client.push", client(nil), job_class(nil))]
+    ours = client(Ferrolock::FairTenant::ClientMiddleware)
     [1, 5].each do |count|
       klass = job_class(RULES.first(count))
       Object.const_set("FairTenantBench#{count}Job", klass)
       rules = "#{count} rule#{"s" if count > 1}"
       %i[exact bounded].each do |mode|
-        list << ["ferrolock #{mode}, #{rules}", client(Ferrolock::FairTenant::ClientMiddleware), klass, mode]
+        list << Case.new("ferrolock #{mode}, #{rules}", ours, klass, mode, Ferrolock::Configuration::DEFAULT_REPLY_SPIN)
+        list << Case.new("ferrolock #{mode}, #{rules}, reply_spin 0", ours, klass, mode, 0)
       end
-      list << ["original-style, #{rules}", client(OriginalStyle), klass, nil]
+      list << Case.new("original-style, #{rules}", client(OriginalStyle), klass)
     end
     list
+  end
+
+  def configure(bench_case)
+    return unless bench_case.mode
+
+    Ferrolock.configure do |c|
+      c.fair_tenant_mode = bench_case.mode
+      c.reply_spin = bench_case.reply_spin
+    end
+  end
+
+  # Enqueues/s and CPU µs per enqueue of this process (Rust threads included) for `ops` enqueues.
+  def measure(bench_case, ops)
+    counter = 0
+    (ops / 10).times { enqueue(bench_case.client, bench_case.klass, counter += 1) }
+    wall = Bench.monotonic
+    cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID)
+    ops.times { enqueue(bench_case.client, bench_case.klass, counter += 1) }
+    cpu = Process.clock_gettime(Process::CLOCK_PROCESS_CPUTIME_ID) - cpu
+    [ops / (Bench.monotonic - wall), cpu / ops * 1e6]
+  end
+
+  def median(values)
+    sorted = values.sort
+    mid = sorted.size / 2
+    sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
+  end
+
+  def number(value)
+    value.round.to_s.reverse.scan(/\d{1,3}/).join(",").reverse
   end
 
   # Commands per enqueue as "12.0 (zcount 5, evalsha 1, …)".
@@ -141,30 +176,39 @@ Bench.define("fair_tenant") do
   Ferrolock.configure { |c| c.redis_url = Bench.redis_url }
   redis = Redis.new(url: Bench.redis_url)
   cases = FairTenantBench.cases
-  # Rounds interleave the cases and each case reports its median, so a burst of load on a shared
-  # machine does not land on one case only.
-  rates = Hash.new { |h, k| h[k] = [] }
-  3.times do
-    cases.each do |name, client, klass, mode|
-      Ferrolock.configure { |c| c.fair_tenant_mode = mode } if mode
+  # Each round runs every case once, in order, and each ratio is taken against the plain push of
+  # the same round; the table shows medians over the rounds, so a burst of load on a shared
+  # machine moves one round, not the result.
+  rounds = Integer(ENV.fetch("FAIR_TENANT_ROUNDS", "7"))
+  results = Hash.new { |h, k| h[k] = { rate: [], cpu: [], ratio: [] } }
+  rounds.times do
+    plain = nil
+    cases.each do |bench_case|
+      FairTenantBench.configure(bench_case)
       redis.flushdb
-      counter = 0
-      rates[name] << Bench.ops_per_second(ops: 4_000) { FairTenantBench.enqueue(client, klass, counter += 1) }
+      rate, cpu = FairTenantBench.measure(bench_case, 2_000)
+      plain ||= rate
+      results[bench_case.name][:rate] << rate
+      results[bench_case.name][:cpu] << cpu
+      results[bench_case.name][:ratio] << (rate / plain)
     end
   end
-  plain = rates.values.first.sort[1]
 
-  table = ["| enqueue path | enqueues/s | vs plain push | round trips | Redis commands per enqueue (commandstats) |",
-           "|---|---:|---:|---:|---|"]
-  cases.each do |name, client, klass, mode|
-    Ferrolock.configure { |c| c.fair_tenant_mode = mode } if mode
-    rate = rates[name].sort[1]
-    table << format("| %s | %s | %.2fx | %d | %s |", name, rate.round.to_s.reverse.scan(/\d{1,3}/).join(",").reverse,
-                    rate / plain, FairTenantBench.round_trips(name), FairTenantBench.commands(redis, client, klass))
+  table = ["| enqueue path | enqueues/s | vs plain push: median of #{rounds} rounds (range) | CPU µs per enqueue | " \
+           "round trips | Redis commands per enqueue (commandstats) |",
+           "|---|---:|---:|---:|---:|---|"]
+  cases.each do |bench_case|
+    FairTenantBench.configure(bench_case)
+    result = results[bench_case.name]
+    table << format("| %s | %s | %.2fx (%.2f–%.2f) | %.0f | %d | %s |", bench_case.name,
+                    FairTenantBench.number(FairTenantBench.median(result[:rate])),
+                    FairTenantBench.median(result[:ratio]), result[:ratio].min, result[:ratio].max,
+                    FairTenantBench.median(result[:cpu]), FairTenantBench.round_trips(bench_case.name),
+                    FairTenantBench.commands(redis, bench_case.client, bench_case.klass))
   end
 
   count = 100_000
-  table << "" << "| storage after #{count.to_s.reverse.scan(/\d{1,3}/).join(",").reverse} enqueues of one tenant " \
+  table << "" << "| storage after #{FairTenantBench.number(count)} enqueues of one tenant " \
                  "(5 rules, longest 1 day) | Redis memory per tenant |" << "|---|---:|"
   table << "| ferrolock :exact (sorted set of jids) | " \
            "#{FairTenantBench.bytes(FairTenantBench.memory_after(redis, count, :exact))} |"

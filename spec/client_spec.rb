@@ -79,6 +79,41 @@ RSpec.describe Ferrolock::Client do
     expect(server.redis.get("counter")).to eq("3200")
   end
 
+  describe "reply_spin" do
+    # Polling for replies changes when a thread looks at its socket, never what it reads.
+    [0, Ferrolock::Configuration::DEFAULT_REPLY_SPIN, Ferrolock::Configuration::MAX_REPLY_SPIN].each do |spin|
+      it "gives 8 threads the right answers with reply_spin #{spin}" do
+        spinning = described_class.new(url: server.url, reply_spin: spin)
+        threads = Array.new(8) do |t|
+          Thread.new { Array.new(100) { |i| spinning.call("ECHO", "#{t}-#{i}") == "#{t}-#{i}" } }
+        end
+        expect(threads.flat_map(&:value)).to all(be(true))
+      end
+    end
+
+    it "still times out on a hung Redis, and works again when it resumes" do
+      hung = FerrolockTest::RedisServer.new.start
+      spinning = described_class.new(url: hung.url, read_timeout: 0.3,
+                                     reply_spin: Ferrolock::Configuration::MAX_REPLY_SPIN)
+      spinning.ping
+      hung.pause
+      took = elapsed { expect { spinning.ping }.to raise_error(Ferrolock::ConnectionError, /127\.0\.0\.1/) }
+      expect(took).to be_between(0.25, 1.0)
+      hung.resume
+      expect(spinning.ping).to eq("PONG")
+    ensure
+      hung&.destroy
+    end
+
+    it "defaults to the configured value and rejects bad values, naming reply_spin" do
+      expect(Ferrolock.config.reply_spin).to eq(Ferrolock::Configuration::DEFAULT_REPLY_SPIN)
+      expect { described_class.new(reply_spin: "fast") }.to raise_error(TypeError, /reply_spin/)
+      expect { described_class.new(reply_spin: -1) }.to raise_error(ArgumentError, /reply_spin/)
+      expect { described_class.new(reply_spin: 1) }.to raise_error(ArgumentError, /reply_spin/)
+      expect { Ferrolock.config.reply_spin = nil }.to raise_error(TypeError, /reply_spin/)
+    end
+  end
+
   describe "arguments" do
     it "rejects an unknown keyword, naming it" do
       expect { described_class.new(url: server.url, pool: 5) }.to raise_error(ArgumentError, /pool/)

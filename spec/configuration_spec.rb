@@ -2,10 +2,10 @@
 
 RSpec.describe Ferrolock::Configuration do
   around do |example|
-    saved = ENV.to_h.slice("FERROLOCK_REDIS_URL", "REDIS_URL")
+    saved = ENV.to_h.slice("FERROLOCK_REDIS_URL", "REDIS_URL", "FERROLOCK_REPLY_SPIN")
     example.run
   ensure
-    %w[FERROLOCK_REDIS_URL REDIS_URL].each { |name| ENV.delete(name) }
+    %w[FERROLOCK_REDIS_URL REDIS_URL FERROLOCK_REPLY_SPIN].each { |name| ENV.delete(name) }
     ENV.update(saved)
     Ferrolock.reset_config!
   end
@@ -33,7 +33,29 @@ RSpec.describe Ferrolock::Configuration do
   end
 
   it "has defaults for the other settings" do
-    expect(config).to have_attributes(namespace: "ferrolock", connect_timeout: 1.0, read_timeout: 1.0)
+    ENV.delete("FERROLOCK_REPLY_SPIN")
+    expect(config).to have_attributes(namespace: "ferrolock", connect_timeout: 1.0, read_timeout: 1.0,
+                                      reply_spin: 0.00005)
+  end
+
+  describe "reply_spin" do
+    it "is read from FERROLOCK_REPLY_SPIN, so polling can be turned off without a code change" do
+      ENV["FERROLOCK_REPLY_SPIN"] = "0"
+      expect(config.reply_spin).to eq(0.0)
+    end
+
+    it "names FERROLOCK_REPLY_SPIN when it is not a number of seconds in range" do
+      ENV["FERROLOCK_REPLY_SPIN"] = "fast"
+      expect { config }.to raise_error(ArgumentError, /FERROLOCK_REPLY_SPIN/)
+      ENV["FERROLOCK_REPLY_SPIN"] = "5"
+      expect { config }.to raise_error(ArgumentError, /FERROLOCK_REPLY_SPIN.*between 0 and 0.01/)
+    end
+
+    it "is passed to the default client" do
+      Ferrolock.configure { |c| c.reply_spin = 0.0002 }
+      expect(Ferrolock.client.reply_spin).to be_within(1e-9).of(0.0002)
+      expect(Ferrolock::Client.new(reply_spin: 0).reply_spin).to eq(0.0)
+    end
   end
 
   it "logs at WARN to stderr by default" do

@@ -8,22 +8,15 @@ module Ferrolock
   #
   # Primitives accept one with `client:`; Ferrolock.client is the default.
   class Client
-    OPTIONS = %i[url namespace connect_timeout read_timeout tls_ca_file].freeze
+    OPTIONS = %i[url namespace connect_timeout read_timeout tls_ca_file reply_spin].freeze
 
-    # url:, namespace:, connect_timeout:, read_timeout: default to Ferrolock.config;
+    # url:, namespace:, connect_timeout:, read_timeout:, reply_spin: default to Ferrolock.config;
     # tls_ca_file: a PEM bundle to trust for rediss:// (default: the system's roots).
     def initialize(**options)
       unknown = options.keys - OPTIONS
       raise ArgumentError, "unknown keyword#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
 
-      config = Ferrolock.config
-      @native = Native::Client.new(
-        string_option(:url, options.fetch(:url) { config.redis_url }),
-        string_option(:namespace, options.fetch(:namespace) { config.namespace }),
-        Configuration.timeout!(:connect_timeout, options.fetch(:connect_timeout) { config.connect_timeout }),
-        Configuration.timeout!(:read_timeout, options.fetch(:read_timeout) { config.read_timeout }),
-        path_option(:tls_ca_file, options[:tls_ca_file])
-      )
+      @native = native_client(options, Ferrolock.config)
     end
 
     # The Ferrolock::Native::Client that primitives pass to their native constructors.
@@ -42,6 +35,11 @@ module Ferrolock
       @native.namespace
     end
 
+    # Seconds a thread may poll for a reply before sleeping (0.0: never).
+    def reply_spin
+      @native.reply_spin
+    end
+
     # The URL with its password replaced by ***.
     def redacted_url
       @native.redacted_url
@@ -58,6 +56,18 @@ module Ferrolock
     alias to_s inspect
 
     private
+
+    def native_client(options, config)
+      setting = ->(name, default) { options.fetch(name) { config.public_send(default) } }
+      Native::Client.new(
+        string_option(:url, setting.call(:url, :redis_url)),
+        string_option(:namespace, setting.call(:namespace, :namespace)),
+        Configuration.timeout!(:connect_timeout, setting.call(:connect_timeout, :connect_timeout)),
+        Configuration.timeout!(:read_timeout, setting.call(:read_timeout, :read_timeout)),
+        path_option(:tls_ca_file, options[:tls_ca_file]),
+        Configuration.reply_spin!(setting.call(:reply_spin, :reply_spin))
+      )
+    end
 
     def string_option(name, value)
       raise TypeError, "#{name} must be a String, got #{value.class}" unless value.is_a?(String)

@@ -4,6 +4,7 @@
 use crate::endpoint::{Addr, Endpoint};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
+use crate::spin::ReplySpin;
 use redis::{Parser, Value};
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};
@@ -110,6 +111,8 @@ pub struct Conn {
     /// How long the reply being read may take (the socket's read timeout).
     reply_wait: Duration,
     addr: String,
+    /// Shared by the client's connections (one polling thread per client).
+    spin: Arc<ReplySpin>,
 }
 
 impl Conn {
@@ -117,6 +120,7 @@ impl Conn {
         ep: &Endpoint,
         timeouts: Timeouts,
         tls: Option<&Arc<rustls::ClientConfig>>,
+        spin: Arc<ReplySpin>,
     ) -> Result<Conn> {
         let addr = ep.display_addr();
         let io_err = |e: io::Error| Error::connection(&addr, describe_io(&e));
@@ -146,6 +150,7 @@ impl Conn {
             read_timeout: timeouts.read,
             reply_wait: timeouts.read,
             addr: addr.clone(),
+            spin,
         };
         // The handshake (AUTH/SELECT) gets the connect timeout as its read timeout.
         conn.set_reply_wait(timeouts.connect).map_err(io_err)?;
@@ -243,9 +248,22 @@ impl Conn {
 
     /// Runs one command, interruptible through `intr`.
     pub fn request(&mut self, intr: &Interrupt, packed: &[u8]) -> Result<Value> {
+        self.exchange(intr, packed, true)
+    }
+
+    /// `poll_first`: the reply is expected soon (not a blocking command), so poll for it
+    /// briefly before sleeping in `recv` (see spin.rs).
+    fn exchange(&mut self, intr: &Interrupt, packed: &[u8], poll_first: bool) -> Result<Value> {
         let _watch = intr.watch(self.fd())?;
+        let spin = self.spin.clone();
+        let _in_flight = spin.enter();
         self.send(packed)
-            .and_then(|_| self.recv())
+            .and_then(|_| {
+                if poll_first {
+                    spin.wait_readable(self.fd(), intr);
+                }
+                self.recv()
+            })
             .map_err(|e| interrupted_or(intr, e))
     }
 
@@ -257,8 +275,11 @@ impl Conn {
         count: usize,
     ) -> Result<Vec<Value>> {
         let _watch = intr.watch(self.fd())?;
+        let spin = self.spin.clone();
+        let _in_flight = spin.enter();
         let run = |c: &mut Conn| -> Result<Vec<Value>> {
             c.send(packed)?;
+            spin.wait_readable(c.fd(), intr);
             (0..count).map(|_| c.recv_value()).collect()
         };
         run(self).map_err(|e| interrupted_or(intr, e))
@@ -275,7 +296,7 @@ impl Conn {
         let addr = self.addr.clone();
         self.set_reply_wait(block + self.read_timeout)
             .map_err(|e| Error::connection(&addr, e))?;
-        let result = self.request(intr, packed);
+        let result = self.exchange(intr, packed, false);
         if result.is_ok() {
             self.set_reply_wait(self.read_timeout)
                 .map_err(|e| Error::connection(&addr, e))?;

@@ -57,6 +57,9 @@ pub struct Rule {
 pub struct Rules {
     /// (window in ms, threshold), in the order given: the LAST broken rule wins.
     pairs: Vec<(u64, u64)>,
+    /// The distinct windows (ms), ascending: rules sharing a window share its counters in
+    /// bounded mode. The last is the longest.
+    windows: Vec<u64>,
 }
 
 impl Rules {
@@ -93,7 +96,14 @@ impl Rules {
             }
             pairs.push((per_ms as u64, rule.threshold));
         }
-        Ok(Rules { pairs })
+        let mut windows: Vec<u64> = pairs.iter().map(|(per, _)| *per).collect();
+        windows.sort_unstable();
+        windows.dedup();
+        Ok(Rules { pairs, windows })
+    }
+
+    fn longest(&self) -> u64 {
+        self.windows.last().copied().unwrap_or(0)
     }
 
     pub fn len(&self) -> usize {
@@ -104,10 +114,25 @@ impl Rules {
         self.pairs.is_empty()
     }
 
-    fn push_args(&self, mut call: ScriptCall) -> ScriptCall {
-        call = call.arg(self.pairs.len());
+    /// exact.lua's rule arguments: the longest window, n, then (window, threshold) pairs.
+    fn exact_args(&self, mut call: ScriptCall) -> ScriptCall {
+        call = call.arg(self.longest()).arg(self.pairs.len());
         for (per, threshold) in &self.pairs {
             call = call.arg(*per).arg(*threshold);
+        }
+        call
+    }
+
+    /// bounded.lua's rule arguments: w, the windows, n, then (window number, threshold) pairs.
+    fn bounded_args(&self, mut call: ScriptCall) -> ScriptCall {
+        call = call.arg(self.windows.len());
+        for per in &self.windows {
+            call = call.arg(*per);
+        }
+        call = call.arg(self.pairs.len());
+        for (per, threshold) in &self.pairs {
+            let number = self.windows.partition_point(|w| w < per) + 1;
+            call = call.arg(number).arg(*threshold);
         }
         call
     }
@@ -176,13 +201,15 @@ pub fn check(
     let key = key(client, enqueue.mode, enqueue.job_class, enqueue.tenant)?;
     let record = if enqueue.record { "1" } else { "0" };
     let call = match enqueue.mode {
-        Mode::Exact => ScriptCall::new(&EXACT)
-            .key(key)
-            .arg(enqueue.jid)
-            .arg(record),
-        Mode::Bounded => ScriptCall::new(&BOUNDED).key(key).arg(record),
+        Mode::Exact => rules.exact_args(
+            ScriptCall::new(&EXACT)
+                .key(key)
+                .arg(enqueue.jid)
+                .arg(record),
+        ),
+        Mode::Bounded => rules.bounded_args(ScriptCall::new(&BOUNDED).key(key).arg(record)),
     };
-    let index = int(&client.eval(intr, &rules.push_args(call))?)?;
+    let index = int(&client.eval(intr, &call)?)?;
     usize::try_from(index)
         .ok()
         .filter(|i| *i <= rules.len())
@@ -229,6 +256,17 @@ mod tests {
             "{short}"
         );
         assert_eq!(Rules::new(&[ok, ok]).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn shares_windows_between_rules_longest_last() {
+        let rule = |threshold, secs| Rule {
+            threshold,
+            per: Duration::from_secs(secs),
+        };
+        let rules = Rules::new(&[rule(500, 3600), rule(100, 60), rule(50, 3600)]).unwrap();
+        assert_eq!(rules.windows, vec![60_000, 3_600_000]);
+        assert_eq!(rules.longest(), 3_600_000);
     }
 
     #[test]

@@ -6,58 +6,65 @@
 -- i.e. exact when enqueues are spread evenly over the previous bucket.
 -- KEYS[1] hash
 -- ARGV[1] 1 = record this enqueue, 0 = only evaluate (a re-push already counted),
--- ARGV[2] number of rules n, then n pairs: window (ms), threshold.
+-- ARGV[2] number of distinct windows w, then the w windows (ms, ascending: the longest last),
+-- then the number of rules n, then n pairs: window number (1-based), threshold.
 -- Returns the index (1-based) of the LAST rule whose estimated count exceeds its threshold, or 0.
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local record = ARGV[1] == '1' and 1 or 0
-local n = tonumber(ARGV[2])
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local record = ARGV[1] == '1'
+local w = tonumber(ARGV[2])
 
--- Rules sharing a window share its counters (and count this enqueue once).
-local windows, fields, seen, longest = {}, {}, {}, 0
-for i = 1, n do
-  local per = tonumber(ARGV[1 + 2 * i])
-  if not seen[per] then
-    seen[per] = true
-    windows[#windows + 1] = per
-    fields[#fields + 1] = 'b' .. per
-    fields[#fields + 1] = 'c' .. per
-    fields[#fields + 1] = 'p' .. per
-  end
-  if per > longest then longest = per end
+local fields = {}
+for j = 1, w do
+  local per = ARGV[2 + j]
+  fields[3 * j - 2] = 'b' .. per
+  fields[3 * j - 1] = 'c' .. per
+  fields[3 * j] = 'p' .. per
 end
-
 local stored = redis.call('HMGET', KEYS[1], unpack(fields))
-local updates, estimates = {}, {}
-for w, per in ipairs(windows) do
+
+-- Only changed fields are written: usually one count per window.
+local updates, estimates, u = {}, {}, 0
+for j = 1, w do
+  local per = tonumber(ARGV[2 + j])
   local bucket = math.floor(now / per)
-  local at = tonumber(stored[3 * w - 2]) or bucket
-  local cur = tonumber(stored[3 * w - 1]) or 0
-  local prev = tonumber(stored[3 * w]) or 0
+  local at = tonumber(stored[3 * j - 2])
+  local cur = tonumber(stored[3 * j - 1]) or 0
+  local prev = tonumber(stored[3 * j]) or 0
   if at ~= bucket then
     -- The window moved on: the old current bucket is the previous one only if adjacent.
     if at == bucket - 1 then prev = cur else prev = 0 end
-    cur = 0
-  end
-  cur = cur + record
-  if record == 1 or at ~= bucket then
-    for _, v in ipairs({fields[3 * w - 2], bucket, fields[3 * w - 1], cur, fields[3 * w], prev}) do
-      updates[#updates + 1] = v
+    cur = record and 1 or 0
+    -- A missing window is created only by a record, which also sets the key's expiry.
+    if record or at then
+      updates[u + 1] = fields[3 * j - 2]
+      updates[u + 2] = bucket
+      updates[u + 3] = fields[3 * j - 1]
+      updates[u + 4] = cur
+      updates[u + 5] = fields[3 * j]
+      updates[u + 6] = prev
+      u = u + 6
     end
+  elseif record then
+    cur = cur + 1
+    updates[u + 1] = fields[3 * j - 1]
+    updates[u + 2] = cur
+    u = u + 2
   end
-  estimates[per] = cur + prev * (per - (now % per)) / per
+  estimates[j] = cur + prev * (per - now % per) / per
 end
-if #updates > 0 then
+if u > 0 then
   redis.call('HSET', KEYS[1], unpack(updates))
 end
-if record == 1 then
+if record then
   -- A bucket still weighs in for one window after it ends.
-  redis.call('PEXPIRE', KEYS[1], 2 * longest)
+  redis.call('PEXPIRE', KEYS[1], 2 * tonumber(ARGV[2 + w]))
 end
 
-local result = 0
-for i = 1, n do
-  local per = tonumber(ARGV[1 + 2 * i])
-  if estimates[per] > tonumber(ARGV[2 + 2 * i]) then result = i end
+local base = 3 + w
+for i = tonumber(ARGV[base]), 1, -1 do
+  if estimates[tonumber(ARGV[base + 2 * i - 1])] > tonumber(ARGV[base + 2 * i]) then
+    return i
+  end
 end
-return result
+return 0

@@ -3,30 +3,31 @@
 -- are one atomic step and one round trip, whatever the number of rules.
 -- KEYS[1] sorted set (member jid, score ms)
 -- ARGV[1] jid, ARGV[2] 1 = record this enqueue, 0 = only evaluate (a re-push already counted),
--- ARGV[3] number of rules n, then n pairs: window (ms), threshold.
+-- ARGV[3] the longest window (ms), ARGV[4] number of rules n, then n pairs: window (ms),
+-- threshold.
 -- Returns the index (1-based) of the LAST rule whose count within its window exceeds its
 -- threshold, or 0.
 local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local n = tonumber(ARGV[3])
-local longest = 0
-for i = 1, n do
-  local per = tonumber(ARGV[2 + 2 * i])
-  if per > longest then longest = per end
-end
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local key = KEYS[1]
+local longest = tonumber(ARGV[3])
 -- Entries at or before now - longest can match no rule any more.
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - longest)
-if ARGV[2] == '1' then
-  -- NX: a jid pushed again (retry, scheduled job) keeps its first time and counts once.
-  redis.call('ZADD', KEYS[1], 'NX', now, ARGV[1])
-  redis.call('PEXPIRE', KEYS[1], longest)
+redis.call('ZREMRANGEBYSCORE', key, '-inf', now - longest)
+-- NX: a jid pushed again (retry, scheduled job) keeps its first time and counts once.
+if ARGV[2] == '1' and redis.call('ZADD', key, 'NX', now, ARGV[1]) == 1 then
+  redis.call('PEXPIRE', key, longest)
 end
-local result = 0
-for i = 1, n do
-  local per = tonumber(ARGV[2 + 2 * i])
-  local threshold = tonumber(ARGV[3 + 2 * i])
-  if redis.call('ZCOUNT', KEYS[1], '(' .. (now - per), '+inf') > threshold then
-    result = i
+-- After the trim the set holds exactly the longest window, so its size bounds every rule's
+-- count: a rule whose threshold it does not exceed needs no ZCOUNT (the usual case).
+local total = redis.call('ZCARD', key)
+for i = tonumber(ARGV[4]), 1, -1 do
+  local threshold = tonumber(ARGV[4 + 2 * i])
+  if total > threshold then
+    local per = tonumber(ARGV[3 + 2 * i])
+    -- Scores are whole ms: "within per" is score > now - per, i.e. >= now - per + 1.
+    if per == longest or redis.call('ZCOUNT', key, now - per + 1, '+inf') > threshold then
+      return i
+    end
   end
 end
-return result
+return 0

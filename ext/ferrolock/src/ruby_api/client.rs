@@ -10,6 +10,7 @@ use magnus::{function, method, prelude::*, Error, RModule, Ruby, Value};
 pub struct RbClient(pub Client);
 
 impl RbClient {
+    #[allow(clippy::too_many_arguments)]
     fn new(
         ruby: &Ruby,
         url: String,
@@ -17,12 +18,17 @@ impl RbClient {
         connect_timeout: f64,
         read_timeout: f64,
         tls_ca_file: Option<String>,
+        reply_spin: f64,
     ) -> Result<Self, Error> {
         let mut opts = ClientOptions::new(&url);
         opts.namespace = namespace;
         opts.connect_timeout = seconds(ruby, "connect_timeout", connect_timeout)?;
         opts.read_timeout = seconds(ruby, "read_timeout", read_timeout)?;
         opts.tls_ca_file = tls_ca_file.map(Into::into);
+        opts.reply_spin = match reply_spin {
+            0.0 => std::time::Duration::ZERO,
+            secs => seconds(ruby, "reply_spin", secs)?,
+        };
         Client::new(opts)
             .map(RbClient)
             .map_err(|e| core_error(ruby, e))
@@ -48,6 +54,10 @@ impl RbClient {
         self.0.namespace().to_string()
     }
 
+    fn reply_spin(&self) -> f64 {
+        self.0.reply_spin().as_secs_f64()
+    }
+
     fn redacted_url(&self) -> String {
         self.0.redacted_url().to_string()
     }
@@ -60,11 +70,12 @@ impl RbClient {
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("Client", ruby.class_object())?;
-    class.define_singleton_method("new", function!(RbClient::new, 5))?;
+    class.define_singleton_method("new", function!(RbClient::new, 6))?;
     class.define_method("call", method!(RbClient::call, -1))?;
     class.define_method("ping", method!(RbClient::ping, 0))?;
     class.define_method("namespace", method!(RbClient::namespace, 0))?;
     class.define_method("redacted_url", method!(RbClient::redacted_url, 0))?;
+    class.define_method("reply_spin", method!(RbClient::reply_spin, 0))?;
     class.define_method("key", method!(RbClient::key, 2))?;
     Ok(())
 }
