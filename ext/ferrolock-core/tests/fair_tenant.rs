@@ -87,6 +87,24 @@ fn exact_mode_forgets_enqueues_older_than_the_window() {
 }
 
 #[test]
+fn exact_mode_counts_a_short_window_apart_from_the_longest() {
+    let server = RedisServer::start();
+    let c = server.client("t");
+    // The set holds the longest window; a shorter rule must count only its own window, even when
+    // the whole set is over its threshold.
+    let r = rules(&[(3, 60_000), (2, 300)]);
+    let got: Vec<usize> = (0..3)
+        .map(|i| enqueue(&c, &r, Mode::Exact, "t", &format!("a{i}"), true))
+        .collect();
+    assert_eq!(got, vec![0, 0, 2]);
+    std::thread::sleep(Duration::from_millis(450));
+    // 4 within the minute (> 3), 1 within 300 ms (not > 2): rule 1 only.
+    assert_eq!(enqueue(&c, &r, Mode::Exact, "t", "b0", true), 1);
+    assert_eq!(enqueue(&c, &r, Mode::Exact, "t", "b1", true), 1);
+    assert_eq!(enqueue(&c, &r, Mode::Exact, "t", "b2", true), 2);
+}
+
+#[test]
 fn exact_mode_counts_concurrent_enqueues_atomically() {
     let server = RedisServer::start();
     let c = server.client("t");
