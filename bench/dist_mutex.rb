@@ -78,7 +78,7 @@ Bench.define("dist_mutex") do
   table = Bench::Table.new("DistMutex", baseline: "redis-rb SET NX PX + DEL")
   DistMutexBench.uncontended(table)
   stats = Redis.new(url: Bench.redis_url)
-  ours_names = %w[evalsha eval blpop]
+  ours_names = %w[evalsha eval blpop client|unblock client|id]
   poll_names = %w[set del]
 
   ours = DistMutexBench.measure_contended(stats, ours_names) do

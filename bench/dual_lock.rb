@@ -17,7 +17,7 @@ module DualLockBench
   JOBS = 1_000
   THREADS = 10
   HANDOFFS = 60
-  OURS_COMMANDS = %w[evalsha eval blpop].freeze
+  OURS_COMMANDS = %w[evalsha eval blpop client|unblock client|id].freeze
   POLL_COMMANDS = %w[set pexpire].freeze
 
   # The Sidekiq app the bench runs (written to a temp file): a no-op job, so the numbers show

@@ -77,6 +77,16 @@ RSpec.describe Ferrolock::DistMutex do
       expect { waiter.lock(timeout: 0) }.to raise_error(Ferrolock::TimeoutError)
       holder.unlock
     end
+
+    it "keeps a short timeout: (Redis alone would end the wait at its next 100 ms tick)" do
+      holder = mutex
+      holder.lock
+      waiter = mutex
+      took = Array.new(5) { elapsed { expect { waiter.lock(timeout: 0.03) }.to raise_error(Ferrolock::TimeoutError) } }
+      expect(took.min).to be >= 0.03
+      expect(took.sort[2]).to be < 0.08
+      holder.unlock
+    end
   end
 
   describe "leases and fencing" do

@@ -12,6 +12,7 @@ use crate::script::ScriptCall;
 use crate::spin::ReplySpin;
 use redis::Value;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -57,6 +58,8 @@ pub(crate) struct ClientInner {
     timeouts: Timeouts,
     tls: Option<Arc<rustls::ClientConfig>>,
     spin: Arc<ReplySpin>,
+    /// The server refused CLIENT UNBLOCK: blocking waits end at Redis' pace.
+    unblock_refused: AtomicBool,
     idle: ForkLocal<Mutex<Vec<Conn>>>,
     pub(crate) watchdog: ForkLocal<Arc<Watchdog>>,
 }
@@ -98,6 +101,7 @@ impl Client {
                 },
                 tls,
                 spin: Arc::new(ReplySpin::new(opts.reply_spin)),
+                unblock_refused: AtomicBool::new(false),
                 idle: ForkLocal::new(|| Mutex::new(Vec::new())),
                 watchdog: ForkLocal::new(|| Arc::new(Watchdog::default())),
             }),
@@ -243,8 +247,37 @@ impl Client {
             .arg(key)
             .arg(format!("{secs:.3}"))
             .get_packed_command();
-        let reply = self.with_conn(intr, |c| c.request_blocking(intr, &packed, timeout))?;
+        let unblock = |id: i64| self.unblock(intr, id);
+        let unblock: Option<&dyn Fn(i64) -> Result<()>> =
+            if self.inner.unblock_refused.load(Ordering::Relaxed) {
+                None
+            } else {
+                Some(&unblock)
+            };
+        let reply = self.with_conn(intr, |c| {
+            c.request_blocking(intr, &packed, timeout, unblock)
+        })?;
         Ok(!matches!(reply, Value::Nil))
+    }
+
+    /// Ends a blocked connection's wait now, as if its timeout had passed. A server that refuses
+    /// CLIENT UNBLOCK is not asked again (that wait ends at Redis' pace); Redis unreachable is
+    /// an error.
+    fn unblock(&self, intr: &Interrupt, id: i64) -> Result<()> {
+        let args = [
+            b"CLIENT".to_vec(),
+            b"UNBLOCK".to_vec(),
+            id.to_string().into_bytes(),
+            b"TIMEOUT".to_vec(),
+        ];
+        match self.command(intr, &args) {
+            Ok(_) => Ok(()),
+            Err(Error::Redis(_)) => {
+                self.inner.unblock_refused.store(true, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
     }
 }
 

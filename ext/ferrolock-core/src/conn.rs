@@ -113,6 +113,16 @@ pub struct Conn {
     addr: String,
     /// Shared by the client's connections (one polling thread per client).
     spin: Arc<ReplySpin>,
+    /// This connection's CLIENT ID, learnt with its first blocking command (see
+    /// `request_blocking`).
+    client_id: ClientId,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ClientId {
+    Unknown,
+    Known(i64),
+    Refused,
 }
 
 impl Conn {
@@ -151,6 +161,7 @@ impl Conn {
             reply_wait: timeouts.read,
             addr: addr.clone(),
             spin,
+            client_id: ClientId::Unknown,
         };
         // The handshake (AUTH/SELECT) gets the connect timeout as its read timeout.
         conn.set_reply_wait(timeouts.connect).map_err(io_err)?;
@@ -287,21 +298,108 @@ impl Conn {
 
     /// A blocking command (BLPOP) whose server-side timeout is `block`: the socket waits that
     /// long plus the normal read timeout before calling Redis unreachable.
+    ///
+    /// Redis ends a timed-out blocked client only at its next cron tick (up to 100 ms late at
+    /// the default `hz 10`). With `unblock` given, the connection learns its client id
+    /// (pipelined with its first such command) and at `block` calls `unblock(id)`, which sends
+    /// `CLIENT UNBLOCK id TIMEOUT` from another connection. Redis then replies at once, with
+    /// nil or with what was popped meanwhile, so nothing popped is ever lost. Where the server
+    /// refuses CLIENT commands (ACL, proxy) the wait ends at Redis' own pace. An error from
+    /// `unblock` (Redis unreachable) ends the call; the caller drops this connection.
     pub fn request_blocking(
         &mut self,
         intr: &Interrupt,
         packed: &[u8],
         block: Duration,
+        unblock: Option<&dyn Fn(i64) -> Result<()>>,
     ) -> Result<Value> {
         let addr = self.addr.clone();
         self.set_reply_wait(block + self.read_timeout)
             .map_err(|e| Error::connection(&addr, e))?;
-        let result = self.exchange(intr, packed, false);
+        let result = match unblock {
+            Some(unblock) if self.client_id != ClientId::Refused => self
+                .exchange_unblocking(intr, packed, block, unblock)
+                .map_err(|e| interrupted_or(intr, e)),
+            _ => self.exchange(intr, packed, false),
+        };
         if result.is_ok() {
             self.set_reply_wait(self.read_timeout)
                 .map_err(|e| Error::connection(&addr, e))?;
         }
         result
+    }
+
+    fn exchange_unblocking(
+        &mut self,
+        intr: &Interrupt,
+        packed: &[u8],
+        block: Duration,
+        unblock: &dyn Fn(i64) -> Result<()>,
+    ) -> Result<Value> {
+        let deadline = Instant::now() + block;
+        let spin = self.spin.clone();
+        let _in_flight = spin.enter();
+        let watch = intr.watch(self.fd())?;
+        let id = match self.client_id {
+            ClientId::Known(id) => {
+                self.send(packed)?;
+                id
+            }
+            _ => {
+                let mut both = redis::cmd("CLIENT").arg("ID").get_packed_command();
+                both.extend_from_slice(packed);
+                self.send(&both)?;
+                match self.recv() {
+                    Ok(Value::Int(id)) => {
+                        self.client_id = ClientId::Known(id);
+                        id
+                    }
+                    // Refused: the blocking command still runs, and Redis ends it.
+                    Ok(_) | Err(Error::Redis(_)) => {
+                        self.client_id = ClientId::Refused;
+                        return self.recv();
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        };
+        if self.readable_before(deadline)? {
+            return self.recv();
+        }
+        drop(watch);
+        // `unblock` watches its own connection through the same interrupt; watch this one again
+        // for the (now immediate) reply.
+        unblock(id)?;
+        let _watch = intr.watch(self.fd())?;
+        self.recv()
+    }
+
+    /// Waits without reading until the socket is readable (true) or `deadline` passes (false).
+    /// A cancel shuts the socket down, which makes it readable.
+    fn readable_before(&self, deadline: Instant) -> Result<bool> {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Ok(false);
+            }
+            let mut pfd = libc::pollfd {
+                fd: self.fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+            // SAFETY: one valid pollfd on the stack.
+            match unsafe { libc::poll(&mut pfd, 1, ms) } {
+                0 => continue,
+                n if n > 0 => return Ok(true),
+                _ => {
+                    let e = io::Error::last_os_error();
+                    if e.kind() != io::ErrorKind::Interrupted {
+                        return Err(Error::connection(&self.addr, describe_io(&e)));
+                    }
+                }
+            }
+        }
     }
 
     fn set_reply_wait(&mut self, wait: Duration) -> io::Result<()> {

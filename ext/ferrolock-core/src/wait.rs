@@ -32,14 +32,28 @@ pub fn wait_turn(
     Ok(true)
 }
 
-/// The TTL reported by a failed attempt, as a wait: a key without expiry (-1) or already gone
-/// (-2) is retried after `fallback`.
+/// The TTL reported by a failed attempt, as a wait: a key already gone (-2) is retried at
+/// once, one expiring within the millisecond (0) after 1 ms, and only a key without expiry (-1)
+/// after `fallback`.
 pub fn retry_after(pttl_ms: i64, fallback: Duration) -> Duration {
-    if pttl_ms > 0 {
-        Duration::from_millis(pttl_ms as u64)
-    } else if pttl_ms == -2 {
-        Duration::ZERO
-    } else {
-        fallback
+    match pttl_ms {
+        -2 => Duration::ZERO,
+        ms if ms >= 0 => Duration::from_millis(ms.max(1) as u64),
+        _ => fallback,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waits_for_the_reported_ttl() {
+        let fallback = Duration::from_secs(30);
+        assert_eq!(retry_after(250, fallback), Duration::from_millis(250));
+        // PTTL 0: the key expires within this millisecond, not "no expiry".
+        assert_eq!(retry_after(0, fallback), Duration::from_millis(1));
+        assert_eq!(retry_after(-2, fallback), Duration::ZERO);
+        assert_eq!(retry_after(-1, fallback), fallback);
     }
 }

@@ -230,3 +230,85 @@ fn signals_do_not_stretch_the_read_timeout() {
     assert!(took < Duration::from_millis(1000), "took {took:?}");
     signaller.join().unwrap();
 }
+
+fn median_blpop(c: &Client, key: &str, timeout: Duration) -> Duration {
+    let mut took: Vec<Duration> = (0..5)
+        .map(|_| {
+            let started = Instant::now();
+            assert!(!c.blpop(&Interrupt::new(), key, timeout).unwrap());
+            started.elapsed()
+        })
+        .collect();
+    took.sort();
+    took[2]
+}
+
+#[test]
+fn blpop_ends_at_its_timeout_not_at_the_servers_next_tick() {
+    let server = RedisServer::start();
+    let c = server.client("t");
+    // Redis alone would answer at its next cron tick: 100 ms for any timeout below that.
+    let took = median_blpop(&c, "empty", Duration::from_millis(30));
+    assert!(took >= Duration::from_millis(30), "{took:?}");
+    assert!(took < Duration::from_millis(80), "{took:?}");
+}
+
+#[test]
+fn blpop_still_times_out_where_client_commands_are_refused() {
+    let server = RedisServer::start();
+    let admin = server.client("t");
+    // No CLIENT at all, or CLIENT ID but not CLIENT UNBLOCK.
+    for (user, rule) in [("noclient", "-client"), ("nounblock", "-client|unblock")] {
+        cmd(
+            &admin,
+            &["ACL", "SETUSER", user, "on", ">pw", "~*", "+@all", rule],
+        );
+        let url = format!("redis://{user}:pw@127.0.0.1:{}/0", server.port);
+        let c = Client::new(ClientOptions::new(&url)).unwrap();
+        // Ends at Redis' pace (its next tick), but ends, and the connection stays usable.
+        let took = median_blpop(&c, "empty", Duration::from_millis(30));
+        assert!(took >= Duration::from_millis(30), "{user}: {took:?}");
+        assert!(took < Duration::from_millis(500), "{user}: {took:?}");
+        cmd(&admin, &["RPUSH", "full", "x"]);
+        assert!(c
+            .blpop(&Interrupt::new(), "full", Duration::from_secs(1))
+            .unwrap());
+    }
+}
+
+#[test]
+fn ending_waits_early_never_loses_a_pushed_element() {
+    let server = RedisServer::start();
+    let c = server.client("t");
+    let pushed = 3000;
+    // Waiters whose 2 ms waits are ended by CLIENT UNBLOCK while a pusher keeps pushing: an
+    // element popped at the moment of the unblock must still reach its waiter.
+    let waiters: Vec<_> = (0..4)
+        .map(|_| {
+            let c = c.clone();
+            std::thread::spawn(move || {
+                let mut got = 0;
+                let started = Instant::now();
+                while started.elapsed() < Duration::from_secs(3) {
+                    if c.blpop(&Interrupt::new(), "signals", Duration::from_millis(2))
+                        .unwrap()
+                    {
+                        got += 1;
+                    }
+                }
+                got
+            })
+        })
+        .collect();
+    let pusher = c.clone();
+    for i in 0..pushed {
+        cmd(&pusher, &["RPUSH", "signals", "x"]);
+        if i % 50 == 0 {
+            std::thread::sleep(Duration::from_millis(3));
+        }
+    }
+    let popped: i64 = waiters.into_iter().map(|w| w.join().unwrap()).sum();
+    let left = int(&cmd(&c, &["LLEN", "signals"])).unwrap();
+    assert_eq!(popped + left, pushed);
+    assert!(popped > 0);
+}
