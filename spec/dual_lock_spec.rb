@@ -70,6 +70,18 @@ RSpec.describe Ferrolock::DualLock do
     expect(starts["b"] - ends["a"]).to be < 0.25 # woken by the release, not by a timer
   end
 
+  it "wakes every waiter as soon as the run before it ends (10 threads x 100 duplicates)" do
+    worst = Array.new(10) do
+      Thread.new do
+        Array.new(100) do
+          elapsed { described_class.new("burst", max_wait: 5).run { nil } }
+        end.max
+      end
+    end.map(&:value).max
+    # A missed wake-up would show as a run waiting out max_wait (5 s).
+    expect(worst).to be < 2
+  end
+
   it "skips a duplicate while one waits, with a :skipped event carrying the tags" do
     thread, release = hold_exec("skip")
     waiter = Thread.new { described_class.new("skip").run { :ran } }

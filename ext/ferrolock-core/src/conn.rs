@@ -113,7 +113,7 @@ pub struct Conn {
     addr: String,
     /// Shared by the client's connections (one polling thread per client).
     spin: Arc<ReplySpin>,
-    /// This connection's CLIENT ID, learnt with its first blocking command (see
+    /// This connection's CLIENT ID, asked before its first blocking command (see
     /// `request_blocking`).
     client_id: ClientId,
 }
@@ -301,7 +301,7 @@ impl Conn {
     ///
     /// Redis ends a timed-out blocked client only at its next cron tick (up to 100 ms late at
     /// the default `hz 10`). With `unblock` given, the connection learns its client id
-    /// (pipelined with its first such command) and at `block` calls `unblock(id)`, which sends
+    /// (once, before its first such command) and at `block` calls `unblock(id)`, which sends
     /// `CLIENT UNBLOCK id TIMEOUT` from another connection. Redis then replies at once, with
     /// nil or with what was popped meanwhile, so nothing popped is ever lost. Where the server
     /// refuses CLIENT commands (ACL, proxy) the wait ends at Redis' own pace. An error from
@@ -341,28 +341,29 @@ impl Conn {
         let _in_flight = spin.enter();
         let watch = intr.watch(self.fd())?;
         let id = match self.client_id {
-            ClientId::Known(id) => {
-                self.send(packed)?;
-                id
-            }
+            ClientId::Known(id) => id,
             _ => {
-                let mut both = redis::cmd("CLIENT").arg("ID").get_packed_command();
-                both.extend_from_slice(packed);
-                self.send(&both)?;
+                // Its own round trip, once per connection: pipelined with the command, the
+                // parser could read the command's reply into its buffer together with the id,
+                // and the socket would then never turn readable for it.
+                let asked = redis::cmd("CLIENT").arg("ID").get_packed_command();
+                self.send(&asked)?;
                 match self.recv() {
                     Ok(Value::Int(id)) => {
                         self.client_id = ClientId::Known(id);
                         id
                     }
-                    // Refused: the blocking command still runs, and Redis ends it.
+                    // Refused (ACL, proxy): Redis ends the command at its own pace.
                     Ok(_) | Err(Error::Redis(_)) => {
                         self.client_id = ClientId::Refused;
+                        self.send(packed)?;
                         return self.recv();
                     }
                     Err(e) => return Err(e),
                 }
             }
         };
+        self.send(packed)?;
         if self.readable_before(deadline)? {
             return self.recv();
         }

@@ -254,6 +254,25 @@ fn blpop_ends_at_its_timeout_not_at_the_servers_next_tick() {
 }
 
 #[test]
+fn blpop_on_a_fresh_connection_returns_an_element_at_once() {
+    let server = RedisServer::start();
+    let c = server.client("t");
+    cmd(&c, &["RPUSH", "ready", "x"]);
+    // The first BLPOP of a connection also learns its client id; the element already there
+    // must come back now, not when the wait's deadline passes.
+    let other = server.client("t");
+    let started = Instant::now();
+    assert!(other
+        .blpop(&Interrupt::new(), "ready", Duration::from_secs(3))
+        .unwrap());
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
 fn blpop_still_times_out_where_client_commands_are_refused() {
     let server = RedisServer::start();
     let admin = server.client("t");
