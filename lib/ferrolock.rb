@@ -14,6 +14,7 @@ end
 require_relative "ferrolock/client"
 require_relative "ferrolock/validate"
 require_relative "ferrolock/clock"
+require_relative "ferrolock/job_classes"
 
 # Redis coordination primitives for Ruby job systems, with a Rust core.
 module Ferrolock

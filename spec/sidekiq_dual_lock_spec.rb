@@ -187,6 +187,14 @@ RSpec.describe Ferrolock::Sidekiq::DualLockMiddleware do
       expect(redis.keys("*")).to be_empty
     end
 
+    it "validates every loaded class with a dual_lock option at boot, naming the bad one" do
+      named_job = ->(options) { Class.new { include Sidekiq::Worker }.tap { |k| k.sidekiq_options(options) } }
+      stub_const("BootCheckedJob", named_job.call(dual_lock: { exec_ttl: 0 }))
+      expect { described_class.validate! }.to raise_error(ArgumentError, /BootCheckedJob.*exec_ttl/)
+      stub_const("BootCheckedJob", named_job.call(dual_lock: { exec_ttl: 5 }))
+      expect(described_class.validate!).to be(true)
+    end
+
     it "validates options when asked, naming the class" do
       expect(described_class.validate!(job_class(dual_lock: true))).to be(true)
       expect { described_class.validate!(job_class(dual_lock: "yes")) }

@@ -16,7 +16,7 @@ module Ferrolock
       def verify!(job_classes = nil, queues: nil, strict: false)
         fetched = (queues || sidekiq_queues).map(&:to_s).uniq
         problems = []
-        (job_classes || classes_with_rules).each do |klass|
+        (job_classes || JobClasses.with_option("fair_tenant_queues")).each do |klass|
           rules = Rules.parse(rules_of(klass)) or next
           (rules.queues.uniq - fetched).each do |queue|
             problems << "#{klass} reroutes to queue #{queue.inspect}, which this Sidekiq process does not " \
@@ -41,17 +41,6 @@ module Ferrolock
         return nil unless klass.respond_to?(:get_sidekiq_options)
 
         klass.get_sidekiq_options["fair_tenant_queues"]
-      end
-
-      # Classes reachable by their name only: a class replaced by code reloading, or anonymous,
-      # is never pushed by name.
-      def classes_with_rules
-        ObjectSpace.each_object(Class).select do |klass|
-          klass.respond_to?(:get_sidekiq_options) && klass.get_sidekiq_options["fair_tenant_queues"] &&
-            klass.name && Object.const_get(klass.name).equal?(klass)
-        rescue StandardError
-          false
-        end
       end
 
       # Sidekiq 6 keeps the fetched queues (repeated by weight) in Sidekiq.options; Sidekiq 7 in

@@ -37,9 +37,14 @@ module Ferrolock
         raise TypeError, "backoff must respond to #call (->(count) { seconds }), got #{@backoff.class}"
       end
 
-      # Checks a job class's dual_lock option now (e.g. at boot); raises what its first job would.
-      def self.validate!(job_class)
-        DualLockSettings.for(job_class)
+      # Checks job classes' dual_lock options now, at boot, raising what their first job would:
+      #
+      #   Sidekiq.configure_server { |c| c.on(:startup) { Ferrolock::Sidekiq::DualLockMiddleware.validate! } }
+      #
+      # With no classes given: every loaded class with a dual_lock option (eager-load first).
+      def self.validate!(*job_classes)
+        job_classes = JobClasses.with_option("dual_lock") if job_classes.empty?
+        job_classes.each { |job_class| DualLockSettings.for(job_class) }
         true
       end
 
