@@ -196,14 +196,10 @@ impl Conn {
     /// never writes to an idle connection, so anything readable on it means EOF or a reset.
     /// Costs one non-blocking `poll`, and spares the caller an error on a dead pooled socket.
     pub fn is_alive(&self) -> bool {
-        let mut pfd = libc::pollfd {
-            fd: self.fd(),
-            events: libc::POLLIN | libc::POLLRDHUP,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd; zero timeout.
-        let ready = unsafe { libc::poll(&mut pfd, 1, 0) };
-        ready == 0
+        matches!(
+            poll_fd(self.fd(), libc::POLLIN | libc::POLLRDHUP, 0),
+            Ok(false)
+        )
     }
 
     pub fn addr(&self) -> &str {
@@ -300,12 +296,12 @@ impl Conn {
     /// long plus the normal read timeout before calling Redis unreachable.
     ///
     /// Redis ends a timed-out blocked client only at its next cron tick (up to 100 ms late at
-    /// the default `hz 10`). With `unblock` given, the connection learns its client id
-    /// (once, before its first such command) and at `block` calls `unblock(id)`, which sends
-    /// `CLIENT UNBLOCK id TIMEOUT` from another connection. Redis then replies at once, with
-    /// nil or with what was popped meanwhile, so nothing popped is ever lost. Where the server
-    /// refuses CLIENT commands (ACL, proxy) the wait ends at Redis' own pace. An error from
-    /// `unblock` (Redis unreachable) ends the call; the caller drops this connection.
+    /// the default `hz 10`). With `unblock` given, at `block` this calls `unblock(id)` with the
+    /// connection's client id, which sends `CLIENT UNBLOCK id TIMEOUT` from another connection.
+    /// Redis then replies at once, with nil or with what was popped meanwhile, so nothing popped
+    /// is ever lost. Where the server refuses CLIENT commands (ACL, proxy) the wait ends at
+    /// Redis' own pace. An error from `unblock` (Redis unreachable) ends the call; the caller
+    /// drops this connection.
     pub fn request_blocking(
         &mut self,
         intr: &Interrupt,
@@ -316,9 +312,13 @@ impl Conn {
         let addr = self.addr.clone();
         self.set_reply_wait(block + self.read_timeout)
             .map_err(|e| Error::connection(&addr, e))?;
-        let result = match unblock {
-            Some(unblock) if self.client_id != ClientId::Refused => self
-                .exchange_unblocking(intr, packed, block, unblock)
+        let id = match unblock {
+            Some(_) => self.client_id(intr)?,
+            None => None,
+        };
+        let result = match (unblock, id) {
+            (Some(unblock), Some(id)) => self
+                .exchange_unblocking(intr, packed, block, id, unblock)
                 .map_err(|e| interrupted_or(intr, e)),
             _ => self.exchange(intr, packed, false),
         };
@@ -329,48 +329,45 @@ impl Conn {
         result
     }
 
+    /// This connection's CLIENT ID, asked once, in its own round trip: pipelined with a blocking
+    /// command, the parser could read that command's reply into its buffer together with the
+    /// id, and the socket would then never turn readable for it. None where refused.
+    fn client_id(&mut self, intr: &Interrupt) -> Result<Option<i64>> {
+        if self.client_id == ClientId::Unknown {
+            let asked = redis::cmd("CLIENT").arg("ID").get_packed_command();
+            self.client_id = match self.request(intr, &asked) {
+                Ok(Value::Int(id)) => ClientId::Known(id),
+                Ok(_) | Err(Error::Redis(_)) => ClientId::Refused,
+                Err(e) => return Err(e),
+            };
+        }
+        Ok(match self.client_id {
+            ClientId::Known(id) => Some(id),
+            _ => None,
+        })
+    }
+
     fn exchange_unblocking(
         &mut self,
         intr: &Interrupt,
         packed: &[u8],
         block: Duration,
+        id: i64,
         unblock: &dyn Fn(i64) -> Result<()>,
     ) -> Result<Value> {
-        let deadline = Instant::now() + block;
         let spin = self.spin.clone();
         let _in_flight = spin.enter();
-        let watch = intr.watch(self.fd())?;
-        let id = match self.client_id {
-            ClientId::Known(id) => id,
-            _ => {
-                // Its own round trip, once per connection: pipelined with the command, the
-                // parser could read the command's reply into its buffer together with the id,
-                // and the socket would then never turn readable for it.
-                let asked = redis::cmd("CLIENT").arg("ID").get_packed_command();
-                self.send(&asked)?;
-                match self.recv() {
-                    Ok(Value::Int(id)) => {
-                        self.client_id = ClientId::Known(id);
-                        id
-                    }
-                    // Refused (ACL, proxy): Redis ends the command at its own pace.
-                    Ok(_) | Err(Error::Redis(_)) => {
-                        self.client_id = ClientId::Refused;
-                        self.send(packed)?;
-                        return self.recv();
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
+        let deadline = Instant::now() + block;
+        let replied = {
+            let _watch = intr.watch(self.fd())?;
+            self.send(packed)?;
+            self.readable_before(deadline)?
         };
-        self.send(packed)?;
-        if self.readable_before(deadline)? {
-            return self.recv();
+        // `unblock` watches its own connection through the same interrupt, so this one is
+        // watched again for the (now immediate) reply.
+        if !replied {
+            unblock(id)?;
         }
-        drop(watch);
-        // `unblock` watches its own connection through the same interrupt; watch this one again
-        // for the (now immediate) reply.
-        unblock(id)?;
         let _watch = intr.watch(self.fd())?;
         self.recv()
     }
@@ -383,22 +380,12 @@ impl Conn {
             if left.is_zero() {
                 return Ok(false);
             }
-            let mut pfd = libc::pollfd {
-                fd: self.fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            };
             let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
-            // SAFETY: one valid pollfd on the stack.
-            match unsafe { libc::poll(&mut pfd, 1, ms) } {
-                0 => continue,
-                n if n > 0 => return Ok(true),
-                _ => {
-                    let e = io::Error::last_os_error();
-                    if e.kind() != io::ErrorKind::Interrupted {
-                        return Err(Error::connection(&self.addr, describe_io(&e)));
-                    }
-                }
+            match poll_fd(self.fd(), libc::POLLIN, ms) {
+                Ok(true) => return Ok(true),
+                Ok(false) => {}
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(Error::connection(&self.addr, describe_io(&e))),
             }
         }
     }
@@ -406,6 +393,21 @@ impl Conn {
     fn set_reply_wait(&mut self, wait: Duration) -> io::Result<()> {
         self.reply_wait = wait;
         self.stream.set_read_timeout(wait)
+    }
+}
+
+/// One `poll(2)` of `fd` for `events`: true when any event (or an error condition) is pending
+/// within `timeout_ms` (0: just look).
+pub(crate) fn poll_fd(fd: RawFd, events: libc::c_short, timeout_ms: i32) -> io::Result<bool> {
+    let mut pfd = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd on the stack.
+    match unsafe { libc::poll(&mut pfd, 1, timeout_ms) } {
+        n if n < 0 => Err(io::Error::last_os_error()),
+        n => Ok(n > 0),
     }
 }
 

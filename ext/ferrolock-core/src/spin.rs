@@ -13,6 +13,7 @@
 //!
 //! A budget of zero turns it off.
 
+use crate::conn::poll_fd;
 use crate::fork::ForkLocal;
 use crate::interrupt::Interrupt;
 use std::os::fd::RawFd;
@@ -98,14 +99,9 @@ impl SpinState {
 /// True when `fd` became readable (data, EOF or an error: the read that follows tells which).
 fn poll_until(fd: RawFd, intr: &Interrupt, deadline: Instant) -> bool {
     loop {
-        let mut pfd = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: one valid pollfd on the stack; zero timeout, so this never blocks.
-        if unsafe { libc::poll(&mut pfd, 1, 0) } != 0 {
-            return true; // readable, or poll failed: let the read report it
+        // Readable, or poll failed: either way the read that follows reports it.
+        if poll_fd(fd, libc::POLLIN, 0).unwrap_or(true) {
+            return true;
         }
         if intr.is_cancelled() || Instant::now() >= deadline {
             return false;
