@@ -197,13 +197,7 @@ impl ConcurrentLimiter {
         let lost_before = slot.lease.is_lost();
         let token = slot.token.clone();
         drop(slot); // stop renewing before releasing
-        let call = ScriptCall::new(&RELEASE)
-            .key(&self.slots_key)
-            .key(&self.waiters_key)
-            .key(&self.signal_key)
-            .arg(&token)
-            .arg(self.limit);
-        let released = int(&self.client.eval(intr, &call)?)? == 1;
+        let released = int(&self.client.eval(intr, &self.release_call(&token))?)? == 1;
         if released && !lost_before {
             Ok(())
         } else {
@@ -218,13 +212,17 @@ impl ConcurrentLimiter {
     /// `token` a slot with the reply lost, so release it in the background rather than keep
     /// the slot taken for a whole lock_timeout. `token` must not be used again.
     pub fn abandon(&self, token: &str) {
-        let call = ScriptCall::new(&RELEASE)
+        crate::lease::release_in_background(&self.client, self.release_call(token), self.lease);
+    }
+
+    /// The token-checked release of one slot, used by `release` and `abandon`.
+    fn release_call(&self, token: &str) -> ScriptCall {
+        ScriptCall::new(&RELEASE)
             .key(&self.slots_key)
             .key(&self.waiters_key)
             .key(&self.signal_key)
             .arg(token)
-            .arg(self.limit);
-        crate::lease::release_in_background(&self.client, call, self.lease);
+            .arg(self.limit)
     }
 
     /// Live slots and waiting callers, across every process.

@@ -218,12 +218,8 @@ impl DistMutex {
         let lost_before = held.lease.as_ref().is_some_and(Lease::is_lost);
         let token = held.token.clone();
         drop(held); // stop renewing before releasing
-        let call = ScriptCall::new(&RELEASE)
-            .key(&self.lock_key)
-            .key(&self.waiters_key)
-            .key(&self.signal_key)
-            .arg(&token);
-        let released = crate::client::int(&self.client.eval(intr, &call)?)? == 1;
+        let released =
+            crate::client::int(&self.client.eval(intr, &self.release_call(&token))?)? == 1;
         if released && !lost_before {
             Ok(())
         } else {
@@ -238,12 +234,16 @@ impl DistMutex {
     /// granted `token` with the reply lost, so release it in the background rather than let it
     /// block others for a whole lease. `token` must not be used again.
     pub fn abandon(&self, token: &str) {
-        let call = ScriptCall::new(&RELEASE)
+        crate::lease::release_in_background(&self.client, self.release_call(token), self.ttl);
+    }
+
+    /// The token-checked release, used by `unlock` and `abandon`.
+    fn release_call(&self, token: &str) -> ScriptCall {
+        ScriptCall::new(&RELEASE)
             .key(&self.lock_key)
             .key(&self.waiters_key)
             .key(&self.signal_key)
-            .arg(token);
-        crate::lease::release_in_background(&self.client, call, self.ttl);
+            .arg(token)
     }
 
     /// True when anyone holds the lock.

@@ -111,13 +111,17 @@ impl DualLock {
     /// `token` WAIT or EXEC with the reply lost, so release it in the background rather than
     /// let it turn duplicates away for a whole TTL. `token` must not be used again.
     pub fn abandon(&self, token: &str) {
-        let call = ScriptCall::new(&RELEASE)
+        let ttl = self.opts.wait_ttl.max(self.opts.exec_ttl);
+        crate::lease::release_in_background(&self.client, self.release_call(token), ttl);
+    }
+
+    /// The token-checked release of WAIT and/or EXEC, used by `leave` and `abandon`.
+    fn release_call(&self, token: &str) -> ScriptCall {
+        ScriptCall::new(&RELEASE)
             .key(&self.wait_key)
             .key(&self.exec_key)
             .key(&self.signal_key)
-            .arg(token);
-        let ttl = self.opts.wait_ttl.max(self.opts.exec_ttl);
-        crate::lease::release_in_background(&self.client, call, ttl);
+            .arg(token)
     }
 
     /// Arrives: the ticket says whether to run now, wait, or skip. `token` should stay the same
@@ -214,12 +218,7 @@ impl DualLock {
         if stage == Stage::Skipped {
             return Ok(());
         }
-        let call = ScriptCall::new(&RELEASE)
-            .key(&self.wait_key)
-            .key(&self.exec_key)
-            .key(&self.signal_key)
-            .arg(&token);
-        let released = int(&self.client.eval(intr, &call)?)? == 1;
+        let released = int(&self.client.eval(intr, &self.release_call(&token))?)? == 1;
         if stage == Stage::Running && (!released || lost_before) {
             return Err(Error::LockLost(format!(
                 "DualLock {:?}: the EXEC lock expired or was taken by another duplicate while running",
