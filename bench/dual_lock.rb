@@ -198,10 +198,6 @@ module DualLockBench
     result
   end
 
-  def percentile(sorted, pct)
-    sorted[((sorted.size - 1) * pct).round]
-  end
-
   def ms(seconds)
     format("%.2f ms", seconds * 1000)
   end
@@ -217,8 +213,8 @@ module DualLockBench
       "| waiting duplicate | ferrolock DualLock | 100 ms polling (original sketch) |",
       "|---|---:|---:|",
       format("| Redis commands/s per waiting job | %.1f | %.1f |", ours_rate, poll_rate),
-      "| release -> waiter starts, p50 | #{ms(percentile(ours, 0.5))} | #{ms(percentile(poll, 0.5))} |",
-      "| release -> waiter starts, p99 | #{ms(percentile(ours, 0.99))} | #{ms(percentile(poll, 0.99))} |"
+      "| release -> waiter starts, p50 | #{ms(Bench.percentile(ours, 0.5))} | #{ms(Bench.percentile(poll, 0.5))} |",
+      "| release -> waiter starts, p99 | #{ms(Bench.percentile(ours, 0.99))} | #{ms(Bench.percentile(poll, 0.99))} |"
     ].join("\n")
   end
 end

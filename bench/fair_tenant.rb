@@ -105,16 +105,6 @@ module FairTenantBench
     [ops / (Bench.monotonic - wall), cpu / ops * 1e6]
   end
 
-  def median(values)
-    sorted = values.sort
-    mid = sorted.size / 2
-    sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
-  end
-
-  def number(value)
-    value.round.to_s.reverse.scan(/\d{1,3}/).join(",").reverse
-  end
-
   # Commands per enqueue as "12.0 (zcount 5, evalsha 1, …)".
   def commands(redis, client, klass)
     redis.flushdb
@@ -201,14 +191,14 @@ Bench.define("fair_tenant") do
     FairTenantBench.configure(bench_case)
     result = results[bench_case.name]
     table << format("| %s | %s | %.2fx (%.2f–%.2f) | %.0f | %d | %s |", bench_case.name,
-                    FairTenantBench.number(FairTenantBench.median(result[:rate])),
-                    FairTenantBench.median(result[:ratio]), result[:ratio].min, result[:ratio].max,
-                    FairTenantBench.median(result[:cpu]), FairTenantBench.round_trips(bench_case.name),
+                    Bench.number(Bench.median(result[:rate])),
+                    Bench.median(result[:ratio]), result[:ratio].min, result[:ratio].max,
+                    Bench.median(result[:cpu]), FairTenantBench.round_trips(bench_case.name),
                     FairTenantBench.commands(redis, bench_case.client, bench_case.klass))
   end
 
   count = 100_000
-  table << "" << "| storage after #{FairTenantBench.number(count)} enqueues of one tenant " \
+  table << "" << "| storage after #{Bench.number(count)} enqueues of one tenant " \
                  "(5 rules, longest 1 day) | Redis memory per tenant |" << "|---|---:|"
   table << "| ferrolock :exact (sorted set of jids) | " \
            "#{FairTenantBench.bytes(FairTenantBench.memory_after(redis, count, :exact))} |"

@@ -68,6 +68,17 @@ module Bench
       sorted[((sorted.size - 1) * pct).round]
     end
 
+    def median(values)
+      sorted = values.sort
+      mid = sorted.size / 2
+      sorted.size.odd? ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0
+    end
+
+    # 12345.6 -> "12,346"
+    def number(value)
+      value.round.to_s.reverse.scan(/\d{1,3}/).join(",").reverse
+    end
+
     def machine
       cores = Etc.nprocessors
       "#{RUBY_DESCRIPTION.split(" [").first}, #{cores} cores, #{memory_gib} GiB"
@@ -108,15 +119,10 @@ module Bench
       header = "| #{@title} | #{@ours} (ops/s) | #{@baseline} (ops/s) | ratio |"
       lines = [header, "|---|---:|---:|---:|"]
       @rows.each do |row|
-        lines << format("| %s | %s | %s | %.2fx |", row.case_name, number(row.ours), number(row.baseline), row.ratio)
+        lines << format("| %s | %s | %s | %.2fx |", row.case_name, Bench.number(row.ours), Bench.number(row.baseline),
+                        row.ratio)
       end
       lines.join("\n")
-    end
-
-    private
-
-    def number(value)
-      value.round.to_s.reverse.scan(/\d{1,3}/).join(",").reverse
     end
   end
 end
