@@ -17,7 +17,7 @@ Gem::Specification.new do |spec|
   spec.metadata["rubygems_mfa_required"] = "true"
 
   patterns = %w[
-    Cargo.toml Cargo.lock README.md LICENSE
+    Cargo.toml Cargo.lock README.md CHANGELOG.md LICENSE
     ext/**/* lib/**/*.rb lib/**/*.lua sig/**/*
   ]
   generated = %w[Makefile mkmf.log]

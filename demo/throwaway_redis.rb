@@ -5,15 +5,17 @@ require "socket"
 require "tmpdir"
 
 module Demo
-  # A redis-server on a free loopback port, persistence off, removed at exit.
+  # A redis-server on a free loopback port in its own temp dir (persistence off unless extra_args
+  # say otherwise), removed at exit. Used by bin/demo, bin/bench and bin/chaos.
   class ThrowawayRedis
-    attr_reader :port
+    attr_reader :port, :dir
 
-    def initialize
+    def initialize(extra_args: ["--appendonly", "no"], prefix: "ferrolock-demo-")
       server = TCPServer.new("127.0.0.1", 0)
       @port = server.addr[1]
       server.close
-      @dir = Dir.mktmpdir("ferrolock-demo-")
+      @dir = Dir.mktmpdir(prefix)
+      @extra_args = extra_args
     end
 
     def url
@@ -22,10 +24,9 @@ module Demo
 
     def start
       @pid = Process.spawn("redis-server", "--port", port.to_s, "--bind", "127.0.0.1", "--dir", @dir,
-                           "--save", "", "--appendonly", "no", "--loglevel", "warning",
+                           "--save", "", *@extra_args, "--loglevel", "warning",
                            out: File.join(@dir, "redis.log"), err: %i[child out])
-      owner = Process.pid
-      at_exit { stop if Process.pid == owner }
+      stop_at_exit
       wait_until_ready
       self
     end
@@ -44,13 +45,21 @@ module Demo
 
     private
 
+    def stop_at_exit
+      return if @stop_at_exit
+
+      @stop_at_exit = true
+      owner = Process.pid
+      at_exit { stop if Process.pid == owner }
+    end
+
     def wait_until_ready
-      200.times do
+      400.times do
         return if pong?
 
         sleep 0.025
       end
-      raise "redis-server did not start on port #{port}"
+      raise "redis-server did not start on port #{port} (see #{@dir}/redis.log)"
     end
 
     def pong?

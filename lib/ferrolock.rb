@@ -14,17 +14,20 @@ end
 require_relative "ferrolock/client"
 require_relative "ferrolock/validate"
 require_relative "ferrolock/clock"
+require_relative "ferrolock/interrupts"
 require_relative "ferrolock/job_classes"
 
 # Redis coordination primitives for Ruby job systems, with a Rust core.
 module Ferrolock
-  # Primitives loaded when their file exists (each adds one entry).
+  # Primitives and integrations loaded when their file exists (each adds one entry). None of them
+  # loads Sidekiq or Shoryuken: the Sidekiq middlewares are autoloaded (lib/ferrolock/sidekiq.rb).
   PRIMITIVES = %w[
     dist_mutex
     concurrent_limiter
     dual_lock
     fair_tenant
     shoryuken
+    sidekiq
   ].freeze
 
   PRIMITIVES.each do |name|

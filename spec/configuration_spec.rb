@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "pathname"
+
 RSpec.describe Ferrolock::Configuration do
   around do |example|
     saved = ENV.to_h.slice("FERROLOCK_REDIS_URL", "REDIS_URL", "FERROLOCK_REPLY_SPIN")
@@ -29,6 +31,39 @@ RSpec.describe Ferrolock::Configuration do
       ENV.delete("FERROLOCK_REDIS_URL")
       ENV.delete("REDIS_URL")
       expect(config.redis_url).to eq("redis://127.0.0.1:6379/0")
+    end
+  end
+
+  describe "redis_url = nil" do
+    it "means the default chain, so `c.redis_url = ENV[\"FERROLOCK_REDIS_URL\"]` works with only REDIS_URL set" do
+      ENV.delete("FERROLOCK_REDIS_URL")
+      ENV["REDIS_URL"] = "redis://b:2/0"
+      config.redis_url = "redis://elsewhere:1/0"
+      config.redis_url = ENV.fetch("FERROLOCK_REDIS_URL", nil)
+      expect(config.redis_url).to eq("redis://b:2/0")
+      ENV.delete("REDIS_URL")
+      config.redis_url = nil
+      expect(config.redis_url).to eq("redis://127.0.0.1:6379/0")
+    end
+
+    it "still rejects other non-Strings and an empty String" do
+      expect { config.redis_url = 42 }.to raise_error(TypeError, /redis_url/)
+      expect { config.redis_url = "" }.to raise_error(ArgumentError, /redis_url/)
+    end
+  end
+
+  describe "tls_ca_file" do
+    it "defaults to nil (the system's roots) and takes a String or Pathname" do
+      expect(config.tls_ca_file).to be_nil
+      config.tls_ca_file = Pathname("/etc/ssl/private-ca.pem")
+      expect(config.tls_ca_file).to eq("/etc/ssl/private-ca.pem")
+      config.tls_ca_file = nil
+      expect(config.tls_ca_file).to be_nil
+    end
+
+    it "names tls_ca_file for a bad value" do
+      expect { config.tls_ca_file = 1 }.to raise_error(TypeError, /tls_ca_file/)
+      expect { config.tls_ca_file = "" }.to raise_error(ArgumentError, /tls_ca_file/)
     end
   end
 
@@ -75,7 +110,7 @@ RSpec.describe Ferrolock::Configuration do
     end
 
     it "rejects a non-String redis_url, naming it" do
-      expect { config.redis_url = nil }.to raise_error(TypeError, /redis_url/)
+      expect { config.redis_url = :local }.to raise_error(TypeError, /redis_url/)
     end
 
     %i[connect_timeout read_timeout].each do |setting|

@@ -13,10 +13,11 @@ RSpec.describe "Ferrolock events" do
 
   it "filters by event name when names are given" do
     only_waits = []
-    filtered = Ferrolock.subscribe(:waited) { |event, _| only_waits << event }
+    filtered = Ferrolock.subscribe(:wait_timeout, "over_limit") { |event, _| only_waits << event }
     Ferrolock.instrument(:acquired, {})
-    Ferrolock.instrument(:waited, duration: 0.1)
-    expect(only_waits).to eq([:waited])
+    Ferrolock.instrument(:wait_timeout, waited: 0.1)
+    Ferrolock.instrument(:over_limit, waited: 0.2)
+    expect(only_waits).to eq(%i[wait_timeout over_limit])
   ensure
     Ferrolock.unsubscribe(filtered)
   end
@@ -38,6 +39,31 @@ RSpec.describe "Ferrolock events" do
   ensure
     Ferrolock.unsubscribe(failing)
     Ferrolock.reset_config!
+  end
+
+  it "rejects an unknown event name, listing the known ones" do
+    expect { Ferrolock.subscribe(:waited) { nil } }
+      .to raise_error(ArgumentError, /unknown event :waited \(known: acquired, lock_lost, .*redis_error\)/)
+    expect { Ferrolock.subscribe(42) { nil } }.to raise_error(TypeError, /event names/)
+    expect(received).to be_empty
+  end
+
+  it "gives the seconds waited as :waited for every primitive that waits" do
+    mutex = Ferrolock::DistMutex.new("events:mutex")
+    mutex.synchronize { nil }
+    Ferrolock::DualLock.new("events:dual").run { nil }
+    Ferrolock::ConcurrentLimiter.new("events:limit", 1).within_limit { nil }
+    acquired = received.select { |event, _| event == :acquired }.map(&:last)
+    expect(acquired.map { |payload| payload[:primitive] }).to eq(%i[dist_mutex dual_lock concurrent_limiter])
+    expect(acquired).to all(include(waited: be_a(Float).and(be >= 0)))
+  end
+
+  it "lists in EVENTS every event the code instruments, and the README names each of them" do
+    sources = Dir[File.join(FerrolockTest::LIB, "**", "*.rb")].map { |path| File.read(path) }.join
+    instrumented = sources.scan(/instrument\(:(\w+)/).flatten.uniq.map(&:to_sym)
+    expect(instrumented - Ferrolock::EVENTS).to eq([])
+    readme = File.read(File.join(FerrolockTest::ROOT, "README.md"))
+    expect(Ferrolock::EVENTS.reject { |event| readme.include?("`:#{event}`") }).to eq([])
   end
 
   it "requires a block" do

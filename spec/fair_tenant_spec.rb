@@ -43,8 +43,8 @@ class FtSpecPlainJob
   def perform(*); end
 end
 
-# What Sidekiq's Rails integration does, so ActiveJob classes take sidekiq_options.
-ActiveJob::Base.include(Sidekiq::Worker::Options) unless ActiveJob::Base.respond_to?(:sidekiq_options)
+# What Sidekiq's Rails integration does (sidekiq_options on ActiveJob classes; on 7.3 its wrapper).
+require_relative "support/sidekiq_active_job"
 ActiveJob::Base.logger = Logger.new(nil)
 
 class FtSpecActiveJob < ActiveJob::Base
@@ -80,13 +80,13 @@ RSpec.describe Ferrolock::FairTenant do
 
   before do
     Sidekiq.configure_client { |c| c.redis = { url: FerrolockTest.redis_server.url } }
-    Sidekiq.client_middleware { |chain| chain.add middleware }
+    FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.add middleware }
     Ferrolock.configure { |c| c.logger = Logger.new(log) }
     described_class.reset!
   end
 
   after do
-    Sidekiq.client_middleware { |chain| chain.remove(middleware) }
+    FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.remove(middleware) }
     Ferrolock.reset_config!
   end
 
@@ -164,13 +164,13 @@ RSpec.describe Ferrolock::FairTenant do
     end
 
     it "leaves a job another middleware already moved" do
-      Sidekiq.client_middleware { |chain| chain.prepend FtSpecMover }
+      FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.prepend FtSpecMover }
       redis.config(:resetstat)
       6.times { FtSpecJob.perform_async(1) }
       expect(queue_sizes("moved", "default_superslow")).to eq("moved" => 6, "default_superslow" => 0)
       expect(evalsha_calls).to eq(0)
     ensure
-      Sidekiq.client_middleware { |chain| chain.remove(FtSpecMover) }
+      FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.remove(FtSpecMover) }
     end
 
     it "pushes a job without a tenant as is, warning once per class" do

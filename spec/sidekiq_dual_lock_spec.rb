@@ -2,7 +2,6 @@
 
 require "sidekiq"
 require "sidekiq/api"
-require "ferrolock/sidekiq/dual_lock_middleware"
 
 Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
 
@@ -134,7 +133,7 @@ RSpec.describe Ferrolock::Sidekiq::DualLockMiddleware do
         expect(failures["UnknownOptionJob"][1]).to match(/UnknownOptionJob: unknown dual_lock option :ttl/)
         expect(failures["RaisingKeyJob"][0]).to eq("Ferrolock::Error")
         expect(failures["RaisingKeyJob"][1])
-          .to eq("RaisingKeyJob: the dual_lock key proc raised KeyError: no such record")
+          .to eq("RaisingKeyJob.dual_lock_key raised KeyError: no such record")
         wait_until(timeout: 10) { redis.llen("plain:ran") == 1 }
         expect(redis.llen("bad:ran")).to eq(0)
         expect(sidekiq.log).to include("ZeroTtlJob")
@@ -146,6 +145,7 @@ RSpec.describe Ferrolock::Sidekiq::DualLockMiddleware do
         run_ruby!(<<~RUBY)
           require "active_job"
           require "sidekiq"
+          require #{File.expand_path("support/sidekiq_active_job", __dir__).dump} # Sidekiq 7.3's wrapper
           Sidekiq.configure_client { |c| c.redis = { url: ENV["REDIS_URL"] } }
           ActiveJob::Base.queue_adapter = :sidekiq
           ActiveJob::Base.logger = Logger.new(nil)
@@ -218,9 +218,34 @@ RSpec.describe Ferrolock::Sidekiq::DualLockMiddleware do
       expect(settings.key_for([2])).not_to eq(settings.key_for([1]))
     end
 
-    it "reports a key proc that returns nonsense as a Ferrolock::Error naming the class" do
-      settings = Ferrolock::Sidekiq::DualLockSettings.new(job_class({}), { key: ->(*) { [] } })
-      expect { settings.key_for([1]) }.to raise_error(Ferrolock::Error, /ProbeJob: the dual_lock key must give/)
+    it "reports a dual_lock_key that returns nonsense as a Ferrolock::Error naming the class" do
+      klass = job_class({})
+      klass.define_singleton_method(:dual_lock_key) { |*| [] }
+      settings = Ferrolock::Sidekiq::DualLockSettings.new(klass, true)
+      expect { settings.key_for([1]) }.to raise_error(Ferrolock::Error, /ProbeJob.dual_lock_key must return/)
+    end
+
+    it "takes a key from the class's dual_lock_key, or a fixed key:, but refuses a key: proc" do
+      klass = job_class({})
+      klass.define_singleton_method(:dual_lock_key) { |id, *| "record:#{id}" }
+      expect(Ferrolock::Sidekiq::DualLockSettings.new(klass, true).key_for([7, "x"])).to eq("record:7")
+      expect(Ferrolock::Sidekiq::DualLockSettings.new(job_class({}), { key: "reindex" }).key_for([1])).to eq("reindex")
+      expect { described_class.validate!(job_class(dual_lock: { key: ->(id) { id.to_s } })) }
+        .to raise_error(ArgumentError, /ProbeJob: a dual_lock key: proc .*def self.dual_lock_key/)
+      expect { Ferrolock::Sidekiq::DualLockSettings.new(klass, { key: "fixed" }) }
+        .to raise_error(ArgumentError, /ProbeJob: give either dual_lock key: or self.dual_lock_key/)
+    end
+
+    it "keeps the job payload JSON-clean: only sidekiq_options' plain values reach Redis" do
+      klass = job_class(dual_lock: { max_wait: 5 })
+      klass.define_singleton_method(:dual_lock_key) { |id| "record:#{id}" }
+      stub_const("PayloadProbeJob", klass)
+      jid = PayloadProbeJob.perform_async(42)
+      raw = redis.lrange("queue:default", 0, -1).find { |json| JSON.parse(json)["jid"] == jid }
+      expect(raw).not_to include("Proc")
+      expect(JSON.parse(raw)["dual_lock"]).to eq("max_wait" => 5)
+      expect(Ferrolock::Sidekiq::DualLockSettings.for(PayloadProbeJob).key_for(JSON.parse(raw)["args"]))
+        .to eq("record:42")
     end
   end
 end

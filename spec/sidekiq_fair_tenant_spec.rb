@@ -18,7 +18,7 @@ RSpec.describe Ferrolock::FairTenant::ClientMiddleware, "in a Sidekiq process" d
     Ferrolock::FairTenant.reset!
   end
 
-  after { Sidekiq.client_middleware { |chain| chain.remove(described_class) } }
+  after { FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.remove(described_class) } }
 
   def p95(values)
     values.sort[(values.size * 0.95).ceil - 1]
@@ -37,7 +37,9 @@ RSpec.describe Ferrolock::FairTenant::ClientMiddleware, "in a Sidekiq process" d
   # (concurrency 5, weights 6/3/1). Returns [small tenants' p95 latency, every run record].
   def big_and_small_run(with_middleware:)
     redis.flushdb
-    Sidekiq.client_middleware { |chain| with_middleware ? chain.add(described_class) : chain.remove(described_class) }
+    FerrolockTest::SidekiqVersion.client_middleware do |chain|
+      with_middleware ? chain.add(described_class) : chain.remove(described_class)
+    end
     with_sidekiq(app, concurrency: 5, queues: weighted) do
       enqueue_big_then_small
       wait_until(timeout: 120, interval: 0.1) { redis.llen("ft:done") >= 2050 }
@@ -69,7 +71,7 @@ RSpec.describe Ferrolock::FairTenant::ClientMiddleware, "in a Sidekiq process" d
   end
 
   it "counts a job once although Sidekiq pushes it again for its retry or its schedule" do
-    Sidekiq.client_middleware { |chain| chain.add(described_class) }
+    FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.add(described_class) }
     jobs = [FtRetryJob, FtRetryBoundedJob]
     with_sidekiq(app, concurrency: 2, queues: weighted) do
       jobs.each do |job|

@@ -2,7 +2,6 @@
 
 require "sidekiq"
 require "sidekiq/api"
-require "ferrolock/sidekiq/limiter_middleware"
 require "logger"
 require "stringio"
 
@@ -137,6 +136,22 @@ RSpec.describe Ferrolock::Sidekiq::LimiterMiddleware do
       expect(entry.at.to_f - Time.now.to_f).to be_between(7, 12.5)
       expect(events.first).to include(name: "inline", jid: "abc123", count: 4, reason: :over_limit)
       expect(log.string).to include('SomeJob abc123 over limit "inline"; rescheduled in')
+    end
+
+    it "names the wrapped class of an ActiveJob job in events and log lines, not JobWrapper" do
+      events = []
+      sub = Ferrolock.subscribe(:rescheduled, :reschedules_exhausted) { |event, payload| events << [event, payload] }
+      wrapped = job.merge("class" => "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper",
+                          "wrapped" => "ErpSyncJob", "args" => [{ "job_class" => "ErpSyncJob", "arguments" => [1] }])
+      described_class.new.call(nil, wrapped, "default") { over_limit }
+      expect { described_class.new(max_reschedules: 0).call(nil, wrapped, "default") { over_limit } }
+        .to raise_error(Ferrolock::OverLimit)
+      Ferrolock.unsubscribe(sub)
+      expect(events.map { |event, payload| [event, payload[:class]] })
+        .to eq([%i[rescheduled], %i[reschedules_exhausted]].map { |(event)| [event, "ErpSyncJob"] })
+      expect(log.string).to include('ErpSyncJob abc123 over limit "inline"; rescheduled in',
+                                    'ErpSyncJob abc123 over limit "inline" after 0 reschedules')
+      expect(log.string).not_to include("JobWrapper")
     end
 
     it "re-raises once the job's own cap (sidekiq_options ferrolock_max_reschedules) is reached" do

@@ -9,6 +9,9 @@ require_relative "support/redis_server"
 require_relative "support/processes"
 require_relative "support/timing"
 
+# FERROLOCK_SIDEKIQ=7: the vendored Sidekiq 7.3 first on the load path, before anything requires sidekiq.
+FerrolockTest::SidekiqVersion.setup!
+
 # FerrolockTest.redis_server is started before ferrolock is loaded, so the
 # default configuration (REDIS_URL) already points at it.
 module FerrolockTest
@@ -26,6 +29,8 @@ RSpec.configure do |config|
   config.include FerrolockTest::Processes
   config.include FerrolockTest::Timing
   config.disable_monkey_patching!
+  # `:sidekiq` marks what bin/test's rspec_sidekiq7 step runs again on Sidekiq 7.3.
+  config.define_derived_metadata(file_path: FerrolockTest::SidekiqVersion::SPEC_FILES) { |meta| meta[:sidekiq] = true }
   config.expect_with(:rspec) { |c| c.syntax = :expect }
   config.order = :random
   Kernel.srand config.seed

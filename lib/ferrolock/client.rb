@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "eviction_check"
+
 module Ferrolock
   # A Redis client shared by threads (a small pool of connections in Rust).
   #
@@ -10,24 +12,34 @@ module Ferrolock
   class Client
     OPTIONS = %i[url namespace connect_timeout read_timeout tls_ca_file reply_spin].freeze
 
-    # url:, namespace:, connect_timeout:, read_timeout:, reply_spin: default to Ferrolock.config;
-    # tls_ca_file: a PEM bundle to trust for rediss:// (default: the system's roots).
+    # url:, namespace:, connect_timeout:, read_timeout:, reply_spin:, tls_ca_file: default to
+    # Ferrolock.config; tls_ca_file: a PEM bundle to trust for rediss:// (nil: the system's roots).
     def initialize(**options)
       unknown = options.keys - OPTIONS
       raise ArgumentError, "unknown keyword#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
 
       @native = native_client(options, Ferrolock.config)
+      @eviction_check = EvictionCheck.new(@native, redacted_url)
     end
 
-    # The Ferrolock::Native::Client that primitives pass to their native constructors.
-    attr_reader :native
+    # The Ferrolock::Native::Client that primitives pass to their native constructors. The first
+    # use also starts the one-off maxmemory-policy check (see EvictionCheck).
+    def native
+      @eviction_check.start
+      @native
+    end
+
+    # The background maxmemory-policy check (specs wait on it with #join).
+    attr_reader :eviction_check
 
     # Runs any Redis command: call("SET", "k", "v", "PX", 500).
     def call(*args)
+      @eviction_check.start
       @native.call(*args)
     end
 
     def ping
+      @eviction_check.start
       @native.ping
     end
 
@@ -61,10 +73,10 @@ module Ferrolock
       setting = ->(name, default) { options.fetch(name) { config.public_send(default) } }
       Native::Client.new(
         string_option(:url, setting.call(:url, :redis_url)),
-        string_option(:namespace, setting.call(:namespace, :namespace)),
+        Validate.text!(:namespace, setting.call(:namespace, :namespace)),
         Configuration.timeout!(:connect_timeout, setting.call(:connect_timeout, :connect_timeout)),
         Configuration.timeout!(:read_timeout, setting.call(:read_timeout, :read_timeout)),
-        path_option(:tls_ca_file, options[:tls_ca_file]),
+        path_option(:tls_ca_file, setting.call(:tls_ca_file, :tls_ca_file)),
         Configuration.reply_spin!(setting.call(:reply_spin, :reply_spin))
       )
     end

@@ -39,14 +39,19 @@ module Ferrolock
     def within_limit(wait_timeout: @wait_timeout)
       raise ArgumentError, "within_limit needs a block" unless block_given?
 
-      slot = acquire(Validate.seconds!(:wait_timeout, wait_timeout, allow_zero: true))
+      wait_timeout = Validate.seconds!(:wait_timeout, wait_timeout, allow_zero: true)
+      slot = nil
       finished = false
-      value = yield
-      finished = true
-      value
-    ensure
-      # A block that raised keeps its own exception: a lost slot is then only reported.
-      release(slot, raise_lost: finished) if slot
+      begin
+        acquire(wait_timeout, keep: ->(s) { slot = s })
+        value = yield
+        finished = true
+        value
+      ensure
+        # A block that raised keeps its own exception: a lost slot is then only reported.
+        # Deferring interrupts here means none can skip the release (see Interrupts).
+        Interrupts.release { release(slot, raise_lost: finished) if slot }
+      end
     end
 
     # { limit:, in_use:, waiting: } read from Redis: every process's slots and waiters.
@@ -62,16 +67,19 @@ module Ferrolock
 
     private
 
-    def acquire(wait_timeout)
+    # `keep` records the slot the moment it is granted (see Interrupts).
+    def acquire(wait_timeout, keep:)
       started = Ferrolock.monotonic
-      slot = @native.acquire(wait_timeout)
+      slot = Interrupts.acquire(keep: keep, give_back: ->(s) { @native.release(s) if s }) do
+        @native.acquire(wait_timeout)
+      end
       waited = Ferrolock.monotonic - started
       unless slot
-        instrument(:over_limit, duration: waited)
+        instrument(:over_limit, **waited_payload(waited))
         raise OverLimit.new("ConcurrentLimiter #{@name.inspect}: all #{@count} slots stayed busy for " \
                             "#{wait_timeout} s (wait_timeout)", limiter: self)
       end
-      instrument(:acquired, duration: waited)
+      instrument(:acquired, **waited_payload(waited))
       slot
     end
 
@@ -80,6 +88,11 @@ module Ferrolock
     rescue LockLost
       instrument(:lock_lost)
       raise if raise_lost
+    end
+
+    # :waited, as DistMutex and DualLock send it; :duration is its deprecated old name.
+    def waited_payload(waited)
+      { waited: waited, duration: waited }
     end
 
     def instrument(event, **payload)

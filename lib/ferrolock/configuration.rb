@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "logger"
+require_relative "validate"
 
 # Global settings: Ferrolock.configure, Ferrolock.config and the default client.
 module Ferrolock
@@ -13,29 +14,38 @@ module Ferrolock
     DEFAULT_REPLY_SPIN = 0.00005
     MAX_REPLY_SPIN = 0.01
 
-    attr_reader :redis_url, :namespace, :connect_timeout, :read_timeout, :reply_spin
+    attr_reader :redis_url, :namespace, :connect_timeout, :read_timeout, :reply_spin, :tls_ca_file
 
     def initialize
-      @redis_url = ENV["FERROLOCK_REDIS_URL"] || ENV["REDIS_URL"] || DEFAULT_URL
+      @redis_url = self.class.default_redis_url
       @namespace = DEFAULT_NAMESPACE
       @connect_timeout = DEFAULT_TIMEOUT
       @read_timeout = DEFAULT_TIMEOUT
       @reply_spin = env_reply_spin || DEFAULT_REPLY_SPIN
+      @tls_ca_file = nil
       @logger = nil
     end
 
+    # nil means the default: FERROLOCK_REDIS_URL, else REDIS_URL, else DEFAULT_URL (so
+    # `c.redis_url = ENV["FERROLOCK_REDIS_URL"]` works in an app that only sets REDIS_URL).
     def redis_url=(value)
-      raise TypeError, "redis_url must be a String, got #{value.class}" unless value.is_a?(String)
-      raise ArgumentError, "redis_url must not be empty" if value.empty?
-
-      @redis_url = value
+      @redis_url = value.nil? ? self.class.default_redis_url : self.class.redis_url!(value)
     end
 
-    def namespace=(value)
-      raise TypeError, "namespace must be a String, got #{value.class}" unless value.is_a?(String)
-      raise ArgumentError, "namespace must not be empty" if value.empty?
+    # A PEM bundle of CAs to trust for rediss:// (a private CA); nil: the system's roots.
+    def tls_ca_file=(value)
+      value = value.to_path if value.respond_to?(:to_path)
+      unless value.nil? || value.is_a?(String)
+        raise TypeError, "tls_ca_file must be a String path or nil, got #{value.class}"
+      end
+      raise ArgumentError, "tls_ca_file must not be empty" if value == ""
 
-      @namespace = value
+      @tls_ca_file = value
+    end
+
+    # A prefix for every key: a non-empty String of at most MAX_NAME_BYTES of UTF-8.
+    def namespace=(value)
+      @namespace = Validate.text!(:namespace, value)
     end
 
     def connect_timeout=(value)
@@ -67,20 +77,30 @@ module Ferrolock
       @logger ||= default_logger
     end
 
-    def self.timeout!(name, value)
-      raise TypeError, "#{name} must be Numeric, got #{value.class}" unless value.is_a?(Numeric)
-      raise ArgumentError, "#{name} must be positive, got #{value}" unless value.positive?
+    def self.redis_url!(value)
+      raise TypeError, "redis_url must be a String, got #{value.class}" unless value.is_a?(String)
+      raise ArgumentError, "redis_url must not be empty" if value.empty?
 
-      value.to_f
+      value
+    end
+
+    def self.default_redis_url
+      [ENV.fetch("FERROLOCK_REDIS_URL", nil), ENV.fetch("REDIS_URL", nil)].find { |url| url && !url.empty? } ||
+        DEFAULT_URL
+    end
+
+    # A connect/read timeout: MIN_TTL_SECONDS (1 ms) up to MAX_SECONDS, like every TTL.
+    def self.timeout!(name, value)
+      Validate.seconds!(name, value)
     end
 
     def self.reply_spin!(value)
-      raise TypeError, "reply_spin must be Numeric, got #{value.class}" unless value.is_a?(Numeric)
+      value = Validate.float!(:reply_spin, value)
       unless value >= 0 && value <= MAX_REPLY_SPIN
         raise ArgumentError, "reply_spin must be between 0 and #{MAX_REPLY_SPIN} seconds, got #{value}"
       end
 
-      value.to_f
+      value
     end
 
     private
@@ -125,7 +145,7 @@ module Ferrolock
           settings = config
           Client.new(url: settings.redis_url, namespace: settings.namespace,
                      connect_timeout: settings.connect_timeout, read_timeout: settings.read_timeout,
-                     reply_spin: settings.reply_spin)
+                     reply_spin: settings.reply_spin, tls_ca_file: settings.tls_ca_file)
         end
       end
     end

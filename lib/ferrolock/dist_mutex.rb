@@ -1,5 +1,9 @@
 # frozen_string_literal: true
 
+require_relative "dist_mutex/ownership"
+require_relative "dist_mutex/owners"
+require_relative "dist_mutex/reaper"
+
 module Ferrolock
   # A mutex shared by threads, processes and hosts through Redis, with Ruby Mutex's API and
   # owner rules (the owner is the current fiber, as with Ruby 3's Mutex).
@@ -28,18 +32,24 @@ module Ferrolock
 
       @client = Validate.client!(client)
       @native = Native::DistMutex.new(@client.native, @name, expire, auto_release, lease)
-      @holds = {}
-      @holds_lock = ::Mutex.new
+      # Holds are recorded process-wide (Owners) under the lock's identity, so other DistMutex
+      # objects of the same lock see them; a hold whose owner ends is released after a tick.
+      @key = [@client.redacted_url, @client.namespace, @name].freeze
+      @tick = (expire || lease) / 3.0
     end
 
     # Waits for the lock (at most timeout seconds: Ferrolock::TimeoutError after that).
     def lock(timeout: nil)
       raise ThreadError, "deadlock; recursive locking" if owned?
 
+      check_local_owners
+
       timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless timeout.nil?
       started = Ferrolock.monotonic
-      hold = @native.lock(timeout)
-      remember(hold)
+      # Granted and recorded, or interrupted holding nothing (see Interrupts).
+      Interrupts.acquire(keep: ->(hold) { remember(hold) }, give_back: ->(hold) { @native.unlock(hold) }) do
+        @native.lock(timeout)
+      end
       Ferrolock.instrument(:acquired, primitive: :dist_mutex, name: @name, waited: Ferrolock.monotonic - started)
       self
     end
@@ -48,20 +58,22 @@ module Ferrolock
     def try_lock
       return false if owned?
 
-      hold = @native.try_lock
-      return false unless hold
-
-      remember(hold)
-      true
+      hold = Interrupts.acquire(keep: ->(h) { remember(h) if h }, give_back: ->(h) { @native.unlock(h) if h }) do
+        @native.try_lock
+      end
+      !hold.nil?
     end
 
     # Releases the lock. Raises ThreadError unless the current fiber holds it, and
     # Ferrolock::LockLost when the lease was lost meanwhile (the section was not exclusive).
     def unlock
-      hold = @holds_lock.synchronize { @holds.delete(Fiber.current) }
-      raise ThreadError, "Attempt to unlock a mutex which is not locked by this thread" unless hold
+      # Taken out of the registry and released with no exception landing in between.
+      Interrupts.release do
+        hold = forget_own_hold
+        raise ThreadError, "Attempt to unlock a mutex which is not locked by this thread" unless hold
 
-      @native.unlock(hold)
+        @native.unlock(hold)
+      end
       self
     rescue LockLost
       Ferrolock.instrument(:lock_lost, primitive: :dist_mutex, name: @name)
@@ -71,13 +83,35 @@ module Ferrolock
     # Runs the block holding the lock and returns its value.
     def synchronize(timeout: nil)
       raise ThreadError, "must be called with a block" unless block_given?
+      raise ThreadError, "deadlock; recursive locking" if owned?
 
-      lock(timeout: timeout)
       begin
+        lock(timeout: timeout)
         yield
       ensure
-        unlock if owned?
+        # Also releases a hold recorded just before an exception landed as lock returned;
+        # deferred interrupts cannot skip the release.
+        Interrupts.release { unlock if owned? }
       end
+    end
+
+    # As Ruby's Mutex#sleep: releases the lock, sleeps until timeout seconds passed or the thread
+    # is woken (Thread#wakeup / #run, ConditionVariable#signal), takes the lock again and returns
+    # the whole seconds slept, or nil when the timeout passed. The wake-up is local to this
+    # process; another process's unlock does not end the sleep. If an exception (Timeout, say)
+    # ends the sleep, the lock is taken again before it propagates, as with Mutex.
+    def sleep(timeout = nil)
+      timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless timeout.nil?
+      unlock
+      started = Ferrolock.monotonic
+      begin
+        timeout ? Kernel.sleep(timeout) : Kernel.sleep
+        slept = Ferrolock.monotonic - started
+      ensure
+        # Like Mutex#sleep, re-locks even when an exception ends the sleep or lands meanwhile.
+        Thread.handle_interrupt(Object => :never) { lock }
+      end
+      timeout && slept >= timeout ? nil : slept.round
     end
 
     # True when anyone (any thread, process or host) holds the lock.
@@ -87,13 +121,13 @@ module Ferrolock
 
     # True when the current fiber holds the lock.
     def owned?
-      @holds_lock.synchronize { @holds.key?(Fiber.current) }
+      !Owners.current(@native, @key).nil?
     end
 
     # A number that grows with every acquisition of this name, while owned; else nil.
     # Pass it to storage that must reject writes from a holder that lost the lock.
     def fencing_token
-      @holds_lock.synchronize { @holds[Fiber.current] }&.fencing_token
+      Owners.current(@native, @key)&.hold&.fencing_token
     end
 
     def inspect
@@ -102,8 +136,26 @@ module Ferrolock
 
     private
 
+    # Records hold (a Native::MutexHold) as owned by the calling fiber.
     def remember(hold)
-      @holds_lock.synchronize { @holds[Fiber.current] = hold }
+      Owners.add(Ownership.new(native_mutex: @native, hold: hold, key: @key, thread: Thread.current,
+                               fiber: Fiber.current, tick: @tick))
+    end
+
+    # Removes the calling fiber's record and returns its Native::MutexHold (nil when not owned).
+    def forget_own_hold
+      Owners.take_current(@native, @key)&.hold
+    end
+
+    # Before waiting. A live sibling fiber that holds this lock could never run to unlock it (the
+    # wait blocks the thread, even under a Fiber.scheduler): fail like Ruby's Mutex instead of
+    # hanging. A hold whose owner ended is released now rather than at the reaper's next tick.
+    def check_local_owners
+      if Owners.sibling_fiber_holds?(@key)
+        raise ThreadError, "deadlock; lock already owned by another fiber belonging to the same thread"
+      end
+
+      Reaper.release_all(Owners.take_gone(@key))
     end
   end
 end

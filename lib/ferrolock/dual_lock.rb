@@ -31,16 +31,24 @@ module Ferrolock
       raise ArgumentError, "run needs a block" unless block_given?
 
       started = Ferrolock.monotonic
-      ticket = @native.enter
+      ticket = nil
+      ran = false
       begin
+        # The ticket is recorded the moment it is granted (see Interrupts).
+        Interrupts.acquire(keep: ->(t) { ticket = t }, give_back: ->(t) { @native.leave(t) }) { @native.enter }
         return skipped(tags) unless take_turn(ticket, started, tags)
 
         yield
-      rescue Exception # rubocop:disable Lint/RescueException -- release on Thread#kill/raise too
-        leave_quietly(ticket, tags)
-        raise
+        ran = true
+      ensure
+        # Deferring interrupts means none can skip the release (on Thread#kill/raise too). A block
+        # that raised keeps its own exception: a failed release is then only logged.
+        Interrupts.release do
+          if ran then leave(ticket, tags)
+          elsif ticket then leave_quietly(ticket, tags)
+          end
+        end
       end
-      leave(ticket, tags)
       true
     end
 

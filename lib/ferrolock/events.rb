@@ -20,17 +20,25 @@ module Ferrolock
     end
   end
 
+  # Every event ferrolock instruments (the README's table); subscribe rejects other names, so a
+  # typo fails at boot instead of never firing.
+  EVENTS = %i[
+    acquired lock_lost owner_gone skipped wait_timeout over_limit
+    rescheduled reschedules_exhausted rerouted
+    locked skipped_in_progress skipped_processed released_after_error redis_error
+  ].freeze
+
   SUBSCRIBERS_LOCK = Mutex.new
   private_constant :SUBSCRIBERS_LOCK
   @subscribers = [].freeze
 
   class << self
     # Ferrolock.subscribe { |event, payload| ... } receives every event;
-    # Ferrolock.subscribe(:acquired, :waited) { ... } only those named.
+    # Ferrolock.subscribe(:acquired, :wait_timeout) { ... } only those named (see EVENTS).
     def subscribe(*events, &block)
       raise ArgumentError, "subscribe needs a block" unless block
 
-      subscription = Subscription.new(events.map(&:to_sym).freeze, block)
+      subscription = Subscription.new(event_names!(events), block)
       SUBSCRIBERS_LOCK.synchronize { @subscribers = (@subscribers + [subscription]).freeze }
       subscription
     end
@@ -45,22 +53,39 @@ module Ferrolock
     end
 
     # Calls every matching subscriber; a failing subscriber is logged, never raised.
+    # Asynchronous exceptions (Thread#raise, Timeout, Thread#kill) wait until the subscribers are
+    # done: landing inside, the rescue below would log and swallow them. Keep subscribers quick.
     def instrument(event, payload = {})
       event = event.to_sym
-      @subscribers.each do |subscription|
-        next unless subscription.match?(event)
+      Thread.handle_interrupt(Object => :never) do
+        @subscribers.each do |subscription|
+          next unless subscription.match?(event)
 
-        begin
-          subscription.call(event, payload)
-        rescue StandardError => e
-          logger.warn("ferrolock: #{event} subscriber failed: #{e.class}: #{e.message}")
+          begin
+            subscription.call(event, payload)
+          rescue StandardError => e
+            logger.warn("ferrolock: #{event} subscriber failed: #{e.class}: #{e.message}")
+          end
         end
+        publish_notification(event, payload)
       end
-      publish_notification(event, payload)
       nil
     end
 
     private
+
+    def event_names!(events)
+      events.map do |event|
+        unless event.is_a?(Symbol) || event.is_a?(String)
+          raise TypeError, "subscribe: event names must be Symbols, got #{event.inspect}"
+        end
+
+        name = event.to_sym
+        next name if EVENTS.include?(name)
+
+        raise ArgumentError, "subscribe: unknown event #{event.inspect} (known: #{EVENTS.join(", ")})"
+      end.freeze
+    end
 
     def publish_notification(event, payload)
       return unless defined?(::ActiveSupport::Notifications)

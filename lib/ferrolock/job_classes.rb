@@ -14,5 +14,25 @@ module Ferrolock
         false
       end
     end
+
+    # with_option, warning when none is loaded: a boot check that saw no class checked nothing.
+    def self.found(option, check)
+      classes = with_option(option)
+      if classes.empty?
+        Ferrolock.logger.warn("ferrolock: #{check} found no loaded job class with #{option} in its " \
+                              "sidekiq_options, so it checked nothing; eager-load the app first " \
+                              "(Rails: config.eager_load = true, or Rails.application.eager_load!)")
+      end
+      classes
+    end
+
+    # Raises the one error as is, or one ArgumentError listing several.
+    def self.raise_all!(errors)
+      return if errors.empty?
+      raise errors.first if errors.size == 1
+
+      raise ArgumentError, "#{errors.size} job classes have bad options:\n" \
+                           "#{errors.map { |e| "  #{e.class}: #{e.message}" }.join("\n")}"
+    end
   end
 end

@@ -3,6 +3,7 @@
 require "open3"
 require "rbconfig"
 require "timeout"
+require_relative "sidekiq_version"
 
 module FerrolockTest
   ROOT = File.expand_path("../..", __dir__)
@@ -44,27 +45,26 @@ module FerrolockTest
     end
   end
 
-  # A real Sidekiq server process (Debian's sidekiq 6.4.1), stopped with TERM then KILL.
+  # A real Sidekiq server process (Debian's sidekiq 6.4.1, or the vendored 7.3.10), stopped with TERM then KILL.
   class SidekiqProcess
     attr_reader :log_path, :pid
 
-    def self.executable
-      path = ENV.fetch("PATH", "").split(File::PATH_SEPARATOR).map { |dir| File.join(dir, "sidekiq") }
-                .find { |candidate| File.executable?(candidate) }
-      path || raise("the sidekiq executable is not installed (bin/setup installs ruby-sidekiq)")
+    # Debian's `sidekiq`, or the vendored 7.3 one with FERROLOCK_SIDEKIQ=7 (spec/support/sidekiq_version.rb).
+    def self.command
+      SidekiqVersion.server_command
     end
 
     def initialize(app, concurrency: 5, queues: ["default"], env: {}, shutdown_timeout: 5)
       @app = File.expand_path(app, ROOT)
       @concurrency = concurrency
       @queues = queues
-      @env = { "REDIS_URL" => FerrolockTest.redis_server.url, "RUBYLIB" => LIB }.merge(env)
+      @env = { "REDIS_URL" => FerrolockTest.redis_server.url, "RUBYLIB" => SidekiqVersion.rubylib(LIB) }.merge(env)
       @shutdown_timeout = shutdown_timeout
       @log_path = File.join(Dir.mktmpdir("ferrolock-sidekiq-"), "sidekiq.log")
     end
 
     def start(boot_timeout: 20)
-      args = [self.class.executable, "-r", @app, "-c", @concurrency.to_s, "-t", @shutdown_timeout.to_s]
+      args = [*self.class.command, "-r", @app, "-c", @concurrency.to_s, "-t", @shutdown_timeout.to_s]
       @queues.each { |queue| args.push("-q", queue) }
       @pid = Process.spawn(@env, *args, chdir: ROOT, out: log_path, err: %i[child out], pgroup: true)
       owner = Process.pid

@@ -78,9 +78,8 @@ impl Client {
             ("connect_timeout", opts.connect_timeout),
             ("read_timeout", opts.read_timeout),
         ] {
-            if d.is_zero() {
-                return Err(Error::argument(format!("{arg}: must be positive")));
-            }
+            // Bounded too: deadlines are `Instant::now() + timeout`.
+            crate::seconds::check_span(arg, d)?;
         }
         let tls = match &endpoint.addr {
             Addr::Tls { insecure: true, .. } => {
@@ -227,11 +226,7 @@ impl Client {
                         call.pack_into(&mut buf, false);
                         c.request(intr, &buf)
                     }
-                    Value::ServerError(e) => Err(Error::Redis(format!(
-                        "{} {}",
-                        e.code(),
-                        e.details().unwrap_or("")
-                    ))),
+                    Value::ServerError(e) => Err(c.server_error(&e)),
                     v => Ok(v),
                 });
             }
@@ -258,6 +253,26 @@ impl Client {
             c.request_blocking(intr, &packed, timeout, unblock)
         })?;
         Ok(!matches!(reply, Value::Nil))
+    }
+
+    /// Redis' `maxmemory-policy` (`CONFIG GET`), asked once at boot by the Ruby client to warn
+    /// when Redis may evict ferrolock's keys. `Ok(None)` when the server does not report it;
+    /// `Error::Redis` when it refuses CONFIG (ACL, managed Redis).
+    pub fn maxmemory_policy(&self, intr: &Interrupt) -> Result<Option<String>> {
+        let args = [
+            b"CONFIG".to_vec(),
+            b"GET".to_vec(),
+            b"maxmemory-policy".to_vec(),
+        ];
+        let reply = self.command(intr, &args)?;
+        // RESP2: [name, value]; RESP3 would be a map, which this connection never negotiates.
+        Ok(match reply {
+            Value::Array(items) => match items.get(1) {
+                Some(Value::BulkString(b)) => Some(String::from_utf8_lossy(b).into_owned()),
+                _ => None,
+            },
+            _ => None,
+        })
     }
 
     /// Ends a blocked connection's wait now, as if its timeout had passed. A server that refuses

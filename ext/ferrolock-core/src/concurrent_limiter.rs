@@ -72,11 +72,7 @@ impl ConcurrentLimiter {
         if opts.limit == 0 {
             return Err(Error::argument("count: must be a positive integer"));
         }
-        if opts.lease.as_millis() < 1 {
-            return Err(Error::argument(
-                "lock_timeout: must be at least 0.001 seconds",
-            ));
-        }
+        crate::seconds::check_span("lock_timeout", opts.lease)?;
         Ok(ConcurrentLimiter {
             client: client.clone(),
             name: name.to_string(),
@@ -102,7 +98,7 @@ impl ConcurrentLimiter {
     }
 
     fn lease_ms(&self) -> u64 {
-        self.lease.as_millis() as u64
+        crate::seconds::millis(self.lease)
     }
 
     fn attempt(&self, intr: &Interrupt, token: &str, wait_ms: u64) -> Result<Attempt> {
@@ -150,7 +146,7 @@ impl ConcurrentLimiter {
             let mark_ms = if left.is_zero() {
                 0
             } else {
-                (left.min(max_block) + WAIT_MARK_MARGIN).as_millis() as u64
+                crate::seconds::millis(left.min(max_block) + WAIT_MARK_MARGIN)
             };
             marked |= mark_ms > 0;
             match self.attempt(intr, token, mark_ms)? {
@@ -197,7 +193,13 @@ impl ConcurrentLimiter {
         let lost_before = slot.lease.is_lost();
         let token = slot.token.clone();
         drop(slot); // stop renewing before releasing
-        let released = int(&self.client.eval(intr, &self.release_call(&token))?)? == 1;
+        let call = self.release_call(&token);
+        let released = int(&crate::lease::release_now(
+            &self.client,
+            intr,
+            call,
+            self.lease,
+        )?)? == 1;
         if released && !lost_before {
             Ok(())
         } else {
@@ -233,12 +235,18 @@ impl ConcurrentLimiter {
         match ints(&self.client.eval(intr, &call)?)?.as_slice() {
             [in_use, waiting] => Ok(LimiterStatus {
                 limit: self.limit,
-                in_use: *in_use as u32,
-                waiting: *waiting as u32,
+                in_use: count_u32(*in_use),
+                waiting: count_u32(*waiting),
             }),
             other => Err(Error::Redis(format!(
                 "concurrent_limiter/status: unexpected reply {other:?}"
             ))),
         }
     }
+}
+
+/// A count Redis reported, as u32: clamped instead of wrapped (a count is never negative or
+/// above u32::MAX unless the keys were tampered with).
+fn count_u32(n: i64) -> u32 {
+    u32::try_from(n.max(0)).unwrap_or(u32::MAX)
 }

@@ -225,8 +225,29 @@ impl Conn {
     pub fn recv(&mut self) -> Result<Value> {
         let value = self.recv_value()?;
         match value {
-            Value::ServerError(e) => Err(Error::Redis(server_error_text(&e))),
+            Value::ServerError(e) => Err(self.server_error(&e)),
             v => Ok(v),
+        }
+    }
+
+    /// An error reply as an error. A server that cannot serve right now (loading its data after a
+    /// restart, a replica after a failover, a script running too long) is a connection problem,
+    /// not an answer: the command did not run, and callers that handle `Connection` (retry,
+    /// reschedule) must see it as such.
+    pub fn server_error(&self, e: &redis::ServerError) -> Error {
+        const UNAVAILABLE: [&str; 6] = [
+            "LOADING",
+            "BUSY",
+            "MASTERDOWN",
+            "READONLY",
+            "TRYAGAIN",
+            "CLUSTERDOWN",
+        ];
+        let text = server_error_text(e);
+        if UNAVAILABLE.contains(&e.code()) {
+            Error::connection(&self.addr, format!("not available ({text})"))
+        } else {
+            Error::Redis(text)
         }
     }
 

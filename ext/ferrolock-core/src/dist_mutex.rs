@@ -19,6 +19,9 @@ lua_script!(pub(crate) RENEW_KEY = "lease/renew_key");
 /// just as its wait ends still signals.
 const WAIT_MARK_MARGIN: Duration = Duration::from_secs(1);
 
+/// The fencing counter's TTL in lock TTLs (see `fence_ttl`).
+const FENCE_TTL_FACTOR: u32 = 10;
+
 #[derive(Clone, Debug)]
 pub struct DistMutexOptions {
     /// `None`: released at unlock, lease of `lease`. `Some(n)`: `n` is the TTL.
@@ -72,14 +75,9 @@ enum Attempt {
 impl DistMutex {
     pub fn new(client: &Client, name: &str, opts: DistMutexOptions) -> Result<DistMutex> {
         let keys = client.keys(name)?;
-        if opts.lease.as_millis() < 1 {
-            return Err(Error::argument("lease: must be at least 0.001 seconds"));
-        }
+        crate::seconds::check_span("lease", opts.lease)?;
         let ttl = match opts.expire {
-            Some(e) if e.as_millis() < 1 => {
-                return Err(Error::argument("expire: must be at least 0.001 seconds"))
-            }
-            Some(e) => e,
+            Some(e) => crate::seconds::check_span("expire", e)?,
             None if !opts.auto_release => {
                 return Err(Error::argument(
                     "auto_release: false needs expire: (the lock would never be released)",
@@ -108,36 +106,27 @@ impl DistMutex {
         crate::token::new_token()
     }
 
-    /// The uncontended path without Lua: SET NX PX and INCR of the fencing counter in one round
-    /// trip. The fencing token still grows across holders: a holder's INCR runs after its own
-    /// SET succeeded, so after the previous holder released. `None` when the lock was taken.
-    fn attempt_fast(&self, intr: &Interrupt, token: &str) -> Result<Option<i64>> {
-        let mut set = redis::cmd("SET");
-        set.arg(&self.lock_key)
-            .arg(token)
-            .arg("NX")
-            .arg("PX")
-            .arg(self.ttl.as_millis() as u64);
-        let mut incr = redis::cmd("INCR");
-        incr.arg(&self.fence_key);
-        let replies = self.client.pipeline(intr, &[set, incr])?;
-        match replies.as_slice() {
-            [redis::Value::Okay, fence] => Ok(Some(crate::client::int(fence)?)),
-            [redis::Value::Nil, _] => Ok(None),
-            other => Err(Error::Redis(format!(
-                "dist_mutex: unexpected reply {other:?}"
-            ))),
-        }
+    /// How long the fencing counter outlives the name's last acquisition. Any TTL keeps tokens
+    /// increasing (acquire.lua falls back on Redis time once it expired); a longer one only
+    /// keeps a token that ran ahead of time in memory longer. Ten lock TTLs lets an idle
+    /// name's keys vanish soon while a busy name keeps its counter.
+    pub fn fence_ttl(&self) -> Duration {
+        // Capped like every span, so PX stays far from Redis' limit.
+        self.ttl
+            .saturating_mul(FENCE_TTL_FACTOR)
+            .min(crate::seconds::MAX)
     }
 
+    /// One round trip, also on the uncontended path. Fails without marking when `wait_ms` is 0.
     fn attempt(&self, intr: &Interrupt, token: &str, wait_ms: u64) -> Result<Attempt> {
         let call = ScriptCall::new(&ACQUIRE)
             .key(&self.lock_key)
             .key(&self.fence_key)
             .key(&self.waiters_key)
             .arg(token)
-            .arg(self.ttl.as_millis() as u64)
-            .arg(wait_ms);
+            .arg(crate::seconds::millis(self.ttl))
+            .arg(wait_ms)
+            .arg(crate::seconds::millis(self.fence_ttl()));
         let reply = ints(&self.client.eval(intr, &call)?)?;
         match reply.as_slice() {
             [1, fence] => Ok(Attempt::Acquired(*fence)),
@@ -153,7 +142,7 @@ impl DistMutex {
             let renew = ScriptCall::new(&RENEW_KEY)
                 .key(&self.lock_key)
                 .arg(token)
-                .arg(self.ttl.as_millis() as u64);
+                .arg(crate::seconds::millis(self.ttl));
             Lease::start(&self.client, renew, self.ttl)
         });
         Held {
@@ -165,10 +154,7 @@ impl DistMutex {
 
     /// One attempt, never waits.
     pub fn try_lock(&self, intr: &Interrupt, token: &str) -> Result<Option<Held>> {
-        if let Some(fence) = self.attempt_fast(intr, token)? {
-            return Ok(Some(self.held(token, fence)));
-        }
-        // Taken: maybe by this very token (a retried call), which the script recognises.
+        // The script also recognises a lock held by this very token (a retried call).
         match self.attempt(intr, token, 0)? {
             Attempt::Acquired(fence) => Ok(Some(self.held(token, fence))),
             Attempt::Busy { .. } => Ok(None),
@@ -181,16 +167,14 @@ impl DistMutex {
     pub fn lock(&self, intr: &Interrupt, token: &str, deadline: Option<Instant>) -> Result<Held> {
         // Only a releasing holder signals; expiry-only locks are waited out locally.
         let signal = self.auto_release.then_some(self.signal_key.as_str());
-        if let Some(fence) = self.attempt_fast(intr, token)? {
-            return Ok(self.held(token, fence));
-        }
+        // The first attempt already marks: a caller that fails it waits anyway.
         loop {
             let planned_wait = match deadline {
                 Some(d) => d.saturating_duration_since(Instant::now()).min(self.ttl),
                 None => self.ttl,
             };
             let mark_ms = if signal.is_some() {
-                (planned_wait + WAIT_MARK_MARGIN).as_millis() as u64
+                crate::seconds::millis(planned_wait + WAIT_MARK_MARGIN)
             } else {
                 0
             };
@@ -218,8 +202,12 @@ impl DistMutex {
         let lost_before = held.lease.as_ref().is_some_and(Lease::is_lost);
         let token = held.token.clone();
         drop(held); // stop renewing before releasing
-        let released =
-            crate::client::int(&self.client.eval(intr, &self.release_call(&token))?)? == 1;
+        let released = crate::client::int(&crate::lease::release_now(
+            &self.client,
+            intr,
+            self.release_call(&token),
+            self.ttl,
+        )?)? == 1;
         if released && !lost_before {
             Ok(())
         } else {

@@ -81,11 +81,7 @@ impl DualLock {
     pub fn new(client: &Client, key: &str, opts: DualLockOptions) -> Result<DualLock> {
         let keys = client.keys(key)?;
         for (arg, ttl) in [("wait_ttl", opts.wait_ttl), ("exec_ttl", opts.exec_ttl)] {
-            if ttl.as_millis() < 1 {
-                return Err(Error::argument(format!(
-                    "{arg}: must be at least 0.001 seconds"
-                )));
-            }
+            crate::seconds::check_span(arg, ttl)?;
         }
         Ok(DualLock {
             client: client.clone(),
@@ -165,8 +161,8 @@ impl DualLock {
             .key(&self.exec_key)
             .key(&self.signal_key)
             .arg(&ticket.token)
-            .arg(self.opts.wait_ttl.as_millis() as u64)
-            .arg(self.opts.exec_ttl.as_millis() as u64);
+            .arg(crate::seconds::millis(self.opts.wait_ttl))
+            .arg(crate::seconds::millis(self.opts.exec_ttl));
         let reply = ints(&self.client.eval(intr, &call)?)?;
         let (stage, pttl) = match reply.as_slice() {
             [1, _] => (Stage::Running, 0),
@@ -200,7 +196,7 @@ impl DualLock {
         let renew = ScriptCall::new(&RENEW_KEY)
             .key(key)
             .arg(token)
-            .arg(ttl.as_millis() as u64);
+            .arg(crate::seconds::millis(ttl));
         Lease::start(&self.client, renew, ttl)
     }
 
@@ -218,7 +214,9 @@ impl DualLock {
         if stage == Stage::Skipped {
             return Ok(());
         }
-        let released = int(&self.client.eval(intr, &self.release_call(&token))?)? == 1;
+        let ttl = self.opts.wait_ttl.max(self.opts.exec_ttl);
+        let call = self.release_call(&token);
+        let released = int(&crate::lease::release_now(&self.client, intr, call, ttl)?)? == 1;
         if stage == Stage::Running && (!released || lost_before) {
             return Err(Error::LockLost(format!(
                 "DualLock {:?}: the EXEC lock expired or was taken by another duplicate while running",

@@ -46,7 +46,7 @@ impl Endpoint {
         if !scheme_ok {
             return Err(Error::argument(format!(
                 "url: expected redis://, rediss:// or unix://, got {}",
-                redact_url(url)
+                shown_url(url)
             )));
         }
         // TLS is ours (rustls), not the redis crate's: parse rediss:// as redis:// and remember.
@@ -59,7 +59,7 @@ impl Endpoint {
         let info = parse_as.as_str().into_connection_info().map_err(|e| {
             Error::argument(format!(
                 "url: cannot parse {} ({})",
-                redact_url(url),
+                shown_url(url),
                 e.detail().unwrap_or("invalid")
             ))
         })?;
@@ -80,7 +80,7 @@ impl Endpoint {
             if host.is_empty() {
                 return Err(Error::argument(format!(
                     "url: no host in {}",
-                    redact_url(url)
+                    shown_url(url)
                 )));
             }
         }
@@ -105,6 +105,17 @@ impl Endpoint {
     /// The URL as given, with any password replaced by `***`.
     pub fn redacted_url(&self) -> &str {
         &self.redacted
+    }
+}
+
+/// A URL for an error message: redacted, and cut after 200 characters so a huge argument does
+/// not become a huge message.
+fn shown_url(url: &str) -> String {
+    const MAX: usize = 200;
+    let redacted = redact_url(url);
+    match redacted.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}… ({} bytes)", &redacted[..cut], url.len()),
+        None => redacted,
     }
 }
 
@@ -182,5 +193,13 @@ mod tests {
         }
         let err = Endpoint::parse("http://u:topsecret@x").unwrap_err();
         assert!(!err.to_string().contains("topsecret"));
+    }
+
+    #[test]
+    fn bad_url_errors_stay_short() {
+        let huge = format!("http://u:topsecret@{}", "x".repeat(10 << 20));
+        let msg = Endpoint::parse(&huge).unwrap_err().to_string();
+        assert!(msg.len() < 400, "{} bytes", msg.len());
+        assert!(!msg.contains("topsecret"));
     }
 }

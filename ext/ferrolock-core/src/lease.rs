@@ -68,13 +68,44 @@ impl Drop for Lease {
 /// granted it), retrying while Redis is unreachable, for at most `give_up_after` (the lease:
 /// past it the key has expired anyway). Without this such a lock would block others for a
 /// whole lease. Only for tokens that will never be used again.
+///
+/// The release is sent now and repeated twice (harmless: it is token-checked and the token is
+/// dead): a call cut short may still be executed by Redis after the cleanup, from the bytes it
+/// had already sent on its own connection, and the repeats catch that grant well within one
+/// renewal tick instead of letting it block others for its whole lease.
 pub fn release_in_background(client: &Client, release: ScriptCall, give_up_after: Duration) {
     let now = Instant::now();
-    let work = Work::Cleanup {
-        call: release,
-        give_up_at: now + give_up_after,
-    };
-    client.inner.watchdog.get().add(&client.inner, work, now);
+    let watchdog = client.inner.watchdog.get();
+    for delay in [Duration::ZERO, CLEANUP_REPEAT, give_up_after / 4] {
+        let work = Work::Cleanup {
+            call: release.clone(),
+            give_up_at: now + give_up_after,
+        };
+        watchdog.add(&client.inner, work, now + delay);
+    }
+}
+
+/// When a background release is repeated first (see `release_in_background`).
+const CLEANUP_REPEAT: Duration = Duration::from_millis(50);
+
+/// Runs a token-checked release now. When Redis does not answer (unreachable, read_timeout,
+/// cut short), the release is handed to the watchdog as by [`release_in_background`] before the
+/// error is returned, so a release is never dropped: the lock is freed as soon as Redis is
+/// back rather than after its whole lease.
+pub fn release_now(
+    client: &Client,
+    intr: &Interrupt,
+    release: ScriptCall,
+    give_up_after: Duration,
+) -> crate::Result<redis::Value> {
+    client.eval(intr, &release).inspect_err(|e| {
+        if matches!(
+            e,
+            crate::Error::Connection { .. } | crate::Error::Timeout(_) | crate::Error::Interrupted
+        ) {
+            release_in_background(client, release.clone(), give_up_after);
+        }
+    })
 }
 
 #[derive(Default)]

@@ -15,6 +15,7 @@ pub mod keys;
 pub mod lease;
 pub mod message_lock;
 pub mod script;
+pub mod seconds;
 pub mod spin;
 mod tls;
 pub mod token;

@@ -84,11 +84,7 @@ impl MessageLock {
             ("lock_ttl", opts.lock_ttl),
             ("processed_ttl", opts.processed_ttl),
         ] {
-            if d.as_millis() < 1 {
-                return Err(Error::argument(format!(
-                    "{arg}: must be at least 0.001 seconds"
-                )));
-            }
+            crate::seconds::check_span(arg, d)?;
         }
         Ok(MessageLock {
             client: client.clone(),
@@ -141,7 +137,7 @@ impl MessageLock {
         token: &str,
     ) -> Result<Begin> {
         let key = self.state_key(queue, message_id)?;
-        let ttl_ms = self.lock_ttl.as_millis() as u64;
+        let ttl_ms = crate::seconds::millis(self.lock_ttl);
         let call = ScriptCall::new(&BEGIN).key(&key).arg(token).arg(ttl_ms);
         let reply = self.client.eval(intr, &call)?;
         match text(&reply).as_deref() {
@@ -170,8 +166,13 @@ impl MessageLock {
         let call = ScriptCall::new(&FINISH)
             .key(&key)
             .arg(&token)
-            .arg(self.processed_ttl.as_millis() as u64);
-        match int(&self.client.eval(intr, &call)?)? {
+            .arg(crate::seconds::millis(self.processed_ttl));
+        match int(&crate::lease::release_now(
+            &self.client,
+            intr,
+            call,
+            self.lock_ttl,
+        )?)? {
             1 if !lost_before => Ok(Finish::Marked),
             // A renewal saw the lease gone (so copies could have run meanwhile), or finish did.
             1 | 0 => Ok(Finish::Lapsed),
@@ -184,7 +185,12 @@ impl MessageLock {
         let Running { key, token, lease } = running;
         drop(lease);
         let call = ScriptCall::new(&ABORT).key(&key).arg(&token);
-        Ok(int(&self.client.eval(intr, &call)?)? == 1)
+        Ok(int(&crate::lease::release_now(
+            &self.client,
+            intr,
+            call,
+            self.lock_ttl,
+        )?)? == 1)
     }
 }
 

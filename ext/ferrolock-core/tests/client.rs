@@ -331,3 +331,41 @@ fn ending_waits_early_never_loses_a_pushed_element() {
     assert_eq!(popped + left, pushed);
     assert!(popped > 0);
 }
+
+#[test]
+fn a_busy_server_is_a_connection_error_not_an_answer() {
+    // LOADING (replaying the AOF after a restart), BUSY (a long script), READONLY (a replica after
+    // a failover): the command did not run, so callers must see Connection, not a Redis reply.
+    let server = RedisServer::start();
+    let c = server.client("t");
+    cmd(&c, &["CONFIG", "SET", "busy-reply-threshold", "50"]);
+    let url = server.url();
+    let busy = std::thread::spawn(move || {
+        let admin = Client::new(ClientOptions::new(&url)).unwrap();
+        let spin = "local t0 = redis.call('TIME') \
+                    local function ms(t) return t[1] * 1000 + math.floor(t[2] / 1000) end \
+                    while ms(redis.call('TIME')) - ms(t0) < 700 do end return 1";
+        cmd(&admin, &["EVAL", spin, "0"])
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    let err = c
+        .command(&Interrupt::new(), &[b"GET".to_vec(), b"k".to_vec()])
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Connection { ref detail, .. } if detail.contains("BUSY")),
+        "{err:?}"
+    );
+    let call = ScriptCall::new(&ECHO_KEY).key("k").arg("tok").arg(5000);
+    let err = c.eval_many(&Interrupt::new(), &[call]);
+    let busy_in_batch = match &err {
+        Ok(results) => matches!(results[0], Err(Error::Connection { .. })),
+        Err(Error::Connection { .. }) => true,
+        _ => false,
+    };
+    assert!(busy_in_batch, "{err:?}");
+    assert_eq!(busy.join().unwrap(), redis::Value::Int(1));
+    assert_eq!(
+        cmd(&c, &["PING"]),
+        redis::Value::SimpleString("PONG".into())
+    );
+}

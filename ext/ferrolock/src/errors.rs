@@ -24,15 +24,15 @@ pub fn core_error(ruby: &Ruby, e: CoreError) -> Error {
     }
 }
 
-/// Seconds from Ruby as a Duration; `arg` names the argument in the error.
+/// A span from Ruby (TTL, lease, timeout: at least 1 ms, at most 10 years) as a Duration; `arg`
+/// names the argument in the ArgumentError.
 pub fn seconds(ruby: &Ruby, arg: &str, secs: f64) -> Result<std::time::Duration, Error> {
-    if !secs.is_finite() || secs <= 0.0 {
-        return Err(Error::new(
-            ruby.exception_arg_error(),
-            format!("{arg}: must be a positive number of seconds, got {secs}"),
-        ));
-    }
-    Ok(std::time::Duration::from_secs_f64(secs))
+    ferrolock_core::seconds::span(arg, secs).map_err(|e| core_error(ruby, e))
+}
+
+/// A wait from Ruby (zero or more, at most 10 years) as a Duration.
+pub fn wait(ruby: &Ruby, arg: &str, secs: f64) -> Result<std::time::Duration, Error> {
+    ferrolock_core::seconds::wait(arg, secs).map_err(|e| core_error(ruby, e))
 }
 
 /// A wait limit from Ruby (`nil` = wait as long as needed, `0` = don't wait) as a deadline.
@@ -41,10 +41,7 @@ pub fn deadline(
     arg: &str,
     secs: Option<f64>,
 ) -> Result<Option<std::time::Instant>, Error> {
-    let now = std::time::Instant::now();
-    match secs {
-        None => Ok(None),
-        Some(0.0) => Ok(Some(now)),
-        Some(s) => Ok(Some(now + seconds(ruby, arg, s)?)),
-    }
+    secs.map(|s| ferrolock_core::seconds::deadline(arg, s, std::time::Instant::now()))
+        .transpose()
+        .map_err(|e| core_error(ruby, e))
 }

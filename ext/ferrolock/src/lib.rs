@@ -4,6 +4,7 @@
 
 mod convert;
 mod errors;
+mod guard;
 mod nogvl;
 mod ruby_api;
 
@@ -19,6 +20,12 @@ fn panic_for_test(ruby: &Ruby) -> Result<(), Error> {
     )
 }
 
+/// Panics while holding the GVL, outside any `nogvl::run`, so the test suite can check that the
+/// entry-point guard turns it into `Ferrolock::Error` (magnus alone would raise `fatal`).
+fn panic_with_gvl_for_test(_ruby: &Ruby) -> Result<(), Error> {
+    panic!("deliberate panic with the GVL held")
+}
+
 #[magnus::init]
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let ferrolock = ruby.define_module("Ferrolock")?;
@@ -29,6 +36,11 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     ruby_api::fair_tenant::init(ruby, native)?;
     ruby_api::dual_lock::init(ruby, native)?;
     ruby_api::message_lock::init(ruby, native)?;
-    native.define_module_function("panic_for_test", function!(panic_for_test, 0))?;
+    nogvl::init(ruby, native)?;
+    native.define_module_function("panic_for_test", function!(guard::f0(panic_for_test), 0))?;
+    native.define_module_function(
+        "panic_with_gvl_for_test",
+        function!(guard::f0(panic_with_gvl_for_test), 0),
+    )?;
     Ok(())
 }

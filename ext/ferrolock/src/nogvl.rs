@@ -1,10 +1,22 @@
 //! Runs core calls without the GVL, with an unblocking function that cancels them, so other
 //! Ruby threads run meanwhile and Thread#kill / Thread#raise / Timeout end a blocked call.
 //! Panics are caught in the trampoline and raised as `Ferrolock::Error` once the GVL is back.
+//!
+//! Three kinds of call (see lib/ferrolock/interrupts.rb for the Ruby half):
+//! - `run`: any call; an interrupt that raises ends it, one that does not (a signal trap,
+//!   Thread#wakeup) repeats it when `Retry::Idempotent`.
+//! - `acquire`: a lock attempt made under `Thread.handle_interrupt(Object => :never)`. The mask
+//!   keeps Ruby from raising, yet Ruby still calls our unblocking function when it queues an
+//!   exception for the thread, so the wait is cut short; we then see the queued exception
+//!   (`Thread.pending_interrupt?`) and stop with `Native::Interrupted` ("nothing acquired").
+//! - `release_once`: a release, never cancelled and never sent twice: it always finishes (an
+//!   unreachable Redis is bounded by read_timeout, and the core hands a failed release to the
+//!   watchdog), so no interrupt can leave a lock held.
 
 use crate::errors::{core_error, ferrolock_error};
+use crate::guard::panic_message;
 use ferrolock_core::{Error as CoreError, Interrupt};
-use magnus::{Error, Ruby};
+use magnus::{function, prelude::*, Error, ExceptionClass, RModule, Ruby};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -31,8 +43,18 @@ unsafe extern "C" fn unblock(data: *mut c_void) {
     unsafe { &*(data as *const Interrupt) }.cancel();
 }
 
+/// The unblocking function of releases: lets the call finish (see `release_once`).
+unsafe extern "C" fn unblock_nothing(_data: *mut c_void) {}
+
+/// Whether Ruby's unblocking function cancels the call.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Cancel {
+    Yes,
+    No,
+}
+
 /// `None` when Ruby had an interrupt pending and did not run `f` at all.
-fn without_gvl<F, R>(f: &F) -> Option<std::thread::Result<R>>
+fn without_gvl<F, R>(f: &F, cancel: Cancel) -> Option<std::thread::Result<R>>
 where
     F: Fn(&Interrupt) -> R,
 {
@@ -47,11 +69,15 @@ where
     // UBF_ASYNC_SAFE: `Interrupt::cancel` is async-signal-safe; without this flag Ruby starts
     // a helper thread for every call made from the main thread.
     let flags = (rb_sys::RB_NOGVL_INTR_FAIL | rb_sys::RB_NOGVL_UBF_ASYNC_SAFE) as i32;
+    let ubf = match cancel {
+        Cancel::Yes => unblock,
+        Cancel::No => unblock_nothing,
+    };
     unsafe {
         rb_sys::rb_nogvl(
             Some(trampoline::<F, R>),
             &mut call as *mut Call<'_, F, R> as *mut c_void,
-            Some(unblock),
+            Some(ubf),
             &intr as *const Interrupt as *mut c_void,
             flags,
         );
@@ -67,9 +93,13 @@ pub enum Retry {
     Once,
 }
 
-/// Runs a release exactly once. Takes the held item out of its cell (a second call finds it
-/// empty and returns `Ok(None)`) and never repeats the call after an interruption: a release that
-/// reached Redis would, sent again, find the lock gone and report it lost.
+/// Runs a release exactly once and always to its end. Takes the held item out of its cell (a
+/// second call finds it empty and returns `Ok(None)`). The call is not cancellable: a release
+/// cut short might or might not have reached Redis, and sent again it would find the lock gone
+/// and report it lost, while dropping it would leave the lock held. So a signal trap or
+/// Thread#wakeup waits for it (one round trip), and Thread#kill / Thread#raise land right after
+/// it (they are masked by the Ruby layer anyway). Redis not answering is bounded by
+/// read_timeout, after which the core hands the release to the watchdog.
 pub fn release_once<T, R>(
     ruby: &Ruby,
     cell: &std::sync::Mutex<Option<T>>,
@@ -79,13 +109,93 @@ pub fn release_once<T, R>(
         return Ok(None);
     };
     let item = std::sync::Mutex::new(Some(item));
-    run(ruby, Retry::Once, |intr| {
-        match item.lock().unwrap_or_else(|e| e.into_inner()).take() {
-            Some(item) => f(intr, item).map(Some),
-            // Only reachable after the first call was cut short, which `Retry::Once` raises.
-            None => Err(CoreError::Interrupted),
+    let call = |intr: &Interrupt| match item.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        Some(item) => f(intr, item).map(Some),
+        // Unreachable: `f` runs at most once (see the loop below).
+        None => Ok(None),
+    };
+    // An exception raised by the interrupt check (a trap handler that raises, or an unmasked
+    // Thread#raise) is kept until the release has been made, then raised.
+    let mut raised = None;
+    loop {
+        match without_gvl(&call, Cancel::No) {
+            // Ruby had an interrupt pending and did not run `call`: nothing was sent.
+            None => {
+                if let Err(e) = ruby.thread_check_ints() {
+                    raised.get_or_insert(e);
+                }
+            }
+            Some(outcome) => {
+                let result = settle(ruby, outcome);
+                return match raised {
+                    Some(e) => Err(e),
+                    None => result,
+                };
+            }
         }
-    })
+    }
+}
+
+/// Maps one finished call (or its panic) to Ruby.
+fn settle<R>(
+    ruby: &Ruby,
+    outcome: std::thread::Result<ferrolock_core::Result<R>>,
+) -> Result<R, Error> {
+    match outcome {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(e)) => Err(core_error(ruby, e)),
+        Err(panic) => Err(ferrolock_error(
+            ruby,
+            "Error",
+            format!("internal error in ferrolock: {}", panic_message(&*panic)),
+        )),
+    }
+}
+
+/// True when an exception (Thread#raise, Thread#kill, Timeout) is queued for the current
+/// thread, deferred or not.
+fn exception_pending(ruby: &Ruby) -> bool {
+    ruby.class_thread()
+        .funcall::<_, _, bool>("pending_interrupt?", ())
+        .unwrap_or(false)
+}
+
+/// `Ferrolock::Native::Interrupted`: an acquisition gave up because an exception is queued for
+/// the thread; nothing was acquired (the token is abandoned by the caller).
+fn interrupted(ruby: &Ruby) -> Error {
+    let class = ruby
+        .class_object()
+        .const_get::<_, RModule>("Ferrolock")
+        .and_then(|m| m.const_get::<_, RModule>("Native"))
+        .and_then(|m| m.const_get::<_, ExceptionClass>("Interrupted"))
+        .unwrap_or_else(|_| ruby.exception_runtime_error());
+    Error::new(
+        class,
+        "interrupted: an exception is pending for this thread",
+    )
+}
+
+/// Runs a lock attempt (repeatable: it reuses its token) until it ends by itself, or until an
+/// exception is queued for this thread while it waits: then `Native::Interrupted` (when the
+/// thread's mask defers the exception) or that exception (when it does not). An exception that
+/// was already queued when the call started is one the caller's own `Thread.handle_interrupt`
+/// defers on purpose: like Ruby's Mutex#lock, the wait then goes on.
+pub fn acquire<R>(
+    ruby: &Ruby,
+    f: impl Fn(&Interrupt) -> ferrolock_core::Result<R>,
+) -> Result<R, Error> {
+    let deferred_before = exception_pending(ruby);
+    loop {
+        match without_gvl(&f, Cancel::Yes) {
+            // Not run (an interrupt was pending) or cut short: nothing acquired yet.
+            None | Some(Ok(Err(CoreError::Interrupted))) => {}
+            Some(outcome) => return settle(ruby, outcome),
+        }
+        ruby.thread_check_ints()?;
+        if !deferred_before && exception_pending(ruby) {
+            return Err(interrupted(ruby));
+        }
+    }
 }
 
 pub fn run<R>(
@@ -94,25 +204,12 @@ pub fn run<R>(
     f: impl Fn(&Interrupt) -> ferrolock_core::Result<R>,
 ) -> Result<R, Error> {
     loop {
-        let cut_short = match without_gvl(&f) {
-            Some(Ok(Ok(value))) => return Ok(value),
+        let cut_short = match without_gvl(&f, Cancel::Yes) {
             // Ruby had an interrupt pending (a time-slice tick, a signal…) and did not run `f`:
             // nothing was sent, so running it again is always safe.
             None => false,
             Some(Ok(Err(CoreError::Interrupted))) => true,
-            Some(Ok(Err(e))) => return Err(core_error(ruby, e)),
-            Some(Err(panic)) => {
-                let msg = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "unknown panic".to_string());
-                return Err(ferrolock_error(
-                    ruby,
-                    "Error",
-                    format!("internal error in ferrolock: {msg}"),
-                ));
-            }
+            Some(outcome) => return settle(ruby, outcome),
         };
         // Raises Thread#kill / Thread#raise / Timeout's exception if one is pending.
         ruby.thread_check_ints()?;
@@ -124,4 +221,15 @@ pub fn run<R>(
             ));
         }
     }
+}
+
+/// Defines `Ferrolock::Native::Interrupted` and `Ferrolock::Native.check_interrupts` (raises
+/// what the thread's interrupt mask lets through at a blocking point).
+pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
+    native.define_error("Interrupted", ruby.exception_standard_error())?;
+    native.define_module_function(
+        "check_interrupts",
+        function!(crate::guard::f0(|ruby: &Ruby| ruby.thread_check_ints()), 0),
+    )?;
+    Ok(())
 }

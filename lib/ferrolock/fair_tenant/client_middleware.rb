@@ -19,6 +19,7 @@ module Ferrolock
 
       # Sidekiq 6 builds one instance per push, so this stays cheap.
       def initialize(options = {})
+        Ferrolock::Sidekiq::Compat.check!
         unknown = options.keys.map(&:to_sym) - OPTIONS
         raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
 

@@ -7,7 +7,8 @@ module Ferrolock
       # Checks at Sidekiq server boot that every queue a rule reroutes to is fetched by this
       # process; a rerouted job on a queue nobody fetches would wait forever. Logs an ERROR per
       # missing queue and returns the problems (Strings); raises Ferrolock::Error instead with
-      # strict: true. Bad rules raise ArgumentError / TypeError here, at boot.
+      # strict: true. Bad rules raise ArgumentError / TypeError here, at boot (every bad class in one
+      # ArgumentError when there are several).
       #
       #   Sidekiq.configure_server { |c| c.on(:startup) { Ferrolock::FairTenant.verify! } }
       #
@@ -16,18 +17,28 @@ module Ferrolock
       def verify!(job_classes = nil, queues: nil, strict: false)
         fetched = (queues || sidekiq_queues).map(&:to_s).uniq
         problems = []
-        (job_classes || JobClasses.with_option("fair_tenant_queues")).each do |klass|
-          rules = Rules.parse(rules_of(klass)) or next
+        errors = []
+        (job_classes || JobClasses.found("fair_tenant_queues", "FairTenant.verify!")).each do |klass|
+          rules = parsed_rules(klass, errors) or next
           (rules.queues.uniq - fetched).each do |queue|
             problems << "#{klass} reroutes to queue #{queue.inspect}, which this Sidekiq process does not " \
                         "fetch (it fetches #{fetched.join(", ")}): rerouted jobs would wait there forever. " \
                         "Add it to :queues (with a lower weight) or to another process."
           end
         end
+        JobClasses.raise_all!(errors)
         report(problems, strict)
       end
 
       private
+
+      # The class's rules, or nil (its error is collected: every bad class is reported at once).
+      def parsed_rules(klass, errors)
+        Rules.parse(rules_of(klass))
+      rescue ArgumentError, TypeError => e
+        errors << e.exception("#{klass}: #{e.message}")
+        nil
+      end
 
       def report(problems, strict)
         problems.each { |problem| Ferrolock.logger.error("!!! ferrolock FairTenant: #{problem}") }
@@ -43,13 +54,12 @@ module Ferrolock
         klass.get_sidekiq_options["fair_tenant_queues"]
       end
 
-      # Sidekiq 6 keeps the fetched queues (repeated by weight) in Sidekiq.options; Sidekiq 7 in
-      # its default configuration.
+      # Every capsule's queues on Sidekiq 7 (Sidekiq.options[:queues] on 6.4): see Sidekiq::Compat.
       def sidekiq_queues
         raise Ferrolock::Error, "verify! needs Sidekiq loaded, or queues:" unless defined?(::Sidekiq)
 
-        config = ::Sidekiq.respond_to?(:default_configuration) ? ::Sidekiq.default_configuration : ::Sidekiq.options
-        Array(config[:queues])
+        Ferrolock::Sidekiq::Compat.check!
+        Ferrolock::Sidekiq::Compat.fetched_queues
       end
     end
   end

@@ -27,22 +27,30 @@ module Ferrolock
       def process(queue, message_id)
         raise ArgumentError, "process needs a block" unless block_given?
 
-        lease = begin_message(queue, message_id)
-        return lease if lease.is_a?(Symbol)
-
+        lease = nil
+        ran = false
         begin
+          # The lease is recorded the moment it is granted (see Interrupts).
+          outcome = begin_lease(queue, message_id, keep: ->(got) { lease = got unless got.is_a?(Symbol) })
+          return outcome unless lease
+
           yield
-        rescue Exception # rubocop:disable Lint/RescueException -- any failure means the work did not complete
-          abort_message(lease)
-          raise
+          ran = true
+        ensure
+          # Any failure (Thread#kill/raise too) means the work did not complete: abort. Deferring
+          # interrupts means none can skip finish/abort.
+          Interrupts.release do
+            if ran then finish(lease)
+            elsif lease then abort_message(lease)
+            end
+          end
         end
-        finish(lease)
         :ran
       end
 
       # A lease to pass to #finish or #abort_message, or :processed / :in_progress.
       def begin_message(queue, message_id)
-        @native.begin_message(Validate.name!(:queue, queue), message_id!(message_id))
+        begin_lease(queue, message_id, keep: ->(_) {})
       end
 
       # After success: :marked, :lapsed (the lease had expired meanwhile, yet nobody else had
@@ -67,9 +75,17 @@ module Ferrolock
 
       private
 
+      # An interrupt (Thread#raise/kill, Timeout) either lands before the lease is granted or
+      # after `keep` recorded it, never in between (see Interrupts).
+      def begin_lease(queue, message_id, keep:)
+        queue = Validate.name!(:queue, queue)
+        message_id = message_id!(message_id)
+        give_back = ->(got) { @native.abort_message(got) unless got.is_a?(Symbol) }
+        Interrupts.acquire(keep: keep, give_back: give_back) { @native.begin_message(queue, message_id) }
+      end
+
       def message_id!(value)
-        raise TypeError, "message_id must be a String, got #{value.inspect}" unless value.is_a?(String)
-        raise ArgumentError, "message_id must not be empty" if value.empty?
+        value = Validate.text!(:message_id, value)
         raise ArgumentError, "message_id must not contain '{' or '}' (got #{value.inspect})" if value.match?(/[{}]/)
 
         value

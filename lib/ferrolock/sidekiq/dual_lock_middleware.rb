@@ -3,6 +3,10 @@
 require "ferrolock"
 require_relative "reschedule"
 require_relative "dual_lock_settings"
+require_relative "compat"
+
+# Fails at `chain.add` (which loads this file) on a Sidekiq version ferrolock does not support.
+Ferrolock::Sidekiq::Compat.check!
 
 module Ferrolock
   module Sidekiq
@@ -27,6 +31,7 @@ module Ferrolock
       # client: a Ferrolock::Client (default Ferrolock.client); backoff: ->(count) { seconds }
       # before a rescheduled job comes back (default Reschedule.backoff).
       def initialize(options = {})
+        Compat.check!
         unknown = options.keys - OPTIONS
         raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
 
@@ -41,10 +46,18 @@ module Ferrolock
       #
       #   Sidekiq.configure_server { |c| c.on(:startup) { Ferrolock::Sidekiq::DualLockMiddleware.validate! } }
       #
-      # With no classes given: every loaded class with a dual_lock option (eager-load first).
+      # With no classes given: every loaded class with a dual_lock option (eager-load first; finding
+      # none logs a warning). Every bad class is reported: one error raises as is, several raise one
+      # ArgumentError listing them all.
       def self.validate!(*job_classes)
-        job_classes = JobClasses.with_option("dual_lock") if job_classes.empty?
-        job_classes.each { |job_class| DualLockSettings.for(job_class) }
+        job_classes = JobClasses.found("dual_lock", "DualLockMiddleware.validate!") if job_classes.empty?
+        errors = job_classes.filter_map do |job_class|
+          DualLockSettings.for(job_class)
+          nil
+        rescue ArgumentError, TypeError => e
+          e
+        end
+        JobClasses.raise_all!(errors)
         true
       end
 
@@ -58,7 +71,7 @@ module Ferrolock
 
       # [job class, arguments]: the wrapped class and its arguments for ActiveJob jobs.
       def self.unwrap(worker, job)
-        return [worker.class, job["args"] || []] unless job["class"].to_s == ACTIVE_JOB_WRAPPER && job["wrapped"]
+        return [worker.class, job["args"] || []] unless Compat.active_job_wrapper?(job["class"]) && job["wrapped"]
 
         data = Array(job["args"]).first
         arguments = data.is_a?(Hash) ? data.fetch("arguments", []) : []
@@ -71,7 +84,7 @@ module Ferrolock
         lock = DualLock.new(key, wait_ttl: settings.wait_ttl, exec_ttl: settings.exec_ttl,
                                  max_wait: settings.max_wait, client: @client)
         entered = false
-        tags = { class: job["class"], jid: job["jid"], queue: queue }
+        tags = { class: Sidekiq.job_class_name(job), jid: job["jid"], queue: queue }
         ran = lock.run(tags: tags) do
           entered = true
           yield
@@ -99,7 +112,8 @@ module Ferrolock
         Reschedule.call(job, delay: delay, counter: COUNTER)
         Ferrolock.logger.info("ferrolock: #{label(job)} waited #{settings.max_wait} s for its duplicate to finish; " \
                               "rescheduled in #{delay.round(2)} s (dual_lock key #{key.inspect}, #{count} so far)")
-        Ferrolock.instrument(:rescheduled, primitive: :dual_lock, key: key, reason: :max_wait, class: job["class"],
+        Ferrolock.instrument(:rescheduled, primitive: :dual_lock, key: key, reason: :max_wait,
+                                           class: Sidekiq.job_class_name(job),
                                            jid: job["jid"], queue: queue, count: count, delay: delay)
       end
 
@@ -108,15 +122,16 @@ module Ferrolock
         return Reschedule.backoff(count) unless @backoff
 
         seconds = @backoff.call(count)
-        return seconds.to_f if seconds.is_a?(Numeric) && seconds.to_f.finite? && !seconds.negative?
+        delay = Validate.delay(seconds)
+        return delay if delay
 
-        Ferrolock.logger.warn("ferrolock: dual_lock backoff returned #{seconds.inspect}; using the default backoff")
+        Ferrolock.logger.warn("ferrolock: dual_lock backoff returned #{Validate.show(seconds)}; " \
+                              "using the default backoff")
         Reschedule.backoff(count)
       end
 
       def label(job)
-        name = job["wrapped"] || job["class"]
-        "#{name} #{job["jid"]}"
+        "#{Sidekiq.job_class_name(job)} #{job["jid"]}"
       end
     end
   end

@@ -8,12 +8,17 @@ module Ferrolock
     # A job class's `sidekiq_options dual_lock: …`, validated, and the lock key it gives a job.
     #
     #   dual_lock: true                                   # key: class + SHA-256 of the arguments
-    #   dual_lock: { key: ->(*args) { "item:#{args[0]}" }, wait_ttl: 60, exec_ttl: 60, max_wait: 30 }
+    #   dual_lock: { key: "reindex", wait_ttl: 60, exec_ttl: 60, max_wait: 30 }   # one fixed key
+    #   def self.dual_lock_key(id, *) = "item:#{id}"     # a key from the arguments (class method)
+    #
+    # A key computed from the arguments is a class method, not a `key:` proc: Sidekiq copies
+    # sidekiq_options into every job payload, where a proc would end up as the string "#<Proc…>".
     #
     # Every error names the job class, so a typo fails the first job loudly instead of silently
     # running it without a lock.
     class DualLockSettings
       OPTION_KEYS = %i[key wait_ttl exec_ttl max_wait].freeze
+      KEY_METHOD = :dual_lock_key
       DEFAULTS = { wait_ttl: 60, exec_ttl: 60, max_wait: 30 }.freeze
 
       attr_reader :job_class, :wait_ttl, :exec_ttl, :max_wait
@@ -39,20 +44,22 @@ module Ferrolock
         @job_class = job_class
         options = normalize(raw)
         @key = key_option(options[:key])
+        @key_method = key_method
         @wait_ttl = checked { Validate.seconds!(:wait_ttl, options[:wait_ttl]) }
         @exec_ttl = checked { Validate.seconds!(:exec_ttl, options[:exec_ttl]) }
         @max_wait = checked { Validate.seconds!(:max_wait, options[:max_wait], allow_zero: true) }
       end
 
       # The lock key for one job's arguments. Raises Ferrolock::Error (naming the class) when
-      # the key proc raises or returns something unusable.
+      # the class's dual_lock_key raises or returns something unusable.
       def key_for(args)
-        return default_key(args) if @key.nil?
+        return @key if @key
+        return default_key(args) unless @key_method
 
-        value = @key.respond_to?(:call) ? call_key_proc(args) : @key
+        value = call_key_method(args)
         return value.to_s if valid_key?(value)
 
-        raise Ferrolock::Error, "#{class_name}: the dual_lock key must give a non-empty String, Symbol or " \
+        raise Ferrolock::Error, "#{class_name}.#{KEY_METHOD} must return a non-empty String, Symbol or " \
                                 "Integer without '{' or '}', got #{value.inspect}"
       end
 
@@ -76,11 +83,24 @@ module Ferrolock
       end
 
       def key_option(key)
-        return key if key.nil? || key.respond_to?(:call)
+        return nil if key.nil?
         return key.to_s if valid_key?(key)
 
-        raise ArgumentError, "#{class_name}: dual_lock key: must be a proc (->(*args) { … }) or a " \
-                             "non-empty String without '{' or '}', got #{key.inspect}"
+        if key.respond_to?(:call)
+          raise ArgumentError, "#{class_name}: a dual_lock key: proc would be copied into every job payload " \
+                               "(as \"#<Proc…>\"); define `def self.#{KEY_METHOD}(*args)` on the class instead"
+        end
+
+        raise ArgumentError, "#{class_name}: dual_lock key: must be a non-empty String without '{' or '}' " \
+                             "(or define self.#{KEY_METHOD}(*args)), got #{key.inspect}"
+      end
+
+      # True when the class computes its keys (def self.dual_lock_key); a fixed key: besides is ambiguous.
+      def key_method
+        return false unless @job_class.respond_to?(KEY_METHOD)
+        return true if @key.nil?
+
+        raise ArgumentError, "#{class_name}: give either dual_lock key: or self.#{KEY_METHOD}, not both"
       end
 
       def checked
@@ -89,15 +109,15 @@ module Ferrolock
         raise e.class, "#{class_name}: dual_lock #{e.message}"
       end
 
-      def call_key_proc(args)
-        @key.call(*args)
+      def call_key_method(args)
+        @job_class.public_send(KEY_METHOD, *args)
       rescue StandardError => e
-        raise Ferrolock::Error, "#{class_name}: the dual_lock key proc raised #{e.class}: #{e.message}"
+        raise Ferrolock::Error, "#{class_name}.#{KEY_METHOD} raised #{e.class}: #{e.message}"
       end
 
       def valid_key?(value)
         (value.is_a?(String) || value.is_a?(Symbol) || value.is_a?(Integer)) &&
-          !value.to_s.empty? && !value.to_s.match?(/[{}]/)
+          !value.to_s.empty? && value.to_s.bytesize <= MAX_NAME_BYTES && !value.to_s.match?(/[{}]/)
       end
 
       # Job class + SHA-256 of the arguments as canonical JSON (object keys sorted), so the same

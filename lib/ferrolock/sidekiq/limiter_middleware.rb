@@ -1,6 +1,10 @@
 # frozen_string_literal: true
 
 require_relative "reschedule"
+require_relative "compat"
+
+# Fails at `chain.add` (which loads this file) on a Sidekiq version ferrolock does not support.
+Ferrolock::Sidekiq::Compat.check!
 
 module Ferrolock
   module Sidekiq
@@ -26,6 +30,7 @@ module Ferrolock
       attr_reader :max_reschedules, :backoff
 
       def initialize(options = {})
+        Compat.check!
         unknown = options.keys - OPTIONS
         raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
 
@@ -47,10 +52,7 @@ module Ferrolock
       end
 
       def self.max_reschedules!(arg, value)
-        raise TypeError, "#{arg} must be an Integer, got #{value.inspect}" unless value.is_a?(Integer)
-        raise ArgumentError, "#{arg} must be zero or more, got #{value}" if value.negative?
-
-        value
+        Validate.count!(arg, value, min: 0)
       end
 
       private
@@ -59,7 +61,7 @@ module Ferrolock
         cap = job.key?(JOB_OPTION) ? self.class.max_reschedules!(JOB_OPTION, job[JOB_OPTION]) : @max_reschedules
         return false if count < cap
 
-        Ferrolock.logger.warn("ferrolock: #{job["class"]} #{job["jid"]} over limit " \
+        Ferrolock.logger.warn("ferrolock: #{Sidekiq.job_class_name(job)} #{job["jid"]} over limit " \
                               "#{limiter_name(error).inspect} after #{count} reschedules; Sidekiq's retry takes over")
         Ferrolock.instrument(:reschedules_exhausted, **payload(job, queue, error, count: count))
         true
@@ -69,8 +71,8 @@ module Ferrolock
         delay = delay_for(job, count, error)
         Reschedule.call(job, delay: delay, counter: COUNTER)
         cap = job.fetch(JOB_OPTION, @max_reschedules)
-        Ferrolock.logger.info("ferrolock: #{job["class"]} #{job["jid"]} over limit #{limiter_name(error).inspect}; " \
-                              "rescheduled in #{delay.round(2)} s (#{count}/#{cap})")
+        Ferrolock.logger.info("ferrolock: #{Sidekiq.job_class_name(job)} #{job["jid"]} over limit " \
+                              "#{limiter_name(error).inspect}; rescheduled in #{delay.round(2)} s (#{count}/#{cap})")
         Ferrolock.instrument(:rescheduled, **payload(job, queue, error, count: count, delay: delay))
       end
 
@@ -80,15 +82,17 @@ module Ferrolock
         return Reschedule.backoff(count) unless @backoff
 
         seconds = @backoff.call(error.limiter, job, error)
-        return seconds.to_f if seconds.is_a?(Numeric) && seconds.to_f.finite? && !seconds.negative?
+        delay = Validate.delay(seconds)
+        return delay if delay
 
-        Ferrolock.logger.warn("ferrolock: limiter backoff returned #{seconds.inspect}; using the default backoff")
+        Ferrolock.logger.warn("ferrolock: limiter backoff returned #{Validate.show(seconds)}; " \
+                              "using the default backoff")
         Reschedule.backoff(count)
       end
 
       def payload(job, queue, error, **extra)
         { primitive: :concurrent_limiter, name: limiter_name(error), reason: :over_limit,
-          class: job["class"], jid: job["jid"], queue: queue, **extra }
+          class: Sidekiq.job_class_name(job), jid: job["jid"], queue: queue, **extra }
       end
 
       def limiter_name(error)

@@ -2,7 +2,8 @@
 //! lib/ferrolock/concurrent_limiter.rb, which adds within_limit, OverLimit and events).
 
 use crate::errors::{core_error, deadline, seconds};
-use crate::nogvl::{release_once, run, Retry};
+use crate::guard;
+use crate::nogvl::{acquire, release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions, Slot};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
@@ -51,10 +52,8 @@ impl RbConcurrentLimiter {
         let deadline =
             deadline(ruby, "wait_timeout", Some(wait_timeout))?.unwrap_or_else(Instant::now);
         let token = ConcurrentLimiter::new_token();
-        let slot = run(ruby, Retry::Idempotent, |intr| {
-            rb_self.0.acquire(intr, &token, deadline)
-        })
-        .inspect_err(|_| rb_self.0.abandon(&token))?;
+        let slot = acquire(ruby, |intr| rb_self.0.acquire(intr, &token, deadline))
+            .inspect_err(|_| rb_self.0.abandon(&token))?;
         Ok(slot.map(|s| RbLimiterSlot(Mutex::new(Some(s)))))
     }
 
@@ -86,12 +85,21 @@ impl RbLimiterSlot {
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("ConcurrentLimiter", ruby.class_object())?;
-    class.define_singleton_method("new", function!(RbConcurrentLimiter::new, 4))?;
-    class.define_method("acquire", method!(RbConcurrentLimiter::acquire, 1))?;
-    class.define_method("release", method!(RbConcurrentLimiter::release, 1))?;
-    class.define_method("status", method!(RbConcurrentLimiter::status, 0))?;
-    class.define_method("limit", method!(RbConcurrentLimiter::limit, 0))?;
+    class.define_singleton_method("new", function!(guard::f4(RbConcurrentLimiter::new), 4))?;
+    class.define_method(
+        "acquire",
+        method!(guard::f2(RbConcurrentLimiter::acquire), 1),
+    )?;
+    class.define_method(
+        "release",
+        method!(guard::f2(RbConcurrentLimiter::release), 1),
+    )?;
+    class.define_method("status", method!(guard::f1(RbConcurrentLimiter::status), 0))?;
+    class.define_method(
+        "limit",
+        method!(guard::plain1(RbConcurrentLimiter::limit), 0),
+    )?;
     let slot = native.define_class("LimiterSlot", ruby.class_object())?;
-    slot.define_method("token", method!(RbLimiterSlot::token, 0))?;
+    slot.define_method("token", method!(guard::plain1(RbLimiterSlot::token), 0))?;
     Ok(())
 }

@@ -2,7 +2,8 @@
 //! which adds Ruby Mutex's owner rules).
 
 use crate::errors::{core_error, deadline, seconds};
-use crate::nogvl::{release_once, run, Retry};
+use crate::guard;
+use crate::nogvl::{acquire, release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions, Held};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
@@ -51,20 +52,16 @@ impl RbDistMutex {
 
     fn try_lock(ruby: &Ruby, rb_self: &Self) -> Result<Option<RbMutexHold>, Error> {
         let token = DistMutex::new_token();
-        let held = run(ruby, Retry::Idempotent, |intr| {
-            rb_self.0.try_lock(intr, &token)
-        })
-        .inspect_err(|_| rb_self.0.abandon(&token))?;
+        let held = acquire(ruby, |intr| rb_self.0.try_lock(intr, &token))
+            .inspect_err(|_| rb_self.0.abandon(&token))?;
         Ok(held.map(RbMutexHold::new))
     }
 
     fn lock(ruby: &Ruby, rb_self: &Self, timeout: Option<f64>) -> Result<RbMutexHold, Error> {
         let deadline = deadline(ruby, "timeout", timeout)?;
         let token = DistMutex::new_token();
-        let held = run(ruby, Retry::Idempotent, |intr| {
-            rb_self.0.lock(intr, &token, deadline)
-        })
-        .inspect_err(|_| rb_self.0.abandon(&token))?;
+        let held = acquire(ruby, |intr| rb_self.0.lock(intr, &token, deadline))
+            .inspect_err(|_| rb_self.0.abandon(&token))?;
         Ok(RbMutexHold::new(held))
     }
 
@@ -79,12 +76,15 @@ impl RbDistMutex {
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("DistMutex", ruby.class_object())?;
-    class.define_singleton_method("new", function!(RbDistMutex::new, 5))?;
-    class.define_method("try_lock", method!(RbDistMutex::try_lock, 0))?;
-    class.define_method("lock", method!(RbDistMutex::lock, 1))?;
-    class.define_method("unlock", method!(RbDistMutex::unlock, 1))?;
-    class.define_method("locked?", method!(RbDistMutex::is_locked, 0))?;
+    class.define_singleton_method("new", function!(guard::f5(RbDistMutex::new), 5))?;
+    class.define_method("try_lock", method!(guard::f1(RbDistMutex::try_lock), 0))?;
+    class.define_method("lock", method!(guard::f2(RbDistMutex::lock), 1))?;
+    class.define_method("unlock", method!(guard::f2(RbDistMutex::unlock), 1))?;
+    class.define_method("locked?", method!(guard::f1(RbDistMutex::is_locked), 0))?;
     let hold = native.define_class("MutexHold", ruby.class_object())?;
-    hold.define_method("fencing_token", method!(RbMutexHold::fencing_token, 0))?;
+    hold.define_method(
+        "fencing_token",
+        method!(guard::plain1(RbMutexHold::fencing_token), 0),
+    )?;
     Ok(())
 }

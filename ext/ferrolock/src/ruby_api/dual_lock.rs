@@ -2,7 +2,8 @@
 //! (see lib/ferrolock/dual_lock.rb, which sequences enter → wait → run → leave).
 
 use crate::errors::{core_error, deadline, seconds};
-use crate::nogvl::{release_once, run, Retry};
+use crate::guard;
+use crate::nogvl::{acquire, release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::dual_lock::{DualLock, DualLockOptions, Stage, Ticket};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby, Symbol};
@@ -53,10 +54,8 @@ impl RbDualLock {
 
     fn enter(ruby: &Ruby, rb_self: &Self) -> Result<RbDualTicket, Error> {
         let token = DualLock::new_token();
-        let ticket = run(ruby, Retry::Idempotent, |intr| {
-            rb_self.0.enter(intr, &token)
-        })
-        .inspect_err(|_| rb_self.0.abandon(&token))?;
+        let ticket = acquire(ruby, |intr| rb_self.0.enter(intr, &token))
+            .inspect_err(|_| rb_self.0.abandon(&token))?;
         Ok(RbDualTicket(Mutex::new(Some(ticket))))
     }
 
@@ -75,6 +74,14 @@ impl RbDualLock {
             match guard.as_mut() {
                 Some(t) => rb_self.0.wait(intr, t, deadline),
                 None => Err(ferrolock_core::Error::argument("ticket: already left")),
+            }
+        })
+        // A wait cut short may still be executed by Redis after the caller left (the bytes were
+        // sent): a promotion to EXEC would then hold the key for a whole exec_ttl. The caller
+        // leaves after any error, so releasing the token again in the background is harmless.
+        .inspect_err(|_| {
+            if let Some(t) = ticket.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                rb_self.0.abandon(t.token());
             }
         })?;
         Ok(stage_symbol(ruby, stage))
@@ -96,13 +103,13 @@ impl RbDualLock {
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("DualLock", ruby.class_object())?;
-    class.define_singleton_method("new", function!(RbDualLock::new, 4))?;
-    class.define_method("enter", method!(RbDualLock::enter, 0))?;
-    class.define_method("wait", method!(RbDualLock::wait, 2))?;
-    class.define_method("leave", method!(RbDualLock::leave, 1))?;
-    class.define_method("state", method!(RbDualLock::state, 0))?;
-    class.define_method("key", method!(RbDualLock::key, 0))?;
+    class.define_singleton_method("new", function!(guard::f4(RbDualLock::new), 4))?;
+    class.define_method("enter", method!(guard::f1(RbDualLock::enter), 0))?;
+    class.define_method("wait", method!(guard::f3(RbDualLock::wait), 2))?;
+    class.define_method("leave", method!(guard::f2(RbDualLock::leave), 1))?;
+    class.define_method("state", method!(guard::f1(RbDualLock::state), 0))?;
+    class.define_method("key", method!(guard::plain1(RbDualLock::key), 0))?;
     let ticket = native.define_class("DualLockTicket", ruby.class_object())?;
-    ticket.define_method("stage", method!(RbDualTicket::stage, 0))?;
+    ticket.define_method("stage", method!(guard::infallible1(RbDualTicket::stage), 0))?;
     Ok(())
 }

@@ -3,6 +3,7 @@
 //! them is lib/ferrolock/fair_tenant/client_middleware.rb.
 
 use crate::errors::{core_error, seconds};
+use crate::guard;
 use crate::nogvl::{run, Retry};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::fair_tenant::{check, tag_name, Enqueue, Mode, Rule, Rules};
@@ -72,10 +73,10 @@ fn tag(ruby: &Ruby, job_class: String, tenant: String) -> Result<String, Error> 
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let rules = native.define_class("FairTenantRules", ruby.class_object())?;
-    rules.define_singleton_method("new", function!(RbRules::new, 2))?;
-    rules.define_method("size", method!(RbRules::size, 0))?;
+    rules.define_singleton_method("new", function!(guard::f2(RbRules::new), 2))?;
+    rules.define_method("size", method!(guard::plain1(RbRules::size), 0))?;
     let module = native.define_module("FairTenant")?;
-    module.define_singleton_method("check", function!(check_enqueue, 7))?;
-    module.define_singleton_method("tag", function!(tag, 2))?;
+    module.define_singleton_method("check", function!(guard::f7(check_enqueue), 7))?;
+    module.define_singleton_method("tag", function!(guard::f2(tag), 2))?;
     Ok(())
 }

@@ -2,7 +2,8 @@
 //! lib/ferrolock/shoryuken/message_lock.rb).
 
 use crate::errors::{core_error, seconds};
-use crate::nogvl::{release_once, run, Retry};
+use crate::guard;
+use crate::nogvl::{acquire, release_once};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::message_lock::{Begin, Finish, MessageLock, MessageLockOptions, Running};
 use magnus::{function, method, prelude::*, Error, IntoValue, RModule, Ruby, Value};
@@ -51,7 +52,7 @@ impl RbMessageLock {
     ) -> Result<Value, Error> {
         let token = MessageLock::new_token();
         // Idempotent: a retry with the same token finds its own lease.
-        let begin = run(ruby, Retry::Idempotent, |intr| {
+        let begin = acquire(ruby, |intr| {
             rb_self.0.begin(intr, &queue, &message_id, &token)
         })
         .inspect_err(|_| rb_self.0.abandon(&queue, &message_id, &token))?;
@@ -103,14 +104,26 @@ impl RbMessageLock {
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("MessageLock", ruby.class_object())?;
-    class.define_singleton_method("new", function!(RbMessageLock::new, 3))?;
-    class.define_method("begin_message", method!(RbMessageLock::begin_message, 2))?;
-    class.define_method("finish", method!(RbMessageLock::finish, 1))?;
-    class.define_method("abort_message", method!(RbMessageLock::abort_message, 1))?;
-    class.define_method("state_key", method!(RbMessageLock::state_key, 2))?;
-    class.define_method("lock_ttl", method!(RbMessageLock::lock_ttl, 0))?;
-    class.define_method("processed_ttl", method!(RbMessageLock::processed_ttl, 0))?;
+    class.define_singleton_method("new", function!(guard::f3(RbMessageLock::new), 3))?;
+    class.define_method(
+        "begin_message",
+        method!(guard::f3(RbMessageLock::begin_message), 2),
+    )?;
+    class.define_method("finish", method!(guard::f2(RbMessageLock::finish), 1))?;
+    class.define_method(
+        "abort_message",
+        method!(guard::f2(RbMessageLock::abort_message), 1),
+    )?;
+    class.define_method("state_key", method!(guard::f3(RbMessageLock::state_key), 2))?;
+    class.define_method(
+        "lock_ttl",
+        method!(guard::plain1(RbMessageLock::lock_ttl), 0),
+    )?;
+    class.define_method(
+        "processed_ttl",
+        method!(guard::plain1(RbMessageLock::processed_ttl), 0),
+    )?;
     let lease = native.define_class("MessageLease", ruby.class_object())?;
-    lease.define_method("lost?", method!(RbMessageLease::is_lost, 0))?;
+    lease.define_method("lost?", method!(guard::plain1(RbMessageLease::is_lost), 0))?;
     Ok(())
 }

@@ -1,0 +1,149 @@
+//! Fencing tokens stay strictly increasing per name, also after an idle name's keys expired
+//! (the counter has a TTL so Redis is left clean; Redis time takes over once it is gone).
+
+mod support;
+
+use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
+use ferrolock_core::Interrupt;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::{cmd, RedisServer};
+
+fn short(expire: Option<u64>, auto_release: bool) -> DistMutexOptions {
+    DistMutexOptions {
+        expire: expire.map(Duration::from_millis),
+        auto_release,
+        lease: Duration::from_millis(100),
+    }
+}
+
+fn dbsize(client: &ferrolock_core::Client) -> i64 {
+    ferrolock_core::client::int(&cmd(client, &["DBSIZE"])).unwrap()
+}
+
+/// Polls until Redis holds no key; generous, as a loaded VM may expire keys late.
+fn wait_until_empty(client: &ferrolock_core::Client, within: Duration) {
+    let deadline = Instant::now() + within;
+    while dbsize(client) != 0 {
+        assert!(
+            Instant::now() < deadline,
+            "keys left: {:?}",
+            cmd(client, &["KEYS", "*"])
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn tokens_grow_across_an_idle_period_in_which_every_key_expired() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let intr = Interrupt::new();
+    for (name, opts) in [
+        ("lease", short(None, true)),
+        ("spacer", short(Some(100), false)),
+    ] {
+        let m = DistMutex::new(&client, name, opts).unwrap();
+        assert_eq!(m.fence_ttl(), Duration::from_millis(1000));
+        let mut last = 0;
+        for _ in 0..3 {
+            let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+            assert!(held.fencing_token() > last, "{name}: token went back");
+            last = held.fencing_token();
+            m.unlock(&intr, held).unwrap();
+            // Everything this name wrote expires (or was deleted): nothing stays behind.
+            wait_until_empty(&client, Duration::from_secs(20));
+        }
+    }
+}
+
+#[test]
+fn every_key_has_a_ttl_while_idle() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let intr = Interrupt::new();
+    let m = DistMutex::new(&client, "idle", short(None, true)).unwrap();
+    let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+    // A waiter leaves its mark; the release then leaves a signal.
+    assert!(m
+        .try_lock(&intr, &DistMutex::new_token())
+        .unwrap()
+        .is_none());
+    let deadline = Some(Instant::now() + Duration::from_millis(1));
+    assert!(m.lock(&intr, &DistMutex::new_token(), deadline).is_err());
+    m.unlock(&intr, held).unwrap();
+    let keys = cmd(&client, &["KEYS", "*"]);
+    let redis::Value::Array(keys) = keys else {
+        panic!("KEYS: {keys:?}")
+    };
+    assert!(keys.len() >= 2, "fence and waiters mark expected: {keys:?}");
+    for key in keys {
+        let redis::Value::BulkString(key) = key else {
+            panic!("key: {key:?}")
+        };
+        let key = String::from_utf8(key).unwrap();
+        let ttl = ferrolock_core::client::int(&cmd(&client, &["PTTL", &key])).unwrap();
+        assert!(ttl > 0, "{key} has no TTL ({ttl})");
+    }
+}
+
+#[test]
+fn a_retry_after_the_counter_expired_gets_a_fresh_larger_token() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let intr = Interrupt::new();
+    let m = DistMutex::new(&client, "retry", DistMutexOptions::default()).unwrap();
+    let tok = DistMutex::new_token();
+    let first = m.lock(&intr, &tok, None).unwrap();
+    cmd(&client, &["DEL", "t:{retry}:fence"]);
+    let again = m
+        .try_lock(&intr, &tok)
+        .unwrap()
+        .expect("same token holds it");
+    assert!(again.fencing_token() > first.fencing_token());
+    drop(first);
+    m.unlock(&intr, again).unwrap();
+}
+
+#[test]
+fn a_counter_left_by_an_older_version_is_overtaken() {
+    // Before the counter expired, it was a plain INCR from 1: tokens continue above it.
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let intr = Interrupt::new();
+    cmd(&client, &["SET", "t:{old}:fence", "41"]);
+    let m = DistMutex::new(&client, "old", DistMutexOptions::default()).unwrap();
+    let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+    assert!(held.fencing_token() > 41);
+    let ttl = ferrolock_core::client::int(&cmd(&client, &["PTTL", "t:{old}:fence"])).unwrap();
+    assert!(ttl > 0, "the counter got a TTL");
+    m.unlock(&intr, held).unwrap();
+}
+
+#[test]
+fn tokens_strictly_increase_in_the_order_holders_entered() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let threads: Vec<_> = (0..6)
+        .map(|_| {
+            let m = DistMutex::new(&client, "busy", DistMutexOptions::default()).unwrap();
+            let order = order.clone();
+            std::thread::spawn(move || {
+                let intr = Interrupt::new();
+                for _ in 0..200 {
+                    let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+                    // Inside the section, so pushes happen in acquisition order.
+                    order.lock().unwrap().push(held.fencing_token());
+                    m.unlock(&intr, held).unwrap();
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    let order = order.lock().unwrap();
+    assert_eq!(order.len(), 1200);
+    for pair in order.windows(2) {
+        assert!(pair[1] > pair[0], "token went back: {pair:?}");
+    }
+}

@@ -1,0 +1,96 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  class DistMutex
+    # The process-wide record of DistMutex holds (Ownership), indexed by lock key
+    # [url, namespace, name] so that a fiber deadlock is seen through any DistMutex object of that
+    # name. Holds exist here only while held: nothing is kept alive after unlock.
+    #
+    # Fork: a child inherits the parent's records, but the parent still holds those locks (and
+    # renews them). The first call in a child forgets them all; it never releases them.
+    module Owners
+      @lock = ::Mutex.new
+      @pid = Process.pid
+      @by_key = {}
+
+      class << self
+        def add(ownership)
+          @lock.synchronize do
+            fresh_process!
+            (@by_key[ownership.key] ||= []) << ownership
+          end
+          Reaper.nudge(ownership.tick)
+        end
+
+        # The calling fiber's Ownership of native_mutex, or nil.
+        def current(native_mutex, key)
+          @lock.synchronize do
+            fresh_process!
+            @by_key[key]&.find { |ownership| ownership.owned_by_current?(native_mutex) }
+          end
+        end
+
+        # Removes and returns the calling fiber's Ownership of native_mutex (nil when none).
+        def take_current(native_mutex, key)
+          @lock.synchronize do
+            fresh_process!
+            list = @by_key[key]
+            index = list&.index { |ownership| ownership.owned_by_current?(native_mutex) }
+            index && remove(key, list, index)
+          end
+        end
+
+        # True when another live fiber of the calling thread holds key.
+        def sibling_fiber_holds?(key)
+          @lock.synchronize do
+            fresh_process!
+            list = @by_key[key]
+            list ? list.any?(&:sibling_fiber?) : false
+          end
+        end
+
+        # Removes and returns the Ownerships (of key, or of every key) whose owner ended.
+        def take_gone(key = nil)
+          @lock.synchronize do
+            fresh_process!
+            keys = key ? [key] : @by_key.keys
+            keys.flat_map { |each_key| take_gone_of(each_key) }
+          end
+        end
+
+        # The shortest reaper tick among current holds (nil: nothing held).
+        def shortest_tick
+          @lock.synchronize do
+            fresh_process!
+            @by_key.each_value.flat_map { |list| list.map(&:tick) }.min
+          end
+        end
+
+        private
+
+        def take_gone_of(key)
+          list = @by_key[key]
+          return [] unless list
+
+          ended, running = list.partition(&:owner_gone?)
+          running.empty? ? @by_key.delete(key) : list.replace(running)
+          ended
+        end
+
+        def remove(key, list, index)
+          ownership = list.delete_at(index)
+          @by_key.delete(key) if list.empty?
+          ownership
+        end
+
+        # In a forked child: the parent's holds are not ours to release, so forget them.
+        def fresh_process!
+          return if @pid == Process.pid
+
+          @pid = Process.pid
+          @by_key = {}
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,60 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  module Sidekiq
+    # What differs between the Sidekiq versions ferrolock supports (6.4–7.x), in one place. Tested
+    # against Sidekiq 6.4.1 and 7.3.10 (bin/test rspec and rspec_sidekiq7). Sidekiq 8 changed job
+    # timestamps to epoch milliseconds and the ActiveJob wrapper class name, and needs Ruby 3.2:
+    # untested here, so it is refused (see check!) rather than assumed to work.
+    module Compat
+      SUPPORTED = Gem::Requirement.new(">= 6.4", "< 8")
+
+      # How ActiveJob's Sidekiq job class name ends, by version: Rails' adapter (and Sidekiq 7.3's
+      # alias of it) "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"; Sidekiq 8's own wrapper
+      # class in Sidekiq's ActiveJob module.
+      ACTIVE_JOB_WRAPPER_SUFFIXES = %w[::SidekiqAdapter::JobWrapper ::ActiveJob::Wrapper].freeze
+
+      module_function
+
+      @accepted = nil
+
+      # Raises Ferrolock::Error when the loaded Sidekiq is one ferrolock does not support; does
+      # nothing while Sidekiq is not loaded (a check runs again when a middleware is used).
+      def check!(version = loaded_version)
+        return true if version.nil? || version == @accepted # cheap: middlewares check on every job
+
+        if SUPPORTED.satisfied_by?(Gem::Version.new(version))
+          @accepted = version
+          return true
+        end
+
+        raise Ferrolock::Error,
+              "ferrolock #{Ferrolock::VERSION} supports Sidekiq #{SUPPORTED} (tested on 6.4.1 and 7.3.10), " \
+              "but Sidekiq #{version} is loaded: its job format and APIs are not verified with ferrolock " \
+              "(README, \"Supported versions\"). Use Sidekiq 6.4 to 7.x."
+      end
+
+      def loaded_version
+        ::Sidekiq::VERSION if defined?(::Sidekiq::VERSION)
+      end
+
+      # Every queue this Sidekiq server process fetches: on 7+, the queues of every capsule
+      # (`config.capsule(...)`); on 6.4, Sidekiq.options[:queues]. Repeated by weight, as Sidekiq
+      # keeps them.
+      def fetched_queues
+        raise Ferrolock::Error, "needs Sidekiq loaded" unless defined?(::Sidekiq)
+
+        if ::Sidekiq.respond_to?(:default_configuration)
+          config = ::Sidekiq.default_configuration
+          config.capsules.empty? ? Array(config[:queues]) : config.capsules.each_value.flat_map(&:queues)
+        else
+          Array(::Sidekiq.options[:queues])
+        end
+      end
+
+      def active_job_wrapper?(class_name)
+        class_name.to_s.end_with?(*ACTIVE_JOB_WRAPPER_SUFFIXES)
+      end
+    end
+  end
+end

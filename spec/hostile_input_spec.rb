@@ -1,0 +1,252 @@
+# frozen_string_literal: true
+
+require "json"
+require_relative "support/hostile_input"
+
+# No input may abort the process. Every public entry point that takes seconds, counts or names is
+# called with every value of FerrolockTest::HostileInput::VALUES in child processes (a Rust panic
+# would raise `fatal` and end them); each child must exit normally, and each case must end exactly
+# as listed below: :ok, or an ArgumentError/TypeError (or the primitive's own timeout error) whose
+# message names the argument, and for a value above a bound also the bound.
+module FerrolockTest
+  # What every (entry point, hostile value) case must end with.
+  module HostileExpectations
+    A = ArgumentError
+    T = TypeError
+    STRINGS = ["\"5\"", "empty string", "\"\\0\"", "\"a\\nb\"", "10 MB string"].freeze
+    NUMBERS = (FerrolockTest::HostileInput::VALUES.keys - STRINGS - ["nil"]).freeze
+    FLOATS = ["NaN", "+Infinity", "-Infinity", "1e30", "Float::MAX", "subnormal"].freeze
+    # Values above the bound of their kind (the message must state the bound).
+    TOO_BIG = ["+Infinity", "1e30", "Float::MAX", "MAX_SECONDS + 1", "2**100", "10 MB string"].freeze
+
+    def self.table(default, **overrides)
+      FerrolockTest::HostileInput::VALUES.keys.to_h { |label| [label, overrides.fetch(label, default)] }
+    end
+
+    # A TTL, lease or connect/read timeout: 1 ms up to MAX_SECONDS.
+    TTL = table(A, "nil" => T, "1" => :ok, "MAX_SECONDS" => :ok, **STRINGS.to_h { |s| [s, T] })
+    OPTIONAL_TTL = TTL.merge("nil" => :ok)
+    # A wait: 0 up to MAX_SECONDS; a tiny positive one is one attempt.
+    WAIT = TTL.merge("0" => :ok, "subnormal" => :ok)
+    OPTIONAL_WAIT = WAIT.merge("nil" => :ok)
+    REPLY_SPIN = WAIT.merge("1" => A, "MAX_SECONDS" => A)
+    # A count: an Integer from 1 (or 0) up to MAX_COUNT.
+    COUNT = table(T, "-1" => A, "0" => A, "1" => :ok, "MAX_SECONDS" => :ok, "MAX_SECONDS + 1" => :ok, "2**100" => A)
+    COUNT_FROM_ZERO = COUNT.merge("0" => :ok)
+    # A name: a non-empty String of at most MAX_NAME_BYTES; NUL and newlines are fine.
+    NAME = table(T, "\"5\"" => :ok, "empty string" => A, "\"\\0\"" => :ok, "\"a\\nb\"" => :ok, "10 MB string" => A)
+    URL = NAME.merge("\"5\"" => A, "\"\\0\"" => A, "\"a\\nb\"" => A)
+    # Stored as given, parsed when a client is built.
+    URL_SETTING = NAME.merge("nil" => :ok, "10 MB string" => :ok)
+    # Read only for rediss:// connections.
+    TLS_CA_FILE = NAME.merge("nil" => :ok, "10 MB string" => :ok)
+    CALLABLE = table(T, "nil" => :ok)
+    DUAL_LOCK_KEY = NAME.merge("nil" => :ok, **(NUMBERS - FLOATS).to_h { |n| [n, :ok] }, **FLOATS.to_h { |f| [f, A] })
+    # Deadline paths against a holder that never lets go: only values that end quickly are run.
+    HELD_WAIT = WAIT.merge("0" => Ferrolock::TimeoutError, "subnormal" => Ferrolock::TimeoutError)
+                    .except("nil", "1", "MAX_SECONDS")
+    FULL_WAIT = WAIT.merge("0" => Ferrolock::OverLimit, "subnormal" => Ferrolock::OverLimit)
+                    .except("nil", "1", "MAX_SECONDS")
+    FULL_CTOR_WAIT = FULL_WAIT.slice("0", "subnormal", "-1", "NaN", "1e30")
+
+    SECONDS_BOUND = "315360000 seconds (10 years)"
+    COUNT_BOUND = "1000000000"
+    NAME_BOUND = "1024 bytes"
+
+    # target => [group, argument named in errors, expectations, bound named for TOO_BIG values]
+    EXPECTED = {
+      "Client.new(url:)" => [:client, "url", URL, nil],
+      "Client.new(namespace:)" => [:client, "namespace", NAME, NAME_BOUND],
+      "Client.new(connect_timeout:)" => [:client, "connect_timeout", TTL, SECONDS_BOUND],
+      "Client.new(read_timeout:)" => [:client, "read_timeout", TTL, SECONDS_BOUND],
+      "Client.new(reply_spin:)" => [:client, "reply_spin", REPLY_SPIN, "0.01 seconds"],
+      "Client.new(tls_ca_file:)" => [:client, "tls_ca_file", TLS_CA_FILE, nil],
+      "config.redis_url=" => [:client, "redis_url", URL_SETTING, nil],
+      "config.namespace=" => [:client, "namespace", NAME, NAME_BOUND],
+      "config.connect_timeout=" => [:client, "connect_timeout", TTL, SECONDS_BOUND],
+      "config.read_timeout=" => [:client, "read_timeout", TTL, SECONDS_BOUND],
+      "config.reply_spin=" => [:client, "reply_spin", REPLY_SPIN, "0.01 seconds"],
+      "DistMutex.new(name)" => [:mutex, "name", NAME, NAME_BOUND],
+      "DistMutex.new(expire:)" => [:mutex, "expire", OPTIONAL_TTL, SECONDS_BOUND],
+      "DistMutex.new(lease:)" => [:mutex, "lease", TTL, SECONDS_BOUND],
+      "DistMutex#lock(timeout:)" => [:mutex, "timeout", OPTIONAL_WAIT, SECONDS_BOUND],
+      "DistMutex#synchronize(timeout:)" => [:mutex, "timeout", OPTIONAL_WAIT, SECONDS_BOUND],
+      "DistMutex#lock(timeout:) while held" => [:mutex, "timeout", HELD_WAIT, SECONDS_BOUND],
+      "DualLock.new(key)" => [:mutex, "key", NAME, NAME_BOUND],
+      "DualLock.new(wait_ttl:)" => [:mutex, "wait_ttl", TTL, SECONDS_BOUND],
+      "DualLock.new(exec_ttl:)" => [:mutex, "exec_ttl", TTL, SECONDS_BOUND],
+      "DualLock.new(max_wait:)#run" => [:mutex, "max_wait", OPTIONAL_WAIT, SECONDS_BOUND],
+      "ConcurrentLimiter.new(name)" => [:limiter, "name", NAME, NAME_BOUND],
+      "ConcurrentLimiter.new(count)" => [:limiter, "count", COUNT, COUNT_BOUND],
+      "ConcurrentLimiter.new(wait_timeout:)" => [:limiter, "wait_timeout", WAIT, SECONDS_BOUND],
+      "ConcurrentLimiter.new(lock_timeout:)" => [:limiter, "lock_timeout", TTL, SECONDS_BOUND],
+      "ConcurrentLimiter#within_limit(wait_timeout:)" => [:limiter, "wait_timeout", WAIT, SECONDS_BOUND],
+      "ConcurrentLimiter#within_limit(wait_timeout:) when full" => [:limiter, "wait_timeout", FULL_WAIT, SECONDS_BOUND],
+      "ConcurrentLimiter.new(wait_timeout:)#within_limit when full" =>
+        [:limiter, "wait_timeout", FULL_CTOR_WAIT, SECONDS_BOUND],
+      "fair_tenant_queues threshold" => [:integration, "fair_tenant_queues[0].threshold", COUNT, COUNT_BOUND],
+      "fair_tenant_queues per" => [:integration, "fair_tenant_queues[0].per", TTL.merge("\"5\"" => :ok), SECONDS_BOUND],
+      "MessageLock.new(lock_ttl:)" => [:integration, "lock_ttl", TTL, SECONDS_BOUND],
+      "MessageLock.new(processed_ttl:)" => [:integration, "processed_ttl", TTL, SECONDS_BOUND],
+      "MessageLock#process(queue)" => [:integration, "queue", NAME, NAME_BOUND],
+      "MessageLock#process(message_id)" => [:integration, "message_id", NAME, NAME_BOUND],
+      "Shoryuken::Lock.new(lock_ttl:)" => [:integration, "lock_ttl", TTL, SECONDS_BOUND],
+      "Shoryuken::Lock.new(processed_ttl:)" => [:integration, "processed_ttl", TTL, SECONDS_BOUND],
+      "Shoryuken.configure lock_ttl" => [:integration, "lock_ttl", TTL, SECONDS_BOUND],
+      "sidekiq_options dual_lock: wait_ttl" => [:integration, "wait_ttl", TTL, SECONDS_BOUND],
+      "sidekiq_options dual_lock: exec_ttl" => [:integration, "exec_ttl", TTL, SECONDS_BOUND],
+      "sidekiq_options dual_lock: max_wait" => [:integration, "max_wait", WAIT, SECONDS_BOUND],
+      "sidekiq_options dual_lock: key" => [:integration, "key", DUAL_LOCK_KEY, nil],
+      "DualLockMiddleware.new(backoff:)" => [:integration, "backoff", CALLABLE, nil],
+      "LimiterMiddleware.new(max_reschedules:)" => [:integration, "max_reschedules", COUNT_FROM_ZERO, COUNT_BOUND],
+      "LimiterMiddleware.new(backoff:)" => [:integration, "backoff", CALLABLE, nil],
+      # A backoff proc's nonsense falls back to the default delay (about 1 s for a first reschedule).
+      "LimiterMiddleware backoff proc returning" => [:integration, "backoff", table(:ok), nil],
+      "DualLockMiddleware backoff proc returning" => [:integration, "backoff", table(:ok), nil]
+    }.freeze
+
+    CHILD = <<~RUBY.freeze
+      require "ferrolock"
+      require "ferrolock/shoryuken"
+      require "ferrolock/sidekiq/dual_lock_middleware"
+      require "ferrolock/sidekiq/limiter_middleware"
+      require "logger"
+      require #{File.join(__dir__, "support", "hostile_input").inspect}
+      Ferrolock.config.logger = Logger.new(File::NULL)
+      only = JSON.parse(ENV.fetch("HOSTILE_ONLY"))
+      FerrolockTest::HostileInput.run(ENV.fetch("HOSTILE_GROUP").to_sym, only_values: only)
+    RUBY
+  end
+end
+
+RSpec.describe "hostile input" do
+  # A constant here would be top-level; the table lives in FerrolockTest::HostileExpectations.
+  cases = FerrolockTest::HostileExpectations
+
+  def run_group(group)
+    x = FerrolockTest::HostileExpectations
+    only = x::EXPECTED.select { |_, (g, *)| g == group }.transform_values { |(_, _, expectations)| expectations.keys }
+    env = { "HOSTILE_GROUP" => group.to_s, "HOSTILE_ONLY" => JSON.generate(only) }
+    out, err, status = run_ruby(x::CHILD, env: env, timeout: 120)
+    expect(status.success?).to be(true), "the child died (#{status.inspect}):\n#{err[0, 3000]}"
+    expect(err).not_to match(/fatal|panicked|\[BUG\]/)
+    out.lines.map { |line| JSON.parse(line) }
+  end
+
+  def check(result)
+    x = FerrolockTest::HostileExpectations
+    _, arg, expectations, bound = x::EXPECTED.fetch(result["target"])
+    expected = expectations.fetch(result["value"])
+    label = "#{result["target"]} with #{result["value"]}"
+    outcome = result["outcome"]
+    if expected == :ok
+      expect(outcome).to eq("ok"), "#{label}: expected success, got #{outcome}: #{result["message"]}"
+      return
+    end
+    expect(outcome).to eq(expected.name), "#{label}: expected #{expected}, got #{outcome}: #{result["message"]}"
+    return unless [ArgumentError, TypeError].include?(expected)
+
+    expect(result["message"]).to include(arg), "#{label}: the message does not name #{arg}: #{result["message"]}"
+    return unless bound && expected == ArgumentError && x::TOO_BIG.include?(result["value"])
+
+    expect(result["message"]).to include(bound), "#{label}: the message does not state #{bound}: #{result["message"]}"
+  end
+
+  %i[client mutex limiter integration].each do |group|
+    it "survives every hostile value given to the #{group} entry points, each failing as listed" do
+      results = run_group(group)
+      planned = cases::EXPECTED.select { |_, (g, *)| g == group }.sum { |_, (_, _, expectations)| expectations.size }
+      expect(results.size).to eq(planned)
+      results.each { |result| check(result) }
+    end
+  end
+
+  it "falls back to the default delay when a backoff proc answers nonsense, and keeps sane answers" do
+    results = run_group(:integration)
+    ["LimiterMiddleware backoff proc returning", "DualLockMiddleware backoff proc returning"].each do |target|
+      delays = results.select { |r| r["target"] == target }.to_h { |r| [r["value"], r["result"]] }
+      expect(delays.slice("0", "subnormal", "1", "MAX_SECONDS"))
+        .to eq("0" => 0.0, "subnormal" => 5e-324, "1" => 1.0, "MAX_SECONDS" => 315_360_000.0)
+      nonsense = delays.except("0", "subnormal", "1", "MAX_SECONDS")
+      expect(nonsense.size).to eq(14)
+      expect(nonsense.values).to all(be_between(1.0, 1.5))
+    end
+  end
+
+  it "turns a Rust panic outside any GVL-free call into Ferrolock::Error, and the process carries on" do
+    out, err, status = run_ruby(<<~RUBY)
+      require "ferrolock"
+      begin
+        Ferrolock::Native.panic_with_gvl_for_test
+      rescue StandardError => e
+        puts "\#{e.class}: \#{e.message}"
+      end
+      puts Ferrolock.client.ping
+    RUBY
+    expect(status.success?).to be(true), err
+    expect(out).to eq("Ferrolock::Error: internal error in ferrolock: deliberate panic with the GVL held\nPONG\n")
+  end
+
+  it "registers every native function and method through the panic guard" do
+    sources = Dir[File.join(FerrolockTest::ROOT, "ext/ferrolock/src/**/*.rs")]
+    registrations = sources.flat_map do |path|
+      code = File.readlines(path).grep_v(%r{\A\s*//}).join
+      code.scan(/(?:function|method)!\(\s*[^,]+/).map { |call| [File.basename(path), call] }
+    end
+    expect(registrations.size).to be > 30
+    unguarded = registrations.reject { |(_, call)| call.match?(/!\(\s*(crate::)?guard::/) }
+    expect(unguarded).to eq([])
+  end
+
+  describe "names" do
+    it "accepts NUL and newlines as ordinary bytes of a name (Redis keys are binary-safe)" do
+      Ferrolock::DistMutex.new("x\0y").synchronize do
+        expect(Ferrolock::DistMutex.new("x\0y").locked?).to be(true)
+        expect(Ferrolock::DistMutex.new("x").locked?).to be(false)
+        expect(Ferrolock::DistMutex.new("x\ny").locked?).to be(false)
+      end
+    end
+
+    it "accepts MAX_NAME_BYTES bytes and rejects one more, naming the argument and the bound" do
+      expect(Ferrolock::MAX_NAME_BYTES).to eq(1024)
+      expect(Ferrolock::DistMutex.new("é" * 512).name.bytesize).to eq(1024)
+      expect { Ferrolock::DistMutex.new("#{"é" * 512}x") }
+        .to raise_error(ArgumentError, "name must be at most 1024 bytes, got 1025 bytes")
+    end
+
+    it "takes binary Strings that are valid UTF-8 and rejects other bytes with ArgumentError" do
+      expect(Ferrolock::DualLock.new("plain".b).key.encoding).to eq(Encoding::UTF_8)
+      expect { Ferrolock::DualLock.new("\xff".b) }.to raise_error(ArgumentError, /key must be valid UTF-8/)
+      expect { Ferrolock::ConcurrentLimiter.new((+"\xC3").force_encoding("UTF-8"), 1) }
+        .to raise_error(ArgumentError, /name must be valid UTF-8/)
+    end
+  end
+
+  describe "seconds" do
+    it "accepts Integer, Float, Rational and exactly MAX_SECONDS" do
+      expect(Ferrolock::MAX_SECONDS).to eq(315_360_000)
+      mutex = Ferrolock::DistMutex.new("r", lease: Rational(1, 3), expire: Ferrolock::MAX_SECONDS)
+      expect(mutex).to be_a(Ferrolock::DistMutex)
+      expect { Ferrolock::DistMutex.new("r", lease: Complex(1, 1)) }.to raise_error(TypeError, /lease/)
+    end
+
+    it "says what was wrong and what the bound is" do
+      expect { Ferrolock::DistMutex.new("a", lease: 1e30) }
+        .to raise_error(ArgumentError, "lease must be at most 315360000 seconds (10 years), got 1.0e+30")
+      expect { Ferrolock::DistMutex.new("a", lease: 0.0001) }
+        .to raise_error(ArgumentError, "lease must be at least 0.001 seconds (1 ms), got 0.0001")
+    end
+
+    it "is checked again by the native layer, naming the argument" do
+      native = Ferrolock.client.native
+      expect { Ferrolock::Native::ConcurrentLimiter.new(native, "n", 1, 1e30) }
+        .to raise_error(ArgumentError, /\Alock_timeout: .*315360000 seconds \(10 years\), got 1e30\z/)
+      expect { Ferrolock::Native::MessageLock.new(native, 60.0, 0.0001) }
+        .to raise_error(ArgumentError, /\Aprocessed_ttl: must be at least 0.001/)
+      lock = Ferrolock::Native::DualLock.new(native, "n", 60.0, 60.0)
+      ticket = lock.enter
+      expect { lock.wait(ticket, Float::NAN) }.to raise_error(ArgumentError, /\Amax_wait: /)
+      lock.leave(ticket)
+    end
+  end
+end

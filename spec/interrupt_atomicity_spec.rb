@@ -1,0 +1,317 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require "securerandom"
+require "timeout"
+
+module FerrolockTest
+  # The exception the storms inject; its message numbers it, so the specs can check that every
+  # injected exception arrived exactly once and nothing else did.
+  class Injected < StandardError; end
+
+  # A flag shared by a test and its threads.
+  class Flag
+    def initialize
+      @set = false
+    end
+
+    def set!
+      @set = true
+    end
+
+    def set?
+      @set
+    end
+  end
+end
+
+# Issue 11 §4: asynchronous interrupts (Thread#raise, Thread#kill, Timeout.timeout, a trapped
+# signal, Thread#wakeup) landing anywhere in a primitive's acquire/release never leave it held by
+# nobody (leases of 1 s: a leaked hold would be renewed, so it never goes away by itself), never
+# make a release fail, and reach the thread exactly as injected.
+RSpec.describe "interrupt atomicity" do
+  let(:redis) { FerrolockTest.redis_server.redis }
+
+  # Each primitive as [one call of its block API, "nothing is held"].
+  def primitive(kind)
+    name = "storm-#{SecureRandom.hex(4)}"
+    case kind
+    when :dist_mutex
+      m = Ferrolock::DistMutex.new(name, lease: 1)
+      [-> { m.synchronize { Thread.pass } }, -> { !m.locked? }]
+    when :concurrent_limiter
+      l = Ferrolock::ConcurrentLimiter.new(name, 2, wait_timeout: 30, lock_timeout: 1)
+      [-> { l.within_limit { Thread.pass } }, -> { l.status[:in_use].zero? }]
+    when :dual_lock
+      d = Ferrolock::DualLock.new(name, wait_ttl: 1, exec_ttl: 1, max_wait: 30)
+      [-> { d.run { Thread.pass } }, -> { !d.executing? && !d.waiting? }]
+    when :message_lock
+      lock = Ferrolock::Shoryuken::MessageLock.new(lock_ttl: 1)
+      ids = Array.new(8) { |i| "#{name}-#{i}" }
+      # A processed id is skipped by later calls, so most calls run a fresh id.
+      cycle = -> { lock.process("q", rand < 0.5 ? ids.sample : SecureRandom.hex(6)) { Thread.pass } }
+      # Every state key is "processed" or gone: none still holds a delivery's token.
+      free = -> { redis.keys("ferrolock:{msg:q:*").map { |k| redis.get(k) }.compact.uniq - ["processed"] == [] }
+      [cycle, free]
+    end
+  end
+
+  # Runs `cycle` in a loop until `stop`, with asynchronous exceptions let in only around each
+  # call (so one landing between calls still reaches the rescue). `caught` collects the injected
+  # messages, `errors` anything else. The thread then parks until `release` is pushed, so its
+  # holds (if any) still belong to a live owner when the test checks Redis.
+  def worker(cycle, stop:, caught:, errors:, parked:, release:)
+    started = Queue.new
+    thread = Thread.new do
+      Thread.handle_interrupt(Object => :never) do
+        started << true
+        until stop.set? && !Thread.pending_interrupt?
+          begin
+            Thread.handle_interrupt(Object => :immediate) { stop.set? ? Thread.pass : cycle.call }
+          rescue FerrolockTest::Injected => e
+            caught << e.message
+          rescue StandardError => e
+            errors << e
+          end
+        end
+      end
+      parked << true
+      release.pop
+    end
+    started.pop # the storm starts once the thread is inside its mask
+    thread
+  end
+
+  # For `seconds`, Thread#raise (numbered), Thread#wakeup or a trapped signal at random, to a
+  # random thread, every 0–2 ms. A thread gets its next exception only once the previous one
+  # arrived (`caught` is drained into `arrived`): an exception raised while another one
+  # propagates through an `ensure` replaces it, in any Ruby code. Returns the messages raised.
+  def interrupt_storm(threads, seconds, caught, arrived)
+    sent = []
+    in_flight = {}
+    deadline = monotonic + seconds
+    while monotonic < deadline
+      arrived << caught.pop until caught.empty?
+      target = threads.sample
+      case rand(4)
+      when 0, 1
+        next if in_flight[target] && !arrived.include?(in_flight[target])
+
+        message = in_flight[target] = "injected #{sent.size}"
+        target.raise(FerrolockTest::Injected, message)
+        sent << message
+      when 2 then target.wakeup
+      else Process.kill("USR1", Process.pid)
+      end
+      sleep(rand * 0.002)
+    end
+    sent
+  end
+
+  # For failure messages: keys that hold something other than "processed" or a counter.
+  def held_keys
+    redis.keys("*").filter_map do |k|
+      value = redis.type(k) == "string" ? redis.get(k) : redis.type(k)
+      [k, value, redis.pttl(k)] unless value == "processed" || k.end_with?(":fence")
+    end.first(10)
+  end
+
+  def with_usr1_trap
+    previous = trap("USR1") { nil }
+    yield
+  ensure
+    trap("USR1", previous || "DEFAULT")
+  end
+
+  # Nothing is held within one renewal tick (a third of the 1 s lease) after the threads stopped.
+  def expect_nothing_held(free)
+    expect { wait_until(timeout: 0.33) { free.call } }.not_to raise_error, -> { held_keys.inspect }
+  end
+
+  %i[dist_mutex concurrent_limiter dual_lock message_lock].each do |kind|
+    describe kind.to_s do
+      it "survives a storm of Thread#raise, Thread#wakeup and signals on 4 threads: exactly the " \
+         "injected exceptions arrive, nothing stays held" do
+        cycle, free = primitive(kind)
+        stop = FerrolockTest::Flag.new
+        caught = Queue.new
+        errors = Queue.new
+        parked = Queue.new
+        release = Queue.new
+        queues = { caught: caught, errors: errors, parked: parked, release: release }
+        threads = Array.new(4) { worker(cycle, stop: stop, **queues) }
+        arrived = []
+        sent = with_usr1_trap { interrupt_storm(threads, 2, caught, arrived) }
+        stop.set!
+        4.times { Timeout.timeout(30) { parked.pop } }
+        expect(Array.new(errors.size) { errors.pop }).to eq([])
+        arrived << caught.pop until caught.empty?
+        expect([sent - arrived, arrived - sent, arrived.size - arrived.uniq.size]).to eq([[], [], 0])
+        expect(sent.size).to be > 50
+        expect_nothing_held(free)
+      ensure
+        threads&.each do |t|
+          release << true
+          t.join(10)
+        end
+      end
+
+      it "survives Thread#kill landing anywhere: nothing stays held" do
+        cycle, free = primitive(kind)
+        errors = Queue.new
+        looping = lambda do
+          Thread.new do
+            loop { cycle.call }
+          rescue StandardError => e
+            errors << e
+          end
+        end
+        threads = Array.new(4) { looping.call }
+        kills = 0
+        deadline = monotonic + 2
+        while monotonic < deadline
+          sleep(rand * 0.004)
+          victim = threads.delete(threads.sample)
+          victim.kill.join(10)
+          kills += 1
+          threads << looping.call
+        end
+        threads.each { |t| t.kill.join(10) }
+        expect(Array.new(errors.size) { errors.pop }).to eq([])
+        expect(kills).to be > 100
+        expect_nothing_held(free)
+      end
+
+      it "survives Timeout.timeout around every call: nothing stays held" do
+        cycle, free = primitive(kind)
+        errors = Queue.new
+        timeouts = Queue.new
+        threads = Array.new(4) do
+          Thread.new do
+            deadline = monotonic + 1.5
+            while monotonic < deadline
+              begin
+                Timeout.timeout(rand * 0.003) { cycle.call }
+              rescue Timeout::Error
+                timeouts << true
+              rescue StandardError => e
+                errors << e
+              end
+            end
+          end
+        end
+        threads.each { |t| t.join(30) }
+        expect(Array.new(errors.size) { errors.pop }).to eq([])
+        expect(timeouts.size).to be > 20
+        expect_nothing_held(free)
+      end
+
+      it "never fails a call because of a trapped signal or Thread#wakeup on the main thread" do
+        cycle, free = primitive(kind)
+        stop = FerrolockTest::Flag.new
+        main = Thread.current
+        errors = []
+        calls = 0
+        with_usr1_trap do
+          pester = Thread.new do
+            until stop.set?
+              rand < 0.5 ? Process.kill("USR1", Process.pid) : main.wakeup
+              sleep(rand * 0.001)
+            end
+          end
+          deadline = monotonic + 1.5
+          while monotonic < deadline
+            begin
+              cycle.call
+              calls += 1
+            rescue StandardError => e
+              errors << e
+            end
+          end
+        ensure
+          stop.set!
+          pester&.join(10)
+        end
+        expect(errors).to eq([])
+        expect(calls).to be > 50
+        expect_nothing_held(free)
+      end
+    end
+  end
+
+  describe "a wait ends promptly on Thread#raise and holds nothing afterwards" do
+    def expect_prompt_end(waiter)
+      sleep 0.3 # let it reach the wait
+      expect(waiter).to be_alive
+      took = elapsed do
+        waiter.raise(FerrolockTest::Injected, "stop waiting")
+        expect { waiter.join(5) }.to raise_error(FerrolockTest::Injected, "stop waiting")
+      end
+      expect(took).to be < 0.5
+    end
+
+    it "DistMutex#lock" do
+      holder = Ferrolock::DistMutex.new("wait", lease: 1)
+      holder.lock
+      waiter = Thread.new { Ferrolock::DistMutex.new("wait", lease: 1).lock }
+      waiter.report_on_exception = false
+      expect_prompt_end(waiter)
+      holder.unlock
+      expect(Ferrolock::DistMutex.new("wait").try_lock).to be(true)
+    end
+
+    it "DistMutex#lock under Timeout.timeout(0.2)" do
+      holder = Ferrolock::DistMutex.new("wait", lease: 1)
+      holder.lock
+      other = Ferrolock::DistMutex.new("wait", lease: 1)
+      took = elapsed { expect { Timeout.timeout(0.2) { other.lock } }.to raise_error(Timeout::Error) }
+      expect(took).to be < 0.7
+      expect(other.owned?).to be(false)
+      holder.unlock
+      expect(other.try_lock).to be(true)
+    end
+
+    it "ConcurrentLimiter#within_limit" do
+      limiter = Ferrolock::ConcurrentLimiter.new("wait", 1, wait_timeout: 30, lock_timeout: 1)
+      gate = Queue.new
+      holder = Thread.new { limiter.within_limit { gate.pop } }
+      wait_until { limiter.status[:in_use] == 1 }
+      waiter = Thread.new { limiter.within_limit { :ran } }
+      waiter.report_on_exception = false
+      expect_prompt_end(waiter)
+      gate << true
+      holder.join(5)
+      expect(limiter.status[:in_use]).to eq(0)
+      expect(limiter.within_limit(wait_timeout: 0) { :ran }).to eq(:ran)
+    end
+
+    it "DualLock#run" do
+      lock = Ferrolock::DualLock.new("wait", wait_ttl: 1, exec_ttl: 1, max_wait: 30)
+      gate = Queue.new
+      executor = Thread.new { lock.run { gate.pop } }
+      wait_until { lock.executing? }
+      waiter = Thread.new { lock.run { :ran } }
+      waiter.report_on_exception = false
+      expect_prompt_end(waiter)
+      expect(lock.waiting?).to be(false)
+      gate << true
+      executor.join(5)
+      expect(lock.executing?).to be(false)
+    end
+  end
+
+  it "under the caller's own Thread.handle_interrupt(Object => :never) still locks, like Mutex" do
+    m = Ferrolock::DistMutex.new("masked", lease: 1)
+    result = nil
+    thread = Thread.new do
+      Thread.handle_interrupt(Object => :never) do
+        Thread.current.raise(FerrolockTest::Injected, "deferred")
+        result = m.synchronize { m.owned? }
+      end
+    end
+    thread.report_on_exception = false
+    expect { thread.join(10) }.to raise_error(FerrolockTest::Injected, "deferred")
+    expect(result).to be(true)
+    expect(m.locked?).to be(false)
+  end
+end

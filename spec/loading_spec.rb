@@ -1,0 +1,84 @@
+# frozen_string_literal: true
+
+# `require "ferrolock"` makes every constant the README names usable, without loading Sidekiq or
+# Shoryuken, whichever of ferrolock and sidekiq an app (Bundler.require) loads first. Each case runs
+# in a fresh Ruby process.
+RSpec.describe "Loading ferrolock" do
+  readme = File.read(File.join(FerrolockTest::ROOT, "README.md"))
+  # Every Ferrolock constant the README names, e.g. Ferrolock::Sidekiq::DualLockMiddleware.
+  documented = readme.scan(/Ferrolock(?:::[A-Z]\w*)+/).uniq.sort
+  # And the ones the README may not spell out in full.
+  constants = (documented + %w[
+    Ferrolock::VERSION Ferrolock::Configuration Ferrolock::Client Ferrolock::Error Ferrolock::ConnectionError
+    Ferrolock::TimeoutError Ferrolock::LockLost Ferrolock::OverLimit Ferrolock::EVENTS
+    Ferrolock::DistMutex Ferrolock::DualLock Ferrolock::ConcurrentLimiter
+    Ferrolock::Sidekiq::DualLockMiddleware Ferrolock::Sidekiq::DualLockSettings
+    Ferrolock::Sidekiq::LimiterMiddleware Ferrolock::Sidekiq::Reschedule
+    Ferrolock::FairTenant Ferrolock::FairTenant::ClientMiddleware
+    Ferrolock::Shoryuken Ferrolock::Shoryuken::Lock Ferrolock::Shoryuken::MessageLock
+  ]).uniq.sort
+
+  # Ruby code printing one line per constant that does not resolve, then what got loaded.
+  resolve = <<~RUBY
+    missing = #{constants.inspect}.reject { |name| Object.const_get(name) rescue false }
+    missing.each { |name| puts "missing \#{name}" }
+    puts "sidekiq loaded: \#{!defined?(::Sidekiq::VERSION).nil?}"
+    puts "shoryuken loaded: \#{!defined?(::Shoryuken).nil?}"
+    puts "active_support loaded: \#{!defined?(::ActiveSupport).nil?}"
+  RUBY
+
+  it "finds the documented constants in the README" do
+    expect(documented).to include("Ferrolock::Sidekiq::DualLockMiddleware", "Ferrolock::Sidekiq::LimiterMiddleware",
+                                  "Ferrolock::FairTenant::ClientMiddleware", "Ferrolock::Shoryuken::Lock")
+  end
+
+  it "alone: resolves every constant and loads neither Sidekiq, Shoryuken nor ActiveSupport" do
+    out = run_ruby!(%(require "ferrolock"\n#{resolve}))
+    expect(out.lines.grep(/missing/)).to eq([])
+    expect(out).to include("sidekiq loaded: false", "shoryuken loaded: false", "active_support loaded: false")
+  end
+
+  [%w[ferrolock sidekiq], %w[sidekiq ferrolock], %w[sidekiq ferrolock/sidekiq/dual_lock_middleware]].each do |order|
+    it "with require #{order.join(", then ")}: the README's middleware setup works and ::Sidekiq is Sidekiq's" do
+      out = run_ruby!(<<~RUBY)
+        #{order.map { |feature| "require #{feature.inspect}" }.join("\n")}
+        #{resolve}
+        Sidekiq.configure_server do |config|
+          config.server_middleware do |chain|
+            chain.add Ferrolock::Sidekiq::DualLockMiddleware
+            chain.add Ferrolock::Sidekiq::LimiterMiddleware, max_reschedules: 3
+          end
+        end
+        Sidekiq.configure_client { |c| c.client_middleware { |m| m.add Ferrolock::FairTenant::ClientMiddleware } }
+        # configure_server's block runs only inside a Sidekiq server: build the same chain here.
+        chain = Sidekiq::Middleware::Chain.new
+        chain.add Ferrolock::Sidekiq::DualLockMiddleware
+        chain.add Ferrolock::Sidekiq::LimiterMiddleware, max_reschedules: 3
+        puts "server chain: \#{chain.retrieve.map(&:class).join(", ")}"
+        # ferrolock code reaches Sidekiq's own constants (a bare `Sidekiq` inside Ferrolock is ours).
+        jid = Ferrolock::Sidekiq::Reschedule.call({ "class" => "SomeJob", "args" => [1], "jid" => "j1",
+                                                    "queue" => "default" }, delay: 60, counter: "n")
+        puts "rescheduled: \#{jid}"
+        puts "logger: \#{Ferrolock.logger.equal?(::Sidekiq.logger)}"
+      RUBY
+      expect(out.lines.grep(/missing/)).to eq([])
+      expect(out).to include("sidekiq loaded: true", "shoryuken loaded: false")
+      expect(out).to include("server chain: Ferrolock::Sidekiq::DualLockMiddleware, " \
+                             "Ferrolock::Sidekiq::LimiterMiddleware")
+      expect(out).to include("rescheduled: 1", "logger: true")
+      expect(FerrolockTest.redis_server.redis.zcard("schedule")).to eq(1)
+    end
+  end
+
+  it "never writes a bare Sidekiq constant inside Ferrolock (it would mean Ferrolock::Sidekiq)" do
+    own = Ferrolock::Sidekiq.constants.map(&:to_s) + Ferrolock::Sidekiq.singleton_methods.map(&:to_s)
+    offenders = Dir[File.join(FerrolockTest::LIB, "**", "*.rb")].flat_map do |path|
+      File.readlines(path).each_with_index.filter_map do |line, index|
+        code = line.sub(/#.*/, "")
+        names = code.scan(/(?<![:\w])Sidekiq(?:::|\.)(\w+)/).flatten - own
+        "#{path}:#{index + 1}: #{line.strip}" unless names.empty?
+      end
+    end
+    expect(offenders).to eq([])
+  end
+end

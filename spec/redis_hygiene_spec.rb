@@ -1,0 +1,165 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+
+# Every key any primitive writes expires or is deleted once the primitive is idle: apps lock per
+# record, so names are many and most are used once. Each example churns many distinct names
+# through one primitive (with short TTLs; every 50th name contended, so waiter marks and wake-up
+# lists are written too), checks sampled keys for a TTL meanwhile and afterwards, then waits
+# for DBSIZE 0.
+#
+# FERROLOCK_HYGIENE_NAMES: names per primitive. The default spreads 100,000 over the 7 examples
+# (about 14,300 each: 20-27 s on the shared 2-core VM); 100000 churns 100k names through every
+# primitive (70-105 s there, too long for every run).
+module HygieneSpec
+  PRIMITIVES = 7
+  NAMES = Integer(ENV.fetch("FERROLOCK_HYGIENE_NAMES", 100_000 / PRIMITIVES))
+  THREADS = 8
+  CONTENDED_EVERY = 50
+  # Longest TTL below: DistMutex's fencing counter (10 x the 0.3 s lease); the deadline is generous.
+  EMPTY_WITHIN = 60
+end
+
+RSpec.describe "Redis is left clean" do
+  before(:all) { @server = FerrolockTest::RedisServer.new.start }
+  after(:all) { @server.destroy }
+
+  let(:redis) { @server.redis }
+  let(:client) { Ferrolock::Client.new(url: @server.url, namespace: "hyg") }
+
+  before { @server.flushall }
+
+  # Runs the block for NAMES distinct indexes on THREADS threads while another thread samples
+  # keys' TTLs; then samples again with everything idle and waits for Redis to be empty.
+  def churn(&one)
+    # Memoized before the threads share them.
+    redis.ping
+    client.ping
+    sampled = []
+    done = false
+    sampler = Thread.new do
+      until done
+        sampled.concat(sample_ttls)
+        sleep 0.05
+      end
+    end
+    workers = Array.new(HygieneSpec::THREADS) do |t|
+      Thread.new do
+        t.step(HygieneSpec::NAMES - 1, HygieneSpec::THREADS) do |i|
+          one.call(i, (i % HygieneSpec::CONTENDED_EVERY).zero?)
+        end
+      end
+    end
+    workers.each(&:join)
+    done = true
+    sampler.join
+    sampled.concat(sample_ttls)
+    expect(sampled).not_to be_empty
+    expect(sampled.select { |_key, ttl| ttl == -1 }).to eq([]), "keys without a TTL"
+    expect(wait_for_empty).to eq(0), -> { "keys left behind:\n#{leftovers}" }
+  end
+
+  # [key, PTTL] of up to 100 random keys (PTTL -2: expired since RANDOMKEY picked it).
+  def sample_ttls
+    keys = Array.new(100) { redis.randomkey }.compact.uniq
+    ttls = redis.pipelined { |p| keys.each { |k| p.pttl(k) } }
+    keys.zip(ttls)
+  end
+
+  def wait_for_empty
+    deadline = monotonic + HygieneSpec::EMPTY_WITHIN
+    sleep 0.2 while redis.dbsize.positive? && monotonic < deadline
+    redis.dbsize
+  end
+
+  def leftovers
+    keys = redis.scan(0, count: 1000)[1].first(50)
+    keys.map { |k| "  #{k} pttl=#{redis.pttl(k)} type=#{redis.type(k)}" }.join("\n")
+  end
+
+  # Runs `work` in another thread that must wait (until `waiting` holds), then lets it through.
+  def with_waiter(work, &waiting)
+    waiter = Thread.new(&work)
+    sleep 0.001 until waiting.call || !waiter.alive?
+    waiter
+  end
+
+  it "leaves nothing behind for DistMutex (released at unlock)" do
+    churn do |i, contended|
+      m = Ferrolock::DistMutex.new("dm-#{i}", lease: 0.3, client: client)
+      waiter = nil
+      m.synchronize do
+        next unless contended
+
+        other = Ferrolock::DistMutex.new("dm-#{i}", lease: 0.3, client: client)
+        waiter = with_waiter(-> { other.synchronize(timeout: 10) { :ok } }) do
+          redis.exists?("hyg:{dm-#{i}}:waiters")
+        end
+      end
+      waiter&.join
+    end
+  end
+
+  it "leaves nothing behind for DistMutex as a spacer (expire:, auto_release: false)" do
+    churn do |i, contended|
+      m = Ferrolock::DistMutex.new("sp-#{i}", expire: 0.02, auto_release: false, client: client)
+      m.synchronize { :ok }
+      m.synchronize(timeout: 10) { :ok } if contended # waits out the 20 ms expiry locally
+    end
+  end
+
+  it "leaves nothing behind for DualLock" do
+    churn do |i, contended|
+      lock = Ferrolock::DualLock.new("dl-#{i}", wait_ttl: 0.5, exec_ttl: 0.5, max_wait: 10, client: client)
+      waiter = nil
+      lock.run do
+        next unless contended
+
+        other = Ferrolock::DualLock.new("dl-#{i}", wait_ttl: 0.5, exec_ttl: 0.5, max_wait: 10, client: client)
+        waiter = with_waiter(-> { other.run { :ok } }) { lock.waiting? }
+      end
+      waiter&.join
+    end
+  end
+
+  it "leaves nothing behind for ConcurrentLimiter" do
+    churn do |i, contended|
+      limiter = Ferrolock::ConcurrentLimiter.new("cl-#{i}", 1, wait_timeout: 0, lock_timeout: 0.5, client: client)
+      waiter = nil
+      limiter.within_limit do
+        next unless contended
+
+        waiter = with_waiter(-> { limiter.within_limit(wait_timeout: 10) { :ok } }) do
+          limiter.status[:waiting] == 1
+        end
+      end
+      waiter&.join
+    end
+  end
+
+  {
+    exact: [{ threshold: 1, per: 1, queue: "slow" }],
+    bounded: [{ threshold: 1, per: 0.5, queue: "slow" }, { threshold: 5, per: 1, queue: "slower" }]
+  }.each do |mode, rules|
+    it "leaves nothing behind for FairTenant in #{mode} mode" do
+      churn do |i, contended|
+        args = { job_class: "HygieneJob", tenant: "t-#{i}", queue: "default", mode: mode, client: client }
+        Ferrolock::FairTenant.queue_for(rules, jid: "j-#{i}", **args)
+        Ferrolock::FairTenant.queue_for(rules, jid: "j-#{i}", record: false, **args) # a re-push
+        Ferrolock::FairTenant.queue_for(rules, jid: "k-#{i}", **args) if contended
+      end
+    end
+  end
+
+  it "leaves nothing behind for the Shoryuken MessageLock" do
+    lock = Ferrolock::Shoryuken::MessageLock.new(lock_ttl: 0.5, processed_ttl: 1, client: client)
+    churn do |i, contended|
+      if contended
+        # A failed run drops its lease; the redelivered copy then runs.
+        expect { lock.process("orders", "m-#{i}") { raise "boom" } }.to raise_error(RuntimeError)
+      end
+      expect(lock.process("orders", "m-#{i}") { :ok }).to eq(:ran)
+      expect(lock.process("orders", "m-#{i}") { :ok }).to eq(:processed)
+    end
+  end
+end

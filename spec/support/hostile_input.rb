@@ -1,0 +1,208 @@
+# frozen_string_literal: true
+
+require "json"
+
+module FerrolockTest
+  # The child-process half of spec/hostile_input_spec.rb: every public entry point that takes
+  # seconds, counts or names, called with every hostile value. The spec runs a group of targets
+  # in a child (a panic or `fatal` must not take the spec process down) and reads one JSON line
+  # per case: the outcome's class ("ok" when it returned) and message.
+  module HostileInput
+    MAX = 315_360_000 # Ferrolock::MAX_SECONDS, spelled out so the table is readable alone
+
+    VALUES = {
+      "nil" => nil,
+      "-1" => -1,
+      "0" => 0,
+      "NaN" => Float::NAN,
+      "+Infinity" => Float::INFINITY,
+      "-Infinity" => -Float::INFINITY,
+      "1e30" => 1e30,
+      "Float::MAX" => Float::MAX,
+      "subnormal" => 5e-324,
+      "1" => 1,
+      "MAX_SECONDS" => MAX,
+      "MAX_SECONDS + 1" => MAX + 1,
+      "2**100" => 2**100,
+      "\"5\"" => "5",
+      "empty string" => "",
+      "\"\\0\"" => "\0",
+      "\"a\\nb\"" => "a\nb",
+      "10 MB string" => "x" * (10 * 1024 * 1024)
+    }.freeze
+
+    # A stand-in for a Sidekiq job class with sidekiq_options.
+    JobClass = Struct.new(:name, :options) do
+      def get_sidekiq_options = options # rubocop:disable Naming/AccessorMethodName -- Sidekiq's name
+      def to_s = name
+    end
+
+    @serial = 0
+
+    class << self
+      def unique(prefix)
+        @serial += 1
+        "#{prefix}-#{Process.pid}-#{@serial}"
+      end
+
+      def client_targets
+        {
+          "Client.new(url:)" => ->(v) { Ferrolock::Client.new(url: v) },
+          "Client.new(namespace:)" => ->(v) { Ferrolock::Client.new(namespace: v) },
+          "Client.new(connect_timeout:)" => ->(v) { Ferrolock::Client.new(connect_timeout: v) },
+          "Client.new(read_timeout:)" => ->(v) { Ferrolock::Client.new(read_timeout: v) },
+          "Client.new(reply_spin:)" => ->(v) { Ferrolock::Client.new(reply_spin: v) },
+          "Client.new(tls_ca_file:)" => ->(v) { Ferrolock::Client.new(tls_ca_file: v) },
+          "config.redis_url=" => ->(v) { configure(:redis_url, v) },
+          "config.namespace=" => ->(v) { configure(:namespace, v) },
+          "config.connect_timeout=" => ->(v) { configure(:connect_timeout, v) },
+          "config.read_timeout=" => ->(v) { configure(:read_timeout, v) },
+          "config.reply_spin=" => ->(v) { configure(:reply_spin, v) }
+        }
+      end
+
+      def mutex_targets
+        {
+          "DistMutex.new(name)" => ->(v) { Ferrolock::DistMutex.new(v) },
+          "DistMutex.new(expire:)" => ->(v) { Ferrolock::DistMutex.new(unique("m"), expire: v) },
+          "DistMutex.new(lease:)" => ->(v) { Ferrolock::DistMutex.new(unique("m"), lease: v) },
+          "DistMutex#lock(timeout:)" => ->(v) { Ferrolock::DistMutex.new(unique("m")).lock(timeout: v).unlock },
+          "DistMutex#synchronize(timeout:)" => lambda { |v|
+            Ferrolock::DistMutex.new(unique("m")).synchronize(timeout: v) { 1 }
+          },
+          "DistMutex#lock(timeout:) while held" => ->(v) { while_held_mutex { |m| m.lock(timeout: v) } },
+          "DualLock.new(key)" => ->(v) { Ferrolock::DualLock.new(v) },
+          "DualLock.new(wait_ttl:)" => ->(v) { Ferrolock::DualLock.new(unique("d"), wait_ttl: v) },
+          "DualLock.new(exec_ttl:)" => ->(v) { Ferrolock::DualLock.new(unique("d"), exec_ttl: v) },
+          "DualLock.new(max_wait:)#run" => ->(v) { Ferrolock::DualLock.new(unique("d"), max_wait: v).run { 1 } }
+        }
+      end
+
+      def limiter_targets
+        {
+          "ConcurrentLimiter.new(name)" => ->(v) { Ferrolock::ConcurrentLimiter.new(v, 1) },
+          "ConcurrentLimiter.new(count)" => ->(v) { Ferrolock::ConcurrentLimiter.new(unique("l"), v) },
+          "ConcurrentLimiter.new(wait_timeout:)" => ->(v) { limiter(wait_timeout: v) },
+          "ConcurrentLimiter.new(lock_timeout:)" => ->(v) { limiter(lock_timeout: v) },
+          "ConcurrentLimiter#within_limit(wait_timeout:)" => lambda { |v|
+            Ferrolock::ConcurrentLimiter.new(unique("l"), 1).within_limit(wait_timeout: v) { 1 }
+          },
+          "ConcurrentLimiter#within_limit(wait_timeout:) when full" => ->(v) { while_full_limiter(v) },
+          "ConcurrentLimiter.new(wait_timeout:)#within_limit when full" => ->(v) { while_full_limiter(nil, v) }
+        }
+      end
+
+      def integration_targets
+        {
+          "fair_tenant_queues threshold" => ->(v) { fair_tenant_rules(threshold: v) },
+          "fair_tenant_queues per" => ->(v) { fair_tenant_rules(per: v) },
+          "MessageLock.new(lock_ttl:)" => ->(v) { Ferrolock::Shoryuken::MessageLock.new(lock_ttl: v) },
+          "MessageLock.new(processed_ttl:)" => ->(v) { Ferrolock::Shoryuken::MessageLock.new(processed_ttl: v) },
+          "MessageLock#process(queue)" => ->(v) { message_lock.process(v, unique("id")) { 1 } },
+          "MessageLock#process(message_id)" => ->(v) { message_lock.process("q", v) { 1 } },
+          "Shoryuken::Lock.new(lock_ttl:)" => ->(v) { Ferrolock::Shoryuken::Lock.new(lock_ttl: v) },
+          "Shoryuken::Lock.new(processed_ttl:)" => ->(v) { Ferrolock::Shoryuken::Lock.new(processed_ttl: v) },
+          "Shoryuken.configure lock_ttl" => ->(v) { shoryuken_configure(:lock_ttl, v) },
+          "sidekiq_options dual_lock: wait_ttl" => ->(v) { dual_lock_settings(wait_ttl: v) },
+          "sidekiq_options dual_lock: exec_ttl" => ->(v) { dual_lock_settings(exec_ttl: v) },
+          "sidekiq_options dual_lock: max_wait" => ->(v) { dual_lock_settings(max_wait: v) },
+          "sidekiq_options dual_lock: key" => ->(v) { dual_lock_settings(key: v) },
+          "DualLockMiddleware.new(backoff:)" => ->(v) { Ferrolock::Sidekiq::DualLockMiddleware.new(backoff: v) },
+          "LimiterMiddleware.new(max_reschedules:)" => lambda { |v|
+            Ferrolock::Sidekiq::LimiterMiddleware.new(max_reschedules: v)
+          },
+          "LimiterMiddleware.new(backoff:)" => ->(v) { Ferrolock::Sidekiq::LimiterMiddleware.new(backoff: v) },
+          "LimiterMiddleware backoff proc returning" => ->(v) { limiter_backoff_delay(v) },
+          "DualLockMiddleware backoff proc returning" => ->(v) { dual_lock_backoff_delay(v) }
+        }
+      end
+
+      def targets(group)
+        public_send("#{group}_targets")
+      end
+
+      # Runs every target of `group` (optionally only some values) with every value; prints one
+      # JSON line per case.
+      def run(group, only_values: nil)
+        targets(group).each do |target, call|
+          VALUES.each do |label, value|
+            next if only_values && !only_values.fetch(target, VALUES.keys).include?(label)
+
+            $stdout.puts(JSON.generate({ target: target, value: label }.merge(outcome(call, value))))
+            $stdout.flush
+          end
+        end
+      end
+
+      def outcome(call, value)
+        result = call.call(value.frozen? || !value.is_a?(String) ? value : value.dup)
+        { outcome: "ok", result: result.is_a?(Numeric) ? result.to_f : nil }
+      rescue Exception => e # rubocop:disable Lint/RescueException -- `fatal` is what we look for
+        { outcome: e.class.name || e.class.inspect, message: e.message[0, 300] }
+      end
+
+      def configure(setting, value)
+        Ferrolock.configure { |c| c.public_send("#{setting}=", value) }
+      ensure
+        Ferrolock.reset_config!
+      end
+
+      def shoryuken_configure(setting, value)
+        Ferrolock::Shoryuken.configure { |c| c.public_send("#{setting}=", value) }
+      ensure
+        Ferrolock::Shoryuken.reset!
+      end
+
+      # Another thread holds the lock: the wait must end at its (tiny) deadline.
+      def while_held_mutex
+        name = unique("held")
+        holder = Ferrolock::DistMutex.new(name)
+        holder.synchronize do
+          Thread.new do
+            Thread.current.report_on_exception = false
+            yield Ferrolock::DistMutex.new(name)
+          end.value
+        end
+      end
+
+      def while_full_limiter(wait, ctor_wait = 5)
+        name = unique("full")
+        limiter = Ferrolock::ConcurrentLimiter.new(name, 1)
+        limiter.within_limit do
+          Thread.new do
+            Thread.current.report_on_exception = false
+            other = Ferrolock::ConcurrentLimiter.new(name, 1, wait_timeout: ctor_wait)
+            wait.nil? ? other.within_limit { 1 } : other.within_limit(wait_timeout: wait) { 1 }
+          end.value
+        end
+      end
+
+      def limiter(**options)
+        Ferrolock::ConcurrentLimiter.new(unique("l"), 1, **options)
+      end
+
+      def message_lock
+        Ferrolock::Shoryuken::MessageLock.new
+      end
+
+      def fair_tenant_rules(threshold: 10, per: 60)
+        Ferrolock::FairTenant::Rules.new([{ queue: "slow", threshold: threshold, per: per }])
+      end
+
+      def dual_lock_settings(**options)
+        Ferrolock::Sidekiq::DualLockSettings.new(JobClass.new("HostileJob", { "dual_lock" => options }), options)
+      end
+
+      # What the middleware would delay a job by when its backoff proc returned `value`.
+      def limiter_backoff_delay(value)
+        middleware = Ferrolock::Sidekiq::LimiterMiddleware.new(backoff: ->(*) { value })
+        error = Ferrolock::OverLimit.new("full", limiter: nil)
+        middleware.send(:delay_for, { "class" => "HostileJob" }, 1, error)
+      end
+
+      def dual_lock_backoff_delay(value)
+        Ferrolock::Sidekiq::DualLockMiddleware.new(backoff: ->(*) { value }).send(:delay_for, 1)
+      end
+    end
+  end
+end
