@@ -53,6 +53,18 @@ RSpec.describe "interrupt atomicity" do
       # Every state key is "processed" or gone: none still holds a delivery's token.
       free = -> { redis.keys("ferrolock:{msg:q:*").map { |k| redis.get(k) }.compact.uniq - ["processed"] == [] }
       [cycle, free]
+    when :shoryuken_lock
+      # The server middleware as Shoryuken calls it: a new instance per message.
+      message = Struct.new(:message_id) { def delete = nil }
+      ids = Array.new(8) { |i| "#{name}-#{i}" }
+      cycle = lambda do
+        id = rand < 0.5 ? ids.sample : SecureRandom.hex(6)
+        Ferrolock::Shoryuken::Lock.new(enabled: true, lock_ttl: 1).call(Object.new, "q", message.new(id)) do
+          Thread.pass
+        end
+      end
+      free = -> { redis.keys("ferrolock:{msg:q:*").map { |k| redis.get(k) }.compact.uniq - ["processed"] == [] }
+      [cycle, free]
     end
   end
 
@@ -128,7 +140,7 @@ RSpec.describe "interrupt atomicity" do
     expect { wait_until(timeout: 0.33) { free.call } }.not_to raise_error, -> { held_keys.inspect }
   end
 
-  %i[dist_mutex concurrent_limiter dual_lock message_lock].each do |kind|
+  %i[dist_mutex concurrent_limiter dual_lock message_lock shoryuken_lock].each do |kind|
     describe kind.to_s do
       it "survives a storm of Thread#raise, Thread#wakeup and signals on 4 threads: exactly the " \
          "injected exceptions arrive, nothing stays held" do

@@ -32,17 +32,27 @@ module Ferrolock
 
         payload = { primitive: :shoryuken_lock, queue: queue, message_id: message_id!(sqs_msg),
                     worker: worker.class.name }
-        lock = settings.message_lock
-        lease = begin_message(lock, settings, payload)
-        case lease
-        when :redis_unavailable then yield
-        when :processed then skip_processed(sqs_msg, payload)
-        when :in_progress then skip_in_progress(payload)
-        else run_locked(lock, lease, payload, &block)
-        end
+        process(settings, sqs_msg, payload, &block)
       end
 
       private
+
+      def process(settings, sqs_msg, payload, &block)
+        lock = settings.message_lock
+        # The lease is recorded the moment it is granted; whatever lands after that (Thread#kill,
+        # Thread#raise) before the job settled it gives the message back in the ensure below.
+        held = { lease: nil, settled: false }
+        begin
+          case begin_message(lock, settings, payload, held)
+          when :redis_unavailable then yield
+          when :processed then skip_processed(sqs_msg, payload)
+          when :in_progress then skip_in_progress(payload)
+          else run_locked(lock, held, payload, &block)
+          end
+        ensure
+          settle_after_error(lock, held, payload, nil) if held[:lease] && !held[:settled]
+        end
+      end
 
       def worker_option(worker)
         klass = worker.class
@@ -74,8 +84,8 @@ module Ferrolock
 
       # A lease, :processed, :in_progress, or :redis_unavailable when Redis failed and the
       # policy is to run anyway.
-      def begin_message(lock, settings, payload)
-        lock.begin_message(payload[:queue], payload[:message_id])
+      def begin_message(lock, settings, payload, held)
+        lock.begin_message(payload[:queue], payload[:message_id]) { |lease| held[:lease] = lease }
       rescue Ferrolock::Error => e
         describe = "message #{payload[:message_id]} on #{payload[:queue]}: #{e.class}: #{e.message}"
         Ferrolock.instrument(:redis_error, payload.merge(error: e.class.name, policy: settings.on_redis_error))
@@ -94,12 +104,10 @@ module Ferrolock
                                 "cannot be deleted (#{sqs_msg.class} has no #delete); it will come back")
           return nil
         end
-        # Acknowledge the copy: nothing else will (AutoDelete runs only after a yield).
+        # Acknowledge the copy: nothing else will (AutoDelete runs only after a yield). A failed
+        # delete is raised, not swallowed (a rescue here would also swallow Thread#raise and
+        # Timeout): Shoryuken logs it, and the copy comes back and is deleted then.
         sqs_msg.delete
-        nil
-      rescue StandardError => e
-        Ferrolock.logger.warn("ferrolock: deleting duplicate #{payload[:message_id]} failed " \
-                              "(it will come back and be deleted then): #{e.class}: #{e.message}")
         nil
       end
 
@@ -108,22 +116,29 @@ module Ferrolock
         nil
       end
 
-      def run_locked(lock, lease, payload)
-        settled = false
+      # Marks the message processed after success, or gives it back when the job raised; either
+      # way with asynchronous exceptions deferred, so none lands between the outcome and its record.
+      def run_locked(lock, held, payload)
         Ferrolock.instrument(:locked, payload)
         result = yield
-        settled = true
-        finish(lock, lease, payload)
+        Interrupts.release do
+          held[:settled] = true
+          finish(lock, held[:lease], payload)
+        end
         result
       rescue Exception => e # rubocop:disable Lint/RescueException -- any failure means the job did not complete
-        unless settled
-          settled = true
-          release_after_error(lock, lease, payload, e)
-        end
+        settle_after_error(lock, held, payload, e)
         raise
-      ensure
-        # Thread#kill runs ensure blocks but no rescue: still give the message back.
-        release_after_error(lock, lease, payload, nil) unless settled
+      end
+
+      # Thread#kill runs ensure blocks but no rescue: `call`'s ensure gives the message back then.
+      def settle_after_error(lock, held, payload, error)
+        Interrupts.release do
+          next if held[:settled]
+
+          held[:settled] = true
+          release_after_error(lock, held[:lease], payload, error)
+        end
       end
 
       # The job succeeded. A failure to mark it is logged, not raised: raising would leave the

@@ -48,9 +48,10 @@ module Ferrolock
         :ran
       end
 
-      # A lease to pass to #finish or #abort_message, or :processed / :in_progress.
-      def begin_message(queue, message_id)
-        begin_lease(queue, message_id, keep: ->(_) {})
+      # A lease to pass to #finish or #abort_message, or :processed / :in_progress. A block gets
+      # the lease as it is granted, before any asynchronous exception can land (see Interrupts).
+      def begin_message(queue, message_id, &on_lease)
+        begin_lease(queue, message_id, keep: ->(got) { on_lease&.call(got) unless got.is_a?(Symbol) })
       end
 
       # After success: :marked, :lapsed (the lease had expired meanwhile, yet nobody else had
