@@ -94,6 +94,17 @@ RSpec.describe Ferrolock::DualLock do
     expect([thread.value, waiter.value]).to eq([true, true])
   end
 
+  it "synchronize returns the block's value when it ran, and `skipped:` (nil) when skipped" do
+    expect(described_class.new("value").synchronize { 42 }).to eq(42)
+    thread, release = hold_exec("value")
+    waiter = Thread.new { described_class.new("value").synchronize { :waited } }
+    wait_until { described_class.new("value").waiting? }
+    expect(described_class.new("value").synchronize { raise "must not run" }).to be_nil
+    expect(described_class.new("value").synchronize(skipped: :dup) { raise "must not run" }).to eq(:dup)
+    release << true
+    expect([thread.value, waiter.value]).to eq([true, :waited])
+  end
+
   it "raises TimeoutError past max_wait and gives up its place to the next duplicate" do
     thread, release = hold_exec("slow")
     lock = described_class.new("slow", max_wait: 0.3)

@@ -209,6 +209,31 @@ RSpec.describe Ferrolock::Sidekiq::DualLockMiddleware do
       expect { described_class.new(retries: 5) }.to raise_error(ArgumentError, /unknown option: retries/)
     end
 
+    it "passes the DualLock, the job and the TimeoutError to a backoff, as the limiter's (->(count) works too)" do
+      klass = job_class(dual_lock: { key: "backoff-probe", max_wait: 0.05 })
+      held = Queue.new
+      holder = Thread.new { Ferrolock::DualLock.new("backoff-probe").run { (held << true) && sleep(1.5) } }
+      held.pop
+      calls = []
+      three = described_class.new(backoff: ->(lock, job, ex) { (calls << [lock.key, job["jid"], ex.class]) && 7 })
+      one = described_class.new(backoff: ->(count) { (calls << count) && 9 })
+      three.call(klass.new, { "class" => "ProbeJob", "args" => [1], "jid" => "j3", "queue" => "default" }, "default") do
+        raise "must not run"
+      end
+      one.call(klass.new, { "class" => "ProbeJob", "args" => [1], "jid" => "j1", "queue" => "default" }, "default") do
+        raise "must not run"
+      end
+      expect(calls).to eq([["backoff-probe", "j3", Ferrolock::TimeoutError], 1])
+      delays = redis.zrange("schedule", 0, -1, with_scores: true).to_h do |payload, at|
+        [JSON.parse(payload)["jid"], at - Time.now.to_f]
+      end
+      expect(delays.keys).to contain_exactly("j3", "j1")
+      expect(delays["j3"]).to be_within(2).of(7)
+      expect(delays["j1"]).to be_within(2).of(9)
+    ensure
+      holder&.join(5)
+    end
+
     it "gives the same default key for the same arguments in any hash order" do
       settings = Ferrolock::Sidekiq::DualLockSettings.new(job_class(dual_lock: true), true)
       a = settings.key_for([1, { "x" => 1, "y" => [{ "b" => 2, "a" => 1 }] }])

@@ -52,6 +52,16 @@ module Ferrolock
       true
     end
 
+    # Like #run, but returns the block's value when it ran, and `skipped` (default nil) when
+    # another duplicate already waits, as DistMutex#synchronize and within_limit return theirs.
+    def synchronize(skipped: nil, tags: {})
+      raise ArgumentError, "synchronize needs a block" unless block_given?
+
+      value = skipped
+      run(tags: tags) { value = yield }
+      value
+    end
+
     # True when a duplicate is running now (in any process).
     def executing?
       @native.state[0]

@@ -28,8 +28,9 @@ module Ferrolock
       ACTIVE_JOB_WRAPPER = "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"
       OPTIONS = %i[client backoff].freeze
 
-      # client: a Ferrolock::Client (default Ferrolock.client); backoff: ->(count) { seconds }
-      # before a rescheduled job comes back (default Reschedule.backoff).
+      # client: a Ferrolock::Client (default Ferrolock.client); backoff: ->(dual_lock, job, ex)
+      # { seconds } before a rescheduled job comes back (as LimiterMiddleware's; default
+      # Reschedule.backoff). A one-argument ->(count) { seconds } still works.
       def initialize(options = {})
         Compat.check!
         unknown = options.keys - OPTIONS
@@ -39,7 +40,7 @@ module Ferrolock
         @backoff = options[:backoff]
         return if @backoff.nil? || @backoff.respond_to?(:call)
 
-        raise TypeError, "backoff must respond to #call (->(count) { seconds }), got #{@backoff.class}"
+        raise TypeError, "backoff must respond to #call (->(dual_lock, job, ex) { seconds }), got #{@backoff.class}"
       end
 
       # Checks job classes' dual_lock options now, at boot, raising what their first job would:
@@ -90,10 +91,10 @@ module Ferrolock
           yield
         end
         skipped(job, key) unless ran
-      rescue Ferrolock::TimeoutError
+      rescue Ferrolock::TimeoutError => e
         raise if entered # the job's own timeout, not the wait
 
-        reschedule(job, key, queue, settings)
+        reschedule(job, key, queue, settings, backoff_args: [lock, job, e])
       rescue Ferrolock::LockLost => e
         raise unless entered
 
@@ -106,9 +107,9 @@ module Ferrolock
                               "current one (dual_lock key #{key.inspect})")
       end
 
-      def reschedule(job, key, queue, settings)
+      def reschedule(job, key, queue, settings, backoff_args:)
         count = job.fetch(COUNTER, 0).to_i + 1
-        delay = delay_for(count)
+        delay = delay_for(count, backoff_args)
         Reschedule.call(job, delay: delay, counter: COUNTER)
         Ferrolock.logger.info("ferrolock: #{label(job)} waited #{settings.max_wait} s for its duplicate to finish; " \
                               "rescheduled in #{delay.round(2)} s (dual_lock key #{key.inspect}, #{count} so far)")
@@ -118,10 +119,11 @@ module Ferrolock
       end
 
       # A broken backoff must not turn a delay into a lost job: fall back to the default.
-      def delay_for(count)
+      def delay_for(count, backoff_args)
         return Reschedule.backoff(count) unless @backoff
 
-        seconds = @backoff.call(count)
+        one_argument = @backoff.respond_to?(:arity) && @backoff.arity == 1
+        seconds = one_argument ? @backoff.call(count) : @backoff.call(*backoff_args)
         delay = Validate.delay(seconds)
         return delay if delay
 
