@@ -72,13 +72,18 @@ module Ferrolock
     def native_client(options, config)
       setting = ->(name, default) { options.fetch(name) { config.public_send(default) } }
       Native::Client.new(
-        string_option(:url, setting.call(:url, :redis_url)),
+        url_option(setting.call(:url, :redis_url)),
         Validate.text!(:namespace, setting.call(:namespace, :namespace)),
         Configuration.timeout!(:connect_timeout, setting.call(:connect_timeout, :connect_timeout)),
         Configuration.timeout!(:read_timeout, setting.call(:read_timeout, :read_timeout)),
         path_option(:tls_ca_file, setting.call(:tls_ca_file, :tls_ca_file)),
         Configuration.reply_spin!(setting.call(:reply_spin, :reply_spin))
       )
+    end
+
+    def url_option(value)
+      value = Ferrolock::Sidekiq::Compat.redis_url if value == :sidekiq
+      string_option(:url, value)
     end
 
     def string_option(name, value)

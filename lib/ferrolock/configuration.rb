@@ -28,6 +28,7 @@ module Ferrolock
 
     # nil means the default: FERROLOCK_REDIS_URL, else REDIS_URL, else DEFAULT_URL (so
     # `c.redis_url = ENV["FERROLOCK_REDIS_URL"]` works in an app that only sets REDIS_URL).
+    # :sidekiq means Sidekiq's own Redis (its configured URL and password).
     def redis_url=(value)
       @redis_url = value.nil? ? self.class.default_redis_url : self.class.redis_url!(value)
     end
@@ -77,8 +78,10 @@ module Ferrolock
       @logger ||= default_logger
     end
 
+    # A URL String, or :sidekiq (Sidekiq's own Redis, read when the client is built).
     def self.redis_url!(value)
-      raise TypeError, "redis_url must be a String, got #{value.class}" unless value.is_a?(String)
+      return value if value == :sidekiq
+      raise TypeError, "redis_url must be a String or :sidekiq, got #{value.class}" unless value.is_a?(String)
       raise ArgumentError, "redis_url must not be empty" if value.empty?
 
       value

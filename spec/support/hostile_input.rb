@@ -201,7 +201,7 @@ module FerrolockTest
       end
 
       def dual_lock_backoff_delay(value)
-        Ferrolock::Sidekiq::DualLockMiddleware.new(backoff: ->(*) { value }).send(:delay_for, 1)
+        Ferrolock::Sidekiq::DualLockMiddleware.new(backoff: ->(*) { value }).send(:delay_for, 1, [nil, {}, nil])
       end
     end
   end

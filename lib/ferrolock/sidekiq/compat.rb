@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "uri"
+
 module Ferrolock
   module Sidekiq
     # What differs between the Sidekiq versions ferrolock supports (6.4–7.x), in one place. Tested
@@ -50,6 +52,43 @@ module Ferrolock
         else
           Array(::Sidekiq.options[:queues])
         end
+      end
+
+      # The URL of Sidekiq's own Redis, password included, for `c.redis_url = :sidekiq`: read from a
+      # connection of Sidekiq's pool (redis-client's config on 7, redis-rb's client on 6.4), so it is
+      # whatever Sidekiq resolved (its `config.redis = {...}`, REDIS_URL, REDIS_PROVIDER...).
+      def redis_url
+        raise Ferrolock::Error, "redis_url :sidekiq: Sidekiq is not loaded (require \"sidekiq\" first)" unless
+          defined?(::Sidekiq.redis)
+
+        check!
+        if ::Sidekiq.respond_to?(:default_configuration)
+          ::Sidekiq.default_configuration.redis_pool.with { |conn| url_from(conn.config) }
+        else
+          ::Sidekiq.redis { |conn| url_from(conn._client) }
+        end
+      end
+
+      # redis-client's Config and redis-rb 4's Client both answer these.
+      def url_from(settings)
+        db = settings.db.to_i
+        return unix_url(settings, db) if settings.path
+
+        auth = settings.password ? "#{escape(settings.username || "")}:#{escape(settings.password)}@" : ""
+
+        host = settings.host.count(":") >= 2 ? "[#{settings.host}]" : settings.host
+        tls = settings.respond_to?(:ssl?) ? settings.ssl? : settings.scheme == "rediss"
+        "redis#{"s" if tls}://#{auth}#{host}:#{settings.port}/#{db}"
+      end
+
+      # Credentials of a unix socket URL go in its query (user=, pass=).
+      def unix_url(settings, db)
+        query = { "db" => db, "user" => settings.username, "pass" => settings.password }.compact
+        "unix://#{settings.path}?#{URI.encode_www_form(query)}"
+      end
+
+      def escape(text)
+        URI.encode_www_form_component(text.to_s).gsub("+", "%20")
       end
 
       def active_job_wrapper?(class_name)

@@ -1,0 +1,65 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  # Rails integration, loaded by lib/ferrolock.rb only when Rails::Railtie is defined:
+  # - Ferrolock.logger defaults to Rails.logger (an app's own c.logger, set before or in an
+  #   initializer, wins);
+  # - configuration goes in config/initializers/ferrolock.rb (Ferrolock.configure);
+  # - in a Sidekiq server, the boot checks (DualLockMiddleware.validate!, FairTenant.verify!) run
+  #   on Sidekiq's :startup event, after the app (eager-)loaded its job classes. Turn them off with
+  #   `c.boot_checks = false`.
+  class Railtie < ::Rails::Railtie
+    # After Rails.logger exists, before config/initializers: an initializer's c.logger overrides this.
+    initializer "ferrolock.logger", after: :initialize_logger, before: :load_config_initializers do
+      Ferrolock::Railtie.default_logger(::Rails.logger)
+    end
+
+    # Registered at boot, fired by Sidekiq once the app is loaded; a no-op outside a Sidekiq server.
+    initializer "ferrolock.sidekiq_boot_checks", after: :load_config_initializers do
+      next unless defined?(::Sidekiq) && ::Sidekiq.respond_to?(:configure_server)
+
+      ::Sidekiq.configure_server do |sidekiq|
+        sidekiq.on(:startup) { Ferrolock::Railtie.boot_checks(sidekiq) }
+      end
+    end
+
+    class << self
+      # Sets the logger unless the app already chose one (the reader's lazy default does not count).
+      def default_logger(logger)
+        return if logger.nil? || Ferrolock.config.instance_variable_get(:@logger)
+
+        Ferrolock.config.logger = logger
+      end
+
+      # Runs each check whose middleware is in Sidekiq's chains (an app using neither gets no
+      # "found no class" warning). A bad DualLock option or FairTenant rule raises, so Sidekiq stops
+      # at boot; a queue this process does not fetch is logged as an ERROR by verify!.
+      def boot_checks(sidekiq)
+        return unless Ferrolock.config.boot_checks
+
+        dual_lock = run_check(sidekiq.server_middleware, Ferrolock::Sidekiq::DualLockMiddleware, "dual_lock",
+                              "DualLockMiddleware.validate!") do |classes|
+          Ferrolock::Sidekiq::DualLockMiddleware.validate!(*classes)
+        end
+        fair_tenant = run_check(sidekiq.client_middleware, Ferrolock::FairTenant::ClientMiddleware,
+                                "fair_tenant_queues", "FairTenant.verify!") do |classes|
+          Ferrolock::FairTenant.verify!(classes)
+        end
+        Ferrolock.logger.info("ferrolock: boot checks ran: DualLock options of #{dual_lock.inspect} job " \
+                              "classes, FairTenant rules and queues of #{fair_tenant.inspect} job classes " \
+                              "(turn off with c.boot_checks = false)")
+      end
+
+      private
+
+      # The number of classes checked, or "no middleware" when the chain lacks it.
+      def run_check(chain, middleware, option, check)
+        return "no middleware" unless chain.exists?(middleware)
+
+        classes = JobClasses.found(option, check)
+        yield classes unless classes.empty?
+        classes.size
+      end
+    end
+  end
+end
