@@ -35,3 +35,6 @@ module Ferrolock
     require path if File.exist?(path)
   end
 end
+
+# Rails integration, only under Rails (requiring ferrolock never loads Rails).
+require_relative "ferrolock/railtie" if defined?(Rails::Railtie)

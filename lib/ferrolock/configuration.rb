@@ -24,6 +24,17 @@ module Ferrolock
       @reply_spin = env_reply_spin || DEFAULT_REPLY_SPIN
       @tls_ca_file = nil
       @logger = nil
+      @boot_checks = true
+    end
+
+    # Under Rails, whether the Railtie runs DualLockMiddleware.validate! and FairTenant.verify! at
+    # Sidekiq server start (lib/ferrolock/railtie.rb). Default true.
+    attr_reader :boot_checks
+
+    def boot_checks=(value)
+      raise TypeError, "boot_checks must be true or false, got #{value.class}" unless [true, false].include?(value)
+
+      @boot_checks = value
     end
 
     # nil means the default: FERROLOCK_REDIS_URL, else REDIS_URL, else DEFAULT_URL (so

@@ -45,20 +45,19 @@ module Ferrolock
                                 "fair_tenant_queues", "FairTenant.verify!") do |classes|
           Ferrolock::FairTenant.verify!(classes)
         end
-        Ferrolock.logger.info("ferrolock: boot checks ran: DualLock options of #{dual_lock.inspect} job " \
-                              "classes, FairTenant rules and queues of #{fair_tenant.inspect} job classes " \
-                              "(turn off with c.boot_checks = false)")
+        Ferrolock.logger.info("ferrolock: boot checks ran (DualLock: #{dual_lock}; FairTenant: #{fair_tenant}; " \
+                              "turn off with c.boot_checks = false)")
       end
 
       private
 
-      # The number of classes checked, or "no middleware" when the chain lacks it.
+      # What was checked, for the log line: "2 job classes", or "middleware not added".
       def run_check(chain, middleware, option, check)
-        return "no middleware" unless chain.exists?(middleware)
+        return "middleware not added" unless chain.exists?(middleware)
 
         classes = JobClasses.found(option, check)
         yield classes unless classes.empty?
-        classes.size
+        "#{classes.size} job classes"
       end
     end
   end

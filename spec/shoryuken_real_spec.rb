@@ -1,0 +1,233 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require_relative "support/real_shoryuken"
+
+# Ferrolock::Shoryuken::Lock inside the REAL Shoryuken 6.2.1 (vendored, unmodified): the real
+# Shoryuken::Processor.process, the real default server chain with the Lock inserted before
+# AutoDelete as the README says, real Shoryuken::Message objects from Shoryuken::Queue, workers
+# with `include Shoryuken::Worker`. Only the SQS API is fake (spec/support/fake_sqs_client.rb),
+# and it records what Shoryuken asked SQS to do. Each example runs in its own child process.
+RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
+  def scenario(code, env: {})
+    FerrolockTest::RealShoryuken.run(self, code, env: env)
+  end
+
+  # A worker class `name` on `queue` that counts its runs per message id; `extra` is its perform's tail.
+  def worker(name, queue, options, extra = "")
+    <<~RUBY
+      require "securerandom"
+      class #{name}
+        include Shoryuken::Worker
+        shoryuken_options({ queue: #{queue.dump} }.merge(#{options}))
+        def perform(sqs_msg, body)
+          id = sqs_msg.is_a?(Array) ? "batch" : sqs_msg.message_id
+          run = RealShoryuken.ran(id)
+          #{extra}
+        end
+      end
+      C = RealShoryuken::CLIENT
+      R = RealShoryuken
+    RUBY
+  end
+
+  it "inserts the Lock between ExponentialBackoffRetry and AutoDelete" do
+    result = scenario("RealShoryuken.report(chain: RealShoryuken.chain_names)")
+    expect(result["chain"]).to eq(%w[Timing ExponentialBackoffRetry Lock AutoDelete AutoExtendVisibility])
+  end
+
+  it "runs a message delivered twice once and deletes the second copy" do
+    result = scenario(worker("Charge", "payments", "auto_delete: true, ferrolock_lock: true") + <<~RUBY)
+      id = "dup-\#{SecureRandom.hex(8)}"
+      first = C.deliver(id)
+      outcome1 = R.process("payments", R.receive("payments").fetch(0))
+      copy = C.deliver(id)
+      outcome2 = R.process("payments", R.receive("payments").fetch(0))
+      R.report(outcomes: [outcome1, outcome2], runs: R.runs(id), batch_deleted: R.batch_deleted,
+               deleted: R.receipts(:delete_message), first: first.receipt_handle, copy: copy.receipt_handle)
+    RUBY
+    expect(result["outcomes"]).to eq(%w[ok ok])
+    expect(result["runs"]).to eq(1)
+    expect(result["batch_deleted"]).to eq([result["first"]]) # AutoDelete, after the run
+    expect(result["deleted"]).to eq([result["copy"]]) # the Lock, through Shoryuken::Message#delete
+  end
+
+  it "leaves a copy alone while the original runs, then deletes later copies" do
+    hold = "if run == 1 then $entered << true; $release.pop end"
+    result = scenario(worker("Slow", "slow", "auto_delete: true, ferrolock_lock: true", hold) + <<~RUBY)
+      $entered = Queue.new
+      $release = Queue.new
+      id = "busy-\#{SecureRandom.hex(8)}"
+      first = C.deliver(id)
+      original = Thread.new { R.process("slow", R.receive("slow").fetch(0)) }
+      $entered.pop
+      copy = C.deliver(id)
+      during = R.process("slow", R.receive("slow").fetch(0))
+      runs_during = R.runs(id)
+      deletes_during = C.calls_to(:delete_message).size + C.calls_to(:delete_message_batch).size
+      $release << true
+      original_outcome = original.value
+      late = C.deliver(id)
+      after = R.process("slow", R.receive("slow").fetch(0))
+      R.report(during: during, runs_during: runs_during, deletes_during: deletes_during,
+               original: original_outcome, runs: R.runs(id), batch_deleted: R.batch_deleted,
+               deleted: R.receipts(:delete_message), after: after,
+               first: first.receipt_handle, copy: copy.receipt_handle, late: late.receipt_handle)
+    RUBY
+    expect(result).to include("during" => "ok", "runs_during" => 1, "deletes_during" => 0,
+                              "original" => "ok", "after" => "ok", "runs" => 1)
+    expect(result["batch_deleted"]).to eq([result["first"]])
+    expect(result["deleted"]).to eq([result["late"]]) # the copy seen while running was never deleted
+  end
+
+  it "drops the lock when the job fails: the error propagates, nothing is deleted, the next copy runs" do
+    fail_once = 'raise "card declined" if run == 1'
+    result = scenario(worker("Flaky", "flaky", "auto_delete: true, ferrolock_lock: true", fail_once) + <<~RUBY)
+      id = "fail-\#{SecureRandom.hex(8)}"
+      first = C.deliver(id)
+      outcome1 = R.process("flaky", R.receive("flaky").fetch(0))
+      deletes_after_failure = C.calls_to(:delete_message).size + C.calls_to(:delete_message_batch).size
+      copy = C.deliver(id)
+      outcome2 = R.process("flaky", R.receive("flaky").fetch(0))
+      R.report(outcomes: [outcome1, outcome2], deletes_after_failure: deletes_after_failure, runs: R.runs(id),
+               batch_deleted: R.batch_deleted, deleted: R.receipts(:delete_message), copy: copy.receipt_handle,
+               first: first.receipt_handle)
+    RUBY
+    expect(result["outcomes"]).to eq(%w[RuntimeError ok]) # Processor.process re-raised the job's error
+    expect(result["deletes_after_failure"]).to eq(0)
+    expect(result["runs"]).to eq(2)
+    expect(result["batch_deleted"]).to eq([result["copy"]])
+    expect(result["deleted"]).to eq([])
+  end
+
+  it "lets batch workers (an Array of messages) through untouched, warning once" do
+    options = "auto_delete: true, batch: true, ferrolock_lock: true"
+    result = scenario(worker("Batch", "batch-q", options) + <<~RUBY)
+      ids = Array.new(2) { "batch-\#{SecureRandom.hex(8)}" }
+      outcomes = Array.new(2) do
+        ids.each { |id| C.deliver(id) }
+        messages = R.receive("batch-q", 10)
+        raise "expected 2 messages, got \#{messages.size}" unless messages.size == 2
+        R.process("batch-q", messages)
+      end
+      R.report(outcomes: outcomes, runs: R.runs("batch"), batch_deletes: C.calls_to(:delete_message_batch).size,
+               batch_deleted: R.batch_deleted.size, deleted: R.receipts(:delete_message).size,
+               warnings: R::FERROLOCK_LOG.string.scan("is a batch worker").size)
+    RUBY
+    expect(result["outcomes"]).to eq(%w[ok ok])
+    expect(result["runs"]).to eq(2) # no deduplication of batches: both deliveries ran
+    expect(result).to include("batch_deletes" => 2, "batch_deleted" => 4, "deleted" => 0, "warnings" => 1)
+  end
+
+  # auto_delete: false: the worker deletes (or not) by itself. The Lock still runs the message
+  # once, and still deletes copies of a processed message itself (Shoryuken::Message#delete).
+  it "with auto_delete: false, runs once, deletes nothing after the run, yet deletes later copies" do
+    result = scenario(worker("Manual", "manual", "auto_delete: false, ferrolock_lock: true") + <<~RUBY)
+      id = "manual-\#{SecureRandom.hex(8)}"
+      C.deliver(id)
+      outcome1 = R.process("manual", R.receive("manual").fetch(0))
+      deletes_after_run = C.calls_to(:delete_message).size + C.calls_to(:delete_message_batch).size
+      copy = C.deliver(id)
+      outcome2 = R.process("manual", R.receive("manual").fetch(0))
+      R.report(outcomes: [outcome1, outcome2], deletes_after_run: deletes_after_run, runs: R.runs(id),
+               deleted: R.receipts(:delete_message), batch_deletes: C.calls_to(:delete_message_batch).size,
+               copy: copy.receipt_handle)
+    RUBY
+    expect(result).to include("outcomes" => %w[ok ok], "deletes_after_run" => 0, "runs" => 1, "batch_deletes" => 0)
+    expect(result["deleted"]).to eq([result["copy"]])
+  end
+
+  # ExponentialBackoffRetry wraps the Lock: the Lock sees the error first (drops the lease and
+  # re-raises), then ExponentialBackoffRetry swallows it and sets the visibility timeout.
+  it "with retry_intervals, drops the lock before ExponentialBackoffRetry reschedules the message" do
+    options = "auto_delete: true, retry_intervals: [7], ferrolock_lock: true"
+    result = scenario(worker("Retried", "retried", options, 'raise "timeout" if run == 1') + <<~RUBY)
+      id = "retry-\#{SecureRandom.hex(8)}"
+      first = C.deliver(id, receive_count: 1)
+      outcome1 = R.process("retried", R.receive("retried").fetch(0))
+      visibility = C.calls_to(:change_message_visibility)
+      copy = C.deliver(id, receive_count: 2)
+      outcome2 = R.process("retried", R.receive("retried").fetch(0))
+      R.report(outcomes: [outcome1, outcome2], runs: R.runs(id), batch_deleted: R.batch_deleted,
+               visibility: visibility.map { |c| [c[:receipt_handle], c[:visibility_timeout]] },
+               first: first.receipt_handle, copy: copy.receipt_handle,
+               released: R::FERROLOCK_LOG.string.empty?)
+    RUBY
+    expect(result["outcomes"]).to eq(%w[ok ok]) # the retry middleware swallowed the error
+    expect(result["visibility"]).to eq([[result["first"], 7]])
+    expect(result["runs"]).to eq(2) # the lease was dropped: the retry ran at once
+    expect(result["batch_deleted"]).to eq([result["copy"]])
+  end
+
+  # AutoExtendVisibility sits inside the Lock (after AutoDelete): it extends the running
+  # original; a skipped copy never reaches it, so the copy's visibility is never touched.
+  it "extends the running original's visibility (AutoExtendVisibility) but never a skipped copy's" do
+    wait_for_extension = <<~RUBY
+      if run == 1
+        $entered << true
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 40
+        until RealShoryuken::CLIENT.calls_to(:change_message_visibility).any? { |c| c[:receipt_handle] == sqs_msg.receipt_handle }
+          raise "no visibility extension within 40 s" if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+          sleep 0.05
+        end
+        $release.pop
+      end
+    RUBY
+    options = "auto_delete: true, auto_visibility_timeout: true, ferrolock_lock: true"
+    code = worker("Long", "long", options, wait_for_extension) + <<~RUBY
+      $entered = Queue.new
+      $release = Queue.new
+      id = "long-\#{SecureRandom.hex(8)}"
+      first = C.deliver(id)
+      original = Thread.new { R.process("long", R.receive("long").fetch(0)) }
+      $entered.pop
+      copy = C.deliver(id)
+      during = R.process("long", R.receive("long").fetch(0))
+      $release << true
+      outcome = original.value
+      R.report(outcome: outcome, during: during, runs: R.runs(id), first: first.receipt_handle,
+               copy: copy.receipt_handle, extended: C.calls_to(:change_message_visibility).map { |c| c[:receipt_handle] }.uniq,
+               extended_by: C.calls_to(:change_message_visibility).map { |c| c[:visibility_timeout] }.uniq,
+               batch_deleted: R.batch_deleted, deleted: R.receipts(:delete_message))
+    RUBY
+    # VisibilityTimeout 6: Shoryuken extends every 6 - 5 = 1 s.
+    result = scenario(code, env: { "FAKE_SQS_VISIBILITY" => "6" })
+    expect(result).to include("outcome" => "ok", "during" => "ok", "runs" => 1, "extended_by" => [6], "deleted" => [])
+    expect(result["extended"]).to eq([result["first"]])
+    expect(result["batch_deleted"]).to eq([result["first"]])
+  end
+
+  it "deduplicates ActiveJob jobs sent through Shoryuken's ActiveJob adapter" do
+    code = <<~RUBY
+      require "securerandom"
+      C = RealShoryuken::CLIENT
+      R = RealShoryuken
+      ActiveJob::Base.logger = Logger.new(nil)
+      ActiveJob::Base.queue_adapter = :shoryuken
+      class ChargeJob < ActiveJob::Base
+        queue_as "aj"
+        def perform(order) = RealShoryuken.ran(order)
+      end
+      ActiveJob::QueueAdapters::ShoryukenAdapter::JobWrapper.shoryuken_options ferrolock_lock: true
+      order = "order-\#{SecureRandom.hex(8)}"
+      ChargeJob.perform_later(order)
+      original = R.receive("aj").fetch(0)
+      outcome1 = R.process("aj", original)
+      copy = C.deliver(original.message_id, body: original.body, message_attributes: original.message_attributes)
+      outcome2 = R.process("aj", R.receive("aj").fetch(0))
+      R.report(outcomes: [outcome1, outcome2], runs: R.runs(order), batch_deleted: R.batch_deleted,
+               deleted: R.receipts(:delete_message), first: original.receipt_handle, copy: copy.receipt_handle,
+               wrapper: original.message_attributes.dig("shoryuken_class", :string_value))
+    RUBY
+    begin
+      require "active_job"
+    rescue LoadError => e
+      skip "ActiveJob cannot be loaded here (#{e.message})"
+    end
+    result = scenario(code, env: { "FERROLOCK_SHORYUKEN_ACTIVE_JOB" => "1" })
+    expect(result["wrapper"]).to eq("ActiveJob::QueueAdapters::ShoryukenAdapter::JobWrapper")
+    expect(result).to include("outcomes" => %w[ok ok], "runs" => 1)
+    expect(result["batch_deleted"]).to eq([result["first"]])
+    expect(result["deleted"]).to eq([result["copy"]])
+  end
+end
