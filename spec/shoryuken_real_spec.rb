@@ -59,7 +59,12 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
       $release = Queue.new
       id = "busy-\#{SecureRandom.hex(8)}"
       first = C.deliver(id)
-      original = Thread.new { R.process("slow", R.receive("slow").fetch(0)) }
+      # $entered also hears of a thread that ended early, so the pop below never hangs.
+      original = Thread.new do
+        R.process("slow", R.receive("slow").fetch(0))
+      ensure
+        $entered << :ended
+      end
       $entered.pop
       copy = C.deliver(id)
       during = R.process("slow", R.receive("slow").fetch(0))
@@ -89,33 +94,41 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
       deletes_after_failure = C.calls_to(:delete_message).size + C.calls_to(:delete_message_batch).size
       copy = C.deliver(id)
       outcome2 = R.process("flaky", R.receive("flaky").fetch(0))
-      R.report(outcomes: [outcome1, outcome2], deletes_after_failure: deletes_after_failure, runs: R.runs(id),
-               batch_deleted: R.batch_deleted, deleted: R.receipts(:delete_message), copy: copy.receipt_handle,
-               first: first.receipt_handle)
+      late = C.deliver(id)
+      outcome3 = R.process("flaky", R.receive("flaky").fetch(0))
+      R.report(outcomes: [outcome1, outcome2, outcome3], deletes_after_failure: deletes_after_failure,
+               runs: R.runs(id), batch_deleted: R.batch_deleted, deleted: R.receipts(:delete_message),
+               copy: copy.receipt_handle, late: late.receipt_handle)
     RUBY
-    expect(result["outcomes"]).to eq(%w[RuntimeError ok]) # Processor.process re-raised the job's error
+    expect(result["outcomes"]).to eq(%w[RuntimeError ok ok]) # Processor.process re-raised the job's error
     expect(result["deletes_after_failure"]).to eq(0)
-    expect(result["runs"]).to eq(2)
+    expect(result["runs"]).to eq(2) # the retry ran; the copy after its success did not
     expect(result["batch_deleted"]).to eq([result["copy"]])
-    expect(result["deleted"]).to eq([])
+    expect(result["deleted"]).to eq([result["late"]])
   end
 
   it "lets batch workers (an Array of messages) through untouched, warning once" do
     options = "auto_delete: true, batch: true, ferrolock_lock: true"
     result = scenario(worker("Batch", "batch-q", options) + <<~RUBY)
       ids = Array.new(2) { "batch-\#{SecureRandom.hex(8)}" }
+      batch_ids = []
       outcomes = Array.new(2) do
         ids.each { |id| C.deliver(id) }
-        messages = R.receive("batch-q", 10)
+        messages = R.receive_batch("batch-q")
         raise "expected 2 messages, got \#{messages.size}" unless messages.size == 2
+
+        batch_ids << messages.message_id
         R.process("batch-q", messages)
       end
       R.report(outcomes: outcomes, runs: R.runs("batch"), batch_deletes: C.calls_to(:delete_message_batch).size,
                batch_deleted: R.batch_deleted.size, deleted: R.receipts(:delete_message).size,
-               warnings: R::FERROLOCK_LOG.string.scan("is a batch worker").size)
+               warnings: R::FERROLOCK_LOG.string.scan("is a batch worker").size, batch_ids: batch_ids)
     RUBY
     expect(result["outcomes"]).to eq(%w[ok ok])
-    expect(result["runs"]).to eq(2) # no deduplication of batches: both deliveries ran
+    # Both batches ran: no deduplication of batches, although every batch of two has the same
+    # message_id ("batch-with-2-messages", patched on by Shoryuken's Manager).
+    expect(result["batch_ids"]).to eq(["batch-with-2-messages"] * 2)
+    expect(result["runs"]).to eq(2)
     expect(result).to include("batch_deletes" => 2, "batch_deleted" => 4, "deleted" => 0, "warnings" => 1)
   end
 
@@ -148,15 +161,18 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
       visibility = C.calls_to(:change_message_visibility)
       copy = C.deliver(id, receive_count: 2)
       outcome2 = R.process("retried", R.receive("retried").fetch(0))
-      R.report(outcomes: [outcome1, outcome2], runs: R.runs(id), batch_deleted: R.batch_deleted,
+      late = C.deliver(id, receive_count: 3)
+      outcome3 = R.process("retried", R.receive("retried").fetch(0))
+      R.report(outcomes: [outcome1, outcome2, outcome3], runs: R.runs(id), batch_deleted: R.batch_deleted,
                visibility: visibility.map { |c| [c[:receipt_handle], c[:visibility_timeout]] },
-               first: first.receipt_handle, copy: copy.receipt_handle,
-               released: R::FERROLOCK_LOG.string.empty?)
+               first: first.receipt_handle, copy: copy.receipt_handle, late: late.receipt_handle,
+               deleted: R.receipts(:delete_message))
     RUBY
-    expect(result["outcomes"]).to eq(%w[ok ok]) # the retry middleware swallowed the error
+    expect(result["outcomes"]).to eq(%w[ok ok ok]) # the retry middleware swallowed the error
     expect(result["visibility"]).to eq([[result["first"], 7]])
-    expect(result["runs"]).to eq(2) # the lease was dropped: the retry ran at once
+    expect(result["runs"]).to eq(2) # the lease was dropped: the retry ran; the copy after it did not
     expect(result["batch_deleted"]).to eq([result["copy"]])
+    expect(result["deleted"]).to eq([result["late"]])
   end
 
   # AutoExtendVisibility sits inside the Lock (after AutoDelete): it extends the running
@@ -179,7 +195,12 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
       $release = Queue.new
       id = "long-\#{SecureRandom.hex(8)}"
       first = C.deliver(id)
-      original = Thread.new { R.process("long", R.receive("long").fetch(0)) }
+      # $entered also hears of a thread that ended early, so the pop below never hangs.
+      original = Thread.new do
+        R.process("long", R.receive("long").fetch(0))
+      ensure
+        $entered << :ended
+      end
       $entered.pop
       copy = C.deliver(id)
       during = R.process("long", R.receive("long").fetch(0))
@@ -219,11 +240,6 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
                deleted: R.receipts(:delete_message), first: original.receipt_handle, copy: copy.receipt_handle,
                wrapper: original.message_attributes.dig("shoryuken_class", :string_value))
     RUBY
-    begin
-      require "active_job"
-    rescue LoadError => e
-      skip "ActiveJob cannot be loaded here (#{e.message})"
-    end
     result = scenario(code, env: { "FERROLOCK_SHORYUKEN_ACTIVE_JOB" => "1" })
     expect(result["wrapper"]).to eq("ActiveJob::QueueAdapters::ShoryukenAdapter::JobWrapper")
     expect(result).to include("outcomes" => %w[ok ok], "runs" => 1)

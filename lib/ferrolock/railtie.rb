@@ -57,7 +57,7 @@ module Ferrolock
 
         classes = JobClasses.found(option, check)
         yield classes unless classes.empty?
-        "#{classes.size} job classes"
+        "#{classes.size} job class#{"es" unless classes.size == 1}"
       end
     end
   end

@@ -4,8 +4,9 @@ module FerrolockTest
   # Stands in for Aws::SQS::Client (aws-sdk-sqs is not installable here) under the REAL Shoryuken:
   # answers the calls Shoryuken makes and records each one as [name, params], so a spec can
   # check what Shoryuken (and ferrolock through Shoryuken::Message#delete) asked SQS to do.
-  # Messages are "sent" into an inbox and "received" from it; one message may be received any
-  # number of times (SQS standard queues deliver at least once).
+  # Shoryuken passes each call's parameters as one positional Hash. Messages are "sent" into an
+  # inbox and "received" from it; one message may be received any number of times (SQS standard
+  # queues deliver at least once).
   class FakeSqsClient
     Reply = Struct.new(:queue_url, :attributes, :messages, :failed, :successful, :message_id, keyword_init: true)
     # The fields of Aws::SQS::Types::Message that Shoryuken::Message delegates to.
@@ -36,46 +37,46 @@ module FerrolockTest
       data
     end
 
-    def get_queue_url(queue_name:)
-      record(:get_queue_url, queue_name: queue_name)
-      Reply.new(queue_url: "https://sqs.test.amazonaws.com/000000000000/#{queue_name}")
+    def get_queue_url(params)
+      record(:get_queue_url, params)
+      Reply.new(queue_url: "https://sqs.test.amazonaws.com/000000000000/#{params.fetch(:queue_name)}")
     end
 
-    def get_queue_attributes(**params)
+    def get_queue_attributes(params)
       record(:get_queue_attributes, params)
       Reply.new(attributes: { "VisibilityTimeout" => @visibility_timeout.to_s, "FifoQueue" => "false" })
     end
 
-    def receive_message(**params)
+    def receive_message(params)
       record(:receive_message, params)
       count = params.fetch(:max_number_of_messages, 1)
       Reply.new(messages: @lock.synchronize { @inbox.shift(count) })
     end
 
     # What ActiveJob's Shoryuken adapter calls; the message lands in the inbox, as SQS would.
-    def send_message(**params)
+    def send_message(params)
       record(:send_message, params)
       id = "sent-#{@lock.synchronize { @receipts += 1 }}"
       deliver(id, body: params[:message_body], message_attributes: params[:message_attributes] || {})
       Reply.new(message_id: id)
     end
 
-    def delete_message(**params)
+    def delete_message(params)
       record(:delete_message, params)
       Reply.new
     end
 
-    def delete_message_batch(**params)
+    def delete_message_batch(params)
       record(:delete_message_batch, params)
       Reply.new(failed: [], successful: params[:entries])
     end
 
-    def change_message_visibility(**params)
+    def change_message_visibility(params)
       record(:change_message_visibility, params)
       Reply.new
     end
 
-    def change_message_visibility_batch(**params)
+    def change_message_visibility_batch(params)
       record(:change_message_visibility_batch, params)
       Reply.new(failed: [], successful: params[:entries])
     end

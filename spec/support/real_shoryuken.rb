@@ -22,14 +22,21 @@ module FerrolockTest
 
     # For examples: runs `code` after the boot file; returns the Hash it reported, or skips the
     # example when the child could not load aws-sdk-core.
-    def run(example, code, env: {}, timeout: 60)
+    def run(example, code, env: {}, timeout: 45)
       reason = missing
       example.skip(reason) if reason
-      env = { "FERROLOCK_SHORYUKEN_DIR" => DIR }.merge(env)
-      out = example.run_ruby!("load #{BOOT.dump}\n#{code}", env: env, timeout: timeout)
+      # Unbundling restores the environment rspec started with: keep the child on the test Redis.
+      env = { "FERROLOCK_SHORYUKEN_DIR" => DIR, "FERROLOCK_REDIS_URL" => nil }.merge(env)
+      out = unbundled { example.run_ruby!("load #{BOOT.dump}\n#{code}", env: env, timeout: timeout) }
       result = JSON.parse(out.lines.last || "{}")
       example.skip(result["skip"]) if result["skip"]
       result
+    end
+
+    # Shoryuken's dependencies (Debian's aws-sdk-core, concurrent-ruby, thor) are not in the
+    # Gemfile: the child runs with plain RubyGems, not under `bundle exec`.
+    def unbundled(&block)
+      defined?(Bundler) ? Bundler.with_unbundled_env(&block) : yield
     end
   end
 end

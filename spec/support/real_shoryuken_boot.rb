@@ -18,12 +18,20 @@ end
 # aws-sdk-sqs is not installable here; Shoryuken needs only the constant to exist.
 module Aws
   module SQS
-    class Client; end
+    Client = Class.new unless const_defined?(:Client, false)
   end
 end
 
 $LOAD_PATH.unshift(File.join(ENV.fetch("FERROLOCK_SHORYUKEN_DIR"), "lib"))
-require "active_job" if ENV["FERROLOCK_SHORYUKEN_ACTIVE_JOB"]
+if ENV["FERROLOCK_SHORYUKEN_ACTIVE_JOB"]
+  begin
+    # Before shoryuken, which then loads its ActiveJob adapter and extensions.
+    require "active_job"
+  rescue LoadError => e
+    puts JSON.generate("skip" => "ActiveJob cannot be required (#{e.message})")
+    exit 0
+  end
+end
 require "shoryuken"
 require "ferrolock"
 require_relative "fake_sqs_client"
@@ -39,7 +47,7 @@ module RealShoryuken
   RUNS = Hash.new(0)
   RUNS_LOCK = Mutex.new
 
-  Shoryuken.logger = Logger.new(SHORYUKEN_LOG)
+  Shoryuken::Logging.logger = Logger.new(SHORYUKEN_LOG)
   Ferrolock.config.logger = Logger.new(FERROLOCK_LOG)
   Shoryuken.sqs_client = CLIENT
 
@@ -71,7 +79,15 @@ module RealShoryuken
     Shoryuken::Processor.process(queue, sqs_msg)
     "ok"
   rescue StandardError => e
+    warn "#{e.class}: #{e.message}\n#{e.backtrace.first(8).join("\n")}" if ENV["FERROLOCK_SHORYUKEN_DEBUG"]
     e.class.name
+  end
+
+  # A batch as Shoryuken's Manager hands it to the Processor: the Array gets a singleton
+  # `message_id` ("batch-with-<n>-messages", the same for every batch of that size), by the
+  # Manager's own (private) patch_batch!.
+  def receive_batch(queue, count = 10)
+    Shoryuken::Manager.allocate.send(:patch_batch!, receive(queue, count))
   end
 
   # Delivers message `id` and processes the one copy received.
