@@ -1,13 +1,17 @@
 # frozen_string_literal: true
 
 require "redis"
-require_relative "../spec/support/shoryuken_chain"
+# The real, unmodified Shoryuken 6.2.1 (vendored) when it loads; else the spec's chain stand-in.
+require_relative "../demo/real_shoryuken"
+require_relative "../spec/support/shoryuken_chain" if Demo::RealShoryuken.missing
 
-# Messages/s through a Shoryuken server chain (the spec's stand-in: Lock before AutoDelete,
-# a new middleware instance per message, a no-op worker), with Ferrolock::Shoryuken::Lock and
-# with the original middleware it replaces: SET NX EX 60 / SET "processed" EX 60 through a NEW
-# redis-rb connection per message. Also: the chain without any lock, and what each costs in
-# Redis commands and connections per message.
+# Messages/s through Shoryuken: the real Shoryuken::Processor.process with its default server
+# chain (Timing, ExponentialBackoffRetry, <lock>, AutoDelete, AutoExtendVisibility; a new
+# middleware instance per message), a no-op worker and a fake SQS client; with
+# Ferrolock::Shoryuken::Lock and with the original middleware it replaces: SET NX EX 60 /
+# SET "processed" EX 60 through a NEW redis-rb connection per message. Also: the chain without
+# any lock, and what each costs in Redis commands and connections per message. Without the real
+# Shoryuken: the spec's stand-in chain (Lock before AutoDelete) instead.
 module ShoryukenLockBench
   # The original middleware, as described in SPEC.md §5 (baseline).
   class OriginalLock
@@ -28,26 +32,73 @@ module ShoryukenLockBench
     end
   end
 
-  # A no-op worker that opts in to the lock.
-  class Worker
-    include Shoryuken::Worker
-    shoryuken_options queue: "bench", auto_delete: true, ferrolock_lock: true
+  # The real Shoryuken: one worker class per queue, its own chain (Shoryuken's default one, per
+  # worker) with `lock` inserted before AutoDelete; each message a real Shoryuken::Message (as the
+  # fetcher builds them) run by Shoryuken::Processor.process. AutoDelete's batch delete goes to
+  # the fake SQS client.
+  class RealChain
+    def self.title
+      "the real Shoryuken #{Shoryuken::VERSION} (Processor + default server chain, fake SQS client)"
+    end
 
-    def perform(_sqs_msg, _body) = nil
+    def initialize(lock, *args)
+      @queue = "bench-#{lock ? lock.name.split("::").last.downcase : "none"}"
+      worker = Class.new do
+        include Shoryuken::Worker
+        def perform(_sqs_msg, _body) = nil
+      end
+      worker.shoryuken_options queue: @queue, auto_delete: true, ferrolock_lock: true
+      return unless lock
+
+      worker.server_middleware { |chain| chain.insert_before Shoryuken::Middleware::Server::AutoDelete, lock, *args }
+    end
+
+    def process(id)
+      data = FerrolockTest::FakeSqsClient::MessageData.new(message_id: id, receipt_handle: "rh-#{id}", body: "{}",
+                                                           attributes: {}, message_attributes: {})
+      Shoryuken::Processor.process(@queue, Demo::RealShoryuken.message(@queue, data))
+    end
   end
 
-  # A message whose delete does nothing (deleting is SQS's cost, the same for every chain).
-  Message = Struct.new(:message_id) do
-    def delete = true
+  # The spec's stand-in chain: AutoDelete, `lock` before it, a no-op worker.
+  class StandInChain
+    # A no-op worker that opts in to the lock.
+    class Worker
+      include Shoryuken::Worker
+      shoryuken_options queue: "bench", auto_delete: true, ferrolock_lock: true
+
+      def perform(_sqs_msg, _body) = nil
+    end
+
+    # A message whose delete does nothing (deleting is SQS's cost, the same for every chain).
+    Message = Struct.new(:message_id) do
+      def delete = true
+    end
+
+    def self.title
+      "the spec's Shoryuken chain stand-in (#{Demo::RealShoryuken.missing})"
+    end
+
+    def initialize(lock, *args)
+      @chain = Shoryuken::Middleware::Chain.new do |chain|
+        chain.add Shoryuken::Middleware::Server::AutoDelete
+        chain.insert_before Shoryuken::Middleware::Server::AutoDelete, lock, *args if lock
+      end
+    end
+
+    def process(id)
+      @chain.invoke(Worker.new, "bench", Message.new(id), "{}") { nil }
+    end
   end
 
   module_function
 
   def chain(lock, *args)
-    Shoryuken::Middleware::Chain.new do |chain|
-      chain.add Shoryuken::Middleware::Server::AutoDelete
-      chain.insert_before Shoryuken::Middleware::Server::AutoDelete, lock, *args if lock
-    end
+    (Demo::RealShoryuken.missing ? StandInChain : RealChain).new(lock, *args)
+  end
+
+  def title
+    (Demo::RealShoryuken.missing ? StandInChain : RealChain).title
   end
 
   def throughput(chain, ops:, threads:)
@@ -55,7 +106,7 @@ module ShoryukenLockBench
     ids = Mutex.new
     Bench.ops_per_second(ops: ops, threads: threads) do
       id = ids.synchronize { counter += 1 }
-      chain.invoke(Worker.new, "bench", Message.new("#{chain.object_id}-#{id}"), "{}") { nil }
+      chain.process("#{chain.object_id}-#{id}")
     end
   end
 
@@ -64,7 +115,7 @@ module ShoryukenLockBench
   # counted separately by Redis and are not round trips).
   def cost(chain, redis, sent:, messages: 500)
     before = counters(redis, sent)
-    messages.times { |i| chain.invoke(Worker.new, "bench", Message.new("cost-#{chain.object_id}-#{i}"), "{}") { nil } }
+    messages.times { |i| chain.process("cost-#{chain.object_id}-#{i}") }
     after = counters(redis, sent)
     after.zip(before).map { |a, b| (a - b) / messages.to_f }
   end
@@ -95,5 +146,5 @@ Bench.define("shoryuken_lock") do
     trips, connections = ShoryukenLockBench.cost(chain, redis, sent: sent)
     notes << format("- %s: %.2f round trips and %.2f new connections per message", name, trips, connections)
   end
-  "#{table}\n\n#{notes.join("\n")}"
+  "Through #{ShoryukenLockBench.title}.\n\n#{table}\n\n#{notes.join("\n")}"
 end
