@@ -76,7 +76,7 @@ module Ferrolock
         Validate.text!(:namespace, setting.call(:namespace, :namespace)),
         Configuration.timeout!(:connect_timeout, setting.call(:connect_timeout, :connect_timeout)),
         Configuration.timeout!(:read_timeout, setting.call(:read_timeout, :read_timeout)),
-        path_option(:tls_ca_file, setting.call(:tls_ca_file, :tls_ca_file)),
+        Validate.path!(:tls_ca_file, setting.call(:tls_ca_file, :tls_ca_file)),
         Configuration.reply_spin!(setting.call(:reply_spin, :reply_spin))
       )
     end
@@ -91,13 +91,6 @@ module Ferrolock
       raise ArgumentError, "#{name} must not be empty" if value.empty?
 
       value
-    end
-
-    def path_option(name, value)
-      return nil if value.nil?
-      return string_option(name, value.to_path) if value.respond_to?(:to_path)
-
-      string_option(name, value)
     end
   end
 end

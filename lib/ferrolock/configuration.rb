@@ -32,9 +32,7 @@ module Ferrolock
     attr_reader :boot_checks
 
     def boot_checks=(value)
-      raise TypeError, "boot_checks must be true or false, got #{value.class}" unless [true, false].include?(value)
-
-      @boot_checks = value
+      @boot_checks = Validate.boolean!(:boot_checks, value)
     end
 
     # nil means the default: FERROLOCK_REDIS_URL, else REDIS_URL, else DEFAULT_URL (so
@@ -46,13 +44,7 @@ module Ferrolock
 
     # A PEM bundle of CAs to trust for rediss:// (a private CA); nil: the system's roots.
     def tls_ca_file=(value)
-      value = value.to_path if value.respond_to?(:to_path)
-      unless value.nil? || value.is_a?(String)
-        raise TypeError, "tls_ca_file must be a String path or nil, got #{value.class}"
-      end
-      raise ArgumentError, "tls_ca_file must not be empty" if value == ""
-
-      @tls_ca_file = value
+      @tls_ca_file = Validate.path!(:tls_ca_file, value)
     end
 
     # A prefix for every key: a non-empty String of at most MAX_NAME_BYTES of UTF-8.

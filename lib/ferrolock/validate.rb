@@ -106,6 +106,17 @@ module Ferrolock
       nil
     end
 
+    # A file path (String or anything with #to_path), or nil.
+    def path!(arg, value)
+      return nil if value.nil?
+
+      value = value.to_path if value.respond_to?(:to_path)
+      raise TypeError, "#{arg} must be a String path or nil, got #{show(value)}" unless value.is_a?(String)
+      raise ArgumentError, "#{arg} must not be empty" if value.empty?
+
+      value
+    end
+
     def boolean!(arg, value)
       raise TypeError, "#{arg} must be true or false, got #{show(value)}" unless [true, false].include?(value)
 

@@ -25,7 +25,6 @@ module Ferrolock
     # ActiveJob jobs sent through Sidekiq are keyed on the wrapped job class and its arguments.
     class DualLockMiddleware
       COUNTER = "ferrolock_dual_lock_waits"
-      ACTIVE_JOB_WRAPPER = "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"
       OPTIONS = %i[client backoff].freeze
 
       # client: a Ferrolock::Client (default Ferrolock.client); backoff: ->(dual_lock, job, ex)
@@ -118,18 +117,13 @@ module Ferrolock
                                            jid: job["jid"], queue: queue, count: count, delay: delay)
       end
 
-      # A broken backoff must not turn a delay into a lost job: fall back to the default.
+      # The backoff proc's answer, or the default (see Reschedule.delay). A one-argument proc
+      # gets the count (the older form).
       def delay_for(count, backoff_args)
-        return Reschedule.backoff(count) unless @backoff
-
-        one_argument = @backoff.respond_to?(:arity) && @backoff.arity == 1
-        seconds = one_argument ? @backoff.call(count) : @backoff.call(*backoff_args)
-        delay = Validate.delay(seconds)
-        return delay if delay
-
-        Ferrolock.logger.warn("ferrolock: dual_lock backoff returned #{Validate.show(seconds)}; " \
-                              "using the default backoff")
-        Reschedule.backoff(count)
+        Reschedule.delay(count, @backoff, "dual_lock") do
+          one_argument = @backoff.respond_to?(:arity) && @backoff.arity == 1
+          one_argument ? @backoff.call(count) : @backoff.call(*backoff_args)
+        end
       end
 
       def label(job)

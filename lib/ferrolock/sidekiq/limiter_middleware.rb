@@ -76,18 +76,9 @@ module Ferrolock
         Ferrolock.instrument(:rescheduled, **payload(job, queue, error, count: count, delay: delay))
       end
 
-      # The backoff proc's answer, or the default when there is none or it answered nonsense
-      # (a bad proc must not turn a delay into a lost job).
+      # The backoff proc's answer, or the default (see Reschedule.delay).
       def delay_for(job, count, error)
-        return Reschedule.backoff(count) unless @backoff
-
-        seconds = @backoff.call(error.limiter, job, error)
-        delay = Validate.delay(seconds)
-        return delay if delay
-
-        Ferrolock.logger.warn("ferrolock: limiter backoff returned #{Validate.show(seconds)}; " \
-                              "using the default backoff")
-        Reschedule.backoff(count)
+        Reschedule.delay(count, @backoff, "limiter") { @backoff.call(error.limiter, job, error) }
       end
 
       def payload(job, queue, error, **extra)

@@ -18,6 +18,20 @@ module Ferrolock
         count
       end
 
+      # The delay a backoff proc answered (the block calls it), or the default backoff when there
+      # is no proc or it answered anything but 0..MAX_SECONDS seconds (logged, naming `what`): a
+      # broken proc must not turn a delay into a lost job.
+      def delay(count, backoff_proc, what)
+        return backoff(count) unless backoff_proc
+
+        seconds = yield
+        Validate.delay(seconds) || begin
+          Ferrolock.logger.warn("ferrolock: #{what} backoff returned #{Validate.show(seconds)}; " \
+                                "using the default backoff")
+          backoff(count)
+        end
+      end
+
       # The default backoff: grows with the counter (about 1 s, 2 s, 4 s … capped at 5 minutes)
       # with up to 50 % jitter so rescheduled jobs do not come back in lockstep.
       def backoff(count)
