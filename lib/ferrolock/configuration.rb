@@ -81,6 +81,11 @@ module Ferrolock
       @logger ||= default_logger
     end
 
+    # True once a logger is in place: set with logger=, or the default above already in use.
+    def logger_set?
+      !@logger.nil?
+    end
+
     # A URL String, or :sidekiq (Sidekiq's own Redis, read when the client is built).
     def self.redis_url!(value)
       return value if value == :sidekiq

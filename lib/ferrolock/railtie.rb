@@ -26,7 +26,7 @@ module Ferrolock
     class << self
       # Sets the logger unless the app already chose one (the reader's lazy default does not count).
       def default_logger(logger)
-        return if logger.nil? || Ferrolock.config.instance_variable_get(:@logger)
+        return if logger.nil? || Ferrolock.config.logger_set?
 
         Ferrolock.config.logger = logger
       end
