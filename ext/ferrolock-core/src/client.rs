@@ -24,7 +24,13 @@ pub const DEFAULT_REPLY_SPIN: Duration = Duration::from_micros(50);
 
 #[derive(Clone, Debug)]
 pub struct ClientOptions {
+    /// One Redis server. Ignored when `cluster` or `sentinel` is given.
     pub url: String,
+    /// Redis Cluster seed node URLs (credentials, TLS scheme taken from them); non-empty selects
+    /// cluster mode.
+    pub cluster: Vec<String>,
+    /// A Sentinel-managed primary.
+    pub sentinel: Option<SentinelOptions>,
     pub namespace: String,
     pub connect_timeout: Duration,
     pub read_timeout: Duration,
@@ -38,6 +44,8 @@ impl ClientOptions {
     pub fn new(url: &str) -> Self {
         ClientOptions {
             url: url.to_string(),
+            cluster: Vec::new(),
+            sentinel: None,
             namespace: "ferrolock".to_string(),
             connect_timeout: Duration::from_secs(1),
             read_timeout: Duration::from_secs(1),
@@ -45,6 +53,22 @@ impl ClientOptions {
             reply_spin: DEFAULT_REPLY_SPIN,
         }
     }
+}
+
+/// Where to find a Sentinel-managed primary and how to authenticate to it.
+#[derive(Clone, Debug, Default)]
+pub struct SentinelOptions {
+    /// The primary's name in the sentinels' configuration ("mymaster").
+    pub master_name: String,
+    /// Sentinel URLs, `redis://[user:password@]host:port` (credentials there authenticate to that
+    /// sentinel, overriding `sentinel_username`/`sentinel_password`).
+    pub sentinels: Vec<String>,
+    pub sentinel_username: Option<String>,
+    pub sentinel_password: Option<String>,
+    /// Credentials and database of the primary (and of the replicas it fails over to).
+    pub username: Option<String>,
+    pub password: Option<String>,
+    pub db: i64,
 }
 
 #[derive(Clone)]
@@ -72,6 +96,11 @@ impl Drop for ClientInner {
 
 impl Client {
     pub fn new(opts: ClientOptions) -> Result<Client> {
+        if !opts.cluster.is_empty() || opts.sentinel.is_some() {
+            return Err(Error::argument(
+                "cluster/sentinels: not supported yet (being built)",
+            ));
+        }
         let endpoint = Endpoint::parse(&opts.url)?;
         check_name("namespace", &opts.namespace)?;
         for (arg, d) in [
@@ -204,6 +233,46 @@ impl Client {
                 }
                 other => other,
             }
+        })
+    }
+
+    /// Runs a script call, then `WAIT replicas timeout` on the same connection (one round trip):
+    /// the script's reply and how many replicas acknowledged its writes within `timeout`.
+    pub fn eval_acked(
+        &self,
+        intr: &Interrupt,
+        call: &ScriptCall,
+        replicas: u32,
+        timeout: Duration,
+    ) -> Result<(Value, i64)> {
+        let wait = redis::cmd("WAIT")
+            .arg(replicas)
+            .arg(timeout.as_millis().min(u64::MAX as u128) as u64)
+            .get_packed_command();
+        self.with_conn(intr, |c| {
+            let mut buf = Vec::with_capacity(160);
+            call.pack_into(&mut buf, true);
+            buf.extend_from_slice(&wait);
+            let mut replies = c.pipeline(intr, &buf, 2)?;
+            let acked = replies.pop().expect("two replies");
+            let reply = replies.pop().expect("two replies");
+            let reply = match reply {
+                Value::ServerError(e) if e.code() == "NOSCRIPT" => {
+                    // Not cached (restart, failover): run it by source, then WAIT again.
+                    buf.clear();
+                    call.pack_into(&mut buf, false);
+                    let v = c.request(intr, &buf)?;
+                    let acked = int(&c.request(intr, &wait)?)?;
+                    return Ok((v, acked));
+                }
+                Value::ServerError(e) => return Err(c.server_error(&e)),
+                v => v,
+            };
+            let acked = match acked {
+                Value::ServerError(e) => return Err(c.server_error(&e)),
+                v => int(&v)?,
+            };
+            Ok((reply, acked))
         })
     }
 

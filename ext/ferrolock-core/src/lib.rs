@@ -21,6 +21,6 @@ mod tls;
 pub mod token;
 pub mod wait;
 
-pub use client::{Client, ClientOptions};
+pub use client::{Client, ClientOptions, SentinelOptions};
 pub use error::{Error, Result};
 pub use interrupt::Interrupt;
