@@ -5,6 +5,7 @@
 #   bin/chaos            about 3 minutes, every fault kind several times
 #   bin/chaos --short    about 40 s, every fault kind once
 #   bin/chaos --keep     keep the journals (their directory is printed)
+#   bin/chaos --failover DistMutex through primary kills under Sentinel (chaos/failover.rb)
 require "fileutils"
 require "ferrolock"
 require_relative "journal"
@@ -97,6 +98,13 @@ end
 
 if $PROGRAM_NAME == __FILE__
   plan = ARGV.include?("--short") ? :short : :full
-  ok = Chaos::Runner.new(Chaos::Runner::PLANS.fetch(plan), keep: ARGV.include?("--keep")).run
+  keep = ARGV.include?("--keep")
+  if ARGV.include?("--failover")
+    require_relative "failover"
+    as_primary = ARGV.include?("--restart-as-primary")
+    failover = Chaos::Failover.new(Chaos::Failover::PLANS.fetch(plan), keep: keep, restart_as_primary: as_primary)
+    exit(failover.run ? 0 : 1)
+  end
+  ok = Chaos::Runner.new(Chaos::Runner::PLANS.fetch(plan), keep: keep).run
   exit(ok ? 0 : 1)
 end

@@ -30,12 +30,24 @@ module Chaos
       @journal = Journal.new(journal)
       @deadline = deadline
       @threads = threads
-      @client = Ferrolock::Client.new(url: url, namespace: "chaos", connect_timeout: Settings::CONNECT_TIMEOUT,
-                                      read_timeout: Settings::READ_TIMEOUT)
+      options = { namespace: "chaos", connect_timeout: Settings::CONNECT_TIMEOUT, read_timeout: Settings::READ_TIMEOUT }
+      @client = Ferrolock::Client.new(**self.class.where(url), **options)
+    end
+
+    # A Redis URL, or "sentinel:<name>:<sentinel url>,<sentinel url>,..." (bin/chaos --failover).
+    def self.where(url)
+      return { url: url } unless url.start_with?("sentinel:")
+
+      _, name, sentinels = url.split(":", 3)
+      { name: name, sentinels: sentinels.split(",") }
     end
 
     def run
-      Ferrolock.configure { |config| config.logger = Logger.new(File::NULL) }
+      Ferrolock.configure do |config|
+        config.logger = Logger.new(File::NULL)
+        # bin/chaos --failover runs with and without it.
+        config.min_replicas_acked = Integer(ENV.fetch("CHAOS_MIN_REPLICAS_ACKED", "0"))
+      end
       # Lost leases are also seen as events (the table shows them beside the sections' outcomes).
       Ferrolock.subscribe(:lock_lost) do |_event, payload|
         @journal.write(ev: "lock_lost", prim: payload[:primitive].to_s, t: Chaos.now)

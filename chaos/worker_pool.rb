@@ -11,7 +11,9 @@ module Chaos
 
     attr_reader :journals, :failed
 
-    def initialize(dir:, url:, deadline:, threads:)
+    # env: extra environment for the worker processes.
+    def initialize(dir:, url:, deadline:, threads:, env: {})
+      @env = env
       @dir = dir
       @url = url
       @deadline = deadline
@@ -72,7 +74,7 @@ module Chaos
       journal = File.join(@dir, "worker-#{@journals.size}.jsonl")
       worker = File.expand_path("worker.rb", __dir__)
       lib = File.expand_path("../lib", __dir__)
-      pid = Process.spawn(RbConfig.ruby, "-I", lib, worker, @url, journal, @deadline.to_s, @threads,
+      pid = Process.spawn(@env, RbConfig.ruby, "-I", lib, worker, @url, journal, @deadline.to_s, @threads,
                           out: File.join(@dir, "worker-#{@journals.size}.log"), err: %i[child out])
       @journals << journal
       @members << Member.new(pid, journal, 0, {})

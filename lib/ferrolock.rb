@@ -15,6 +15,7 @@ require_relative "ferrolock/client"
 require_relative "ferrolock/validate"
 require_relative "ferrolock/clock"
 require_relative "ferrolock/interrupts"
+require_relative "ferrolock/lock_lost_watcher"
 require_relative "ferrolock/job_classes"
 
 # Redis coordination primitives for Ruby job systems, with a Rust core.

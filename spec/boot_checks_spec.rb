@@ -20,7 +20,8 @@ RSpec.describe "Boot checks" do
   it "DualLockMiddleware.validate! names every bad class, not only the first" do
     out = boot(<<~RUBY)
       class GoodJob; include Sidekiq::Worker; sidekiq_options dual_lock: true; end
-      class ZeroTtlJob; include Sidekiq::Worker; sidekiq_options dual_lock: { exec_ttl: 0 }; end
+      # Sidekiq 7's name for a job class (an alias of Sidekiq::Worker on 6.4): found all the same.
+      class ZeroTtlJob; include Sidekiq::Job; sidekiq_options dual_lock: { exec_ttl: 0 }; end
       class TypoJob; include Sidekiq::Worker; sidekiq_options dual_lock: { ttl: 5 }; end
       class ProcKeyJob; include Sidekiq::Worker; sidekiq_options dual_lock: { key: ->(id) { id } }; end
       begin

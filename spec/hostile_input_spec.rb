@@ -61,6 +61,11 @@ module FerrolockTest
       "Client.new(read_timeout:)" => [:client, "read_timeout", TTL, SECONDS_BOUND],
       "Client.new(reply_spin:)" => [:client, "reply_spin", REPLY_SPIN, "0.01 seconds"],
       "Client.new(tls_ca_file:)" => [:client, "tls_ca_file", TLS_CA_FILE, nil],
+      "Client.new(cluster:)" => [:client, "cluster", table(T), nil],
+      "Client.new(cluster: [value])" => [:client, "cluster[0]", URL, NAME_BOUND],
+      "Client.new(sentinels: [value])" => [:client, "sentinels[0]", URL, NAME_BOUND],
+      "config.redis_cluster=" => [:client, "redis_cluster", table(T, "nil" => :ok), nil],
+      "config.redis_sentinel_name=" => [:client, "redis_sentinel_name", NAME.merge("nil" => :ok), NAME_BOUND],
       "config.redis_url=" => [:client, "redis_url", URL_SETTING, nil],
       "config.namespace=" => [:client, "namespace", NAME, NAME_BOUND],
       "config.connect_timeout=" => [:client, "connect_timeout", TTL, SECONDS_BOUND],
@@ -239,11 +244,11 @@ RSpec.describe "hostile input" do
 
     it "is checked again by the native layer, naming the argument" do
       native = Ferrolock.client.native
-      expect { Ferrolock::Native::ConcurrentLimiter.new(native, "n", 1, 1e30) }
+      expect { Ferrolock::Native::ConcurrentLimiter.new(native, "n", 1, 1e30, 0) }
         .to raise_error(ArgumentError, /\Alock_timeout: .*315360000 seconds \(10 years\), got 1e30\z/)
       expect { Ferrolock::Native::MessageLock.new(native, 60.0, 0.0001) }
         .to raise_error(ArgumentError, /\Aprocessed_ttl: must be at least 0.001/)
-      lock = Ferrolock::Native::DualLock.new(native, "n", 60.0, 60.0)
+      lock = Ferrolock::Native::DualLock.new(native, "n", 60.0, 60.0, 0)
       ticket = lock.enter
       expect { lock.wait(ticket, Float::NAN) }.to raise_error(ArgumentError, /\Amax_wait: /)
       lock.leave(ticket)

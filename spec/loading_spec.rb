@@ -3,6 +3,8 @@
 # `require "ferrolock"` makes every constant the README names usable, without loading Sidekiq or
 # Shoryuken, whichever of ferrolock and sidekiq an app (Bundler.require) loads first. Each case runs
 # in a fresh Ruby process.
+require_relative "support/real_shoryuken"
+
 RSpec.describe "Loading ferrolock" do
   readme = File.read(File.join(FerrolockTest::ROOT, "README.md"))
   # Every Ferrolock constant the README names, e.g. Ferrolock::Sidekiq::DualLockMiddleware.
@@ -67,6 +69,38 @@ RSpec.describe "Loading ferrolock" do
                              "Ferrolock::Sidekiq::LimiterMiddleware")
       expect(out).to include("rescheduled: 1", "logger: true")
       expect(FerrolockTest.redis_server.redis.zcard("schedule")).to eq(1)
+    end
+  end
+
+  # With the real, vendored Shoryuken 6.2.1 (outside Bundler: its Debian dependencies are not in
+  # the Gemfile), in both orders; the README's chain setup then puts the Lock before AutoDelete.
+  [%w[ferrolock shoryuken], %w[shoryuken ferrolock]].each do |order|
+    it "with require #{order.join(", then ")} (real Shoryuken): resolves every constant, the README setup works" do
+      reason = FerrolockTest::RealShoryuken.missing
+      skip(reason) if reason
+      out = FerrolockTest::RealShoryuken.unbundled { run_ruby!(<<~RUBY, env: { "FERROLOCK_REDIS_URL" => nil }) }
+        begin
+          require "aws-sdk-core"
+        rescue LoadError => e
+          puts "skip: aws-sdk-core cannot be required (\#{e.message})"
+          exit 0
+        end
+        module Aws; module SQS; Client = Class.new; end; end # aws-sdk-sqs is not installable here
+        $LOAD_PATH.unshift(#{File.join(FerrolockTest::RealShoryuken::DIR, "lib").dump})
+        #{order.map { |feature| "require #{feature.inspect}" }.join("\n")}
+        #{resolve}
+        Shoryuken.const_set(:CLI, Class.new) # configure_server yields only inside the server
+        Shoryuken.configure_server do |config|
+          config.server_middleware do |chain|
+            chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::Lock
+          end
+        end
+        puts "chain: \#{Shoryuken.server_middleware.entries.map(&:klass).map { |k| k.name.split("::").last }.join(" ")}"
+      RUBY
+      skip(out[/skip: .*/]) if out.start_with?("skip:")
+      expect(out.lines.grep(/missing/)).to eq([])
+      expect(out).to include("shoryuken loaded: true", "sidekiq loaded: false")
+      expect(out).to include("chain: Timing ExponentialBackoffRetry Lock AutoDelete AutoExtendVisibility")
     end
   end
 

@@ -48,7 +48,11 @@ RSpec.describe "A Rails 6.1 app on Sidekiq" do
       6.times { |i| HeavyJob.perform_later("greedy", i) }
       2.times { |i| HeavyJob.perform_later("calm", i) }
       LoggerProbeJob.perform_later
+      OverLimitJob.perform_later
     RUBY
+    # The initializer's configuration (namespace "myapp") is the one the app used to count.
+    expect(redis.keys("myapp:*")).not_to be_empty
+    expect(redis.keys("ferrolock:*")).to be_empty
     # FairTenant's client middleware ran in the enqueuing process: past 3 a minute, greedy is rerouted.
     expect(queued("default").tally).to eq("greedy" => 3, "calm" => 2)
     expect(queued("default_throttled").tally).to eq("greedy" => 3)
@@ -57,7 +61,8 @@ RSpec.describe "A Rails 6.1 app on Sidekiq" do
       skipped = -> { sidekiq.log.scan(/SyncRecordJob \S+ skipped: a duplicate/).size }
       wait_for("every job") do
         list("sync:ends").size + skipped.call == 6 && list("erp:done").size == 6 &&
-          list("heavy:done").size == 8 && list("logger").size == 1
+          list("heavy:done").size == 8 && list("logger").size == 1 &&
+          sidekiq.log.include?('over limit "rails-one-slot"')
       end
       log = sidekiq.log
 
@@ -72,11 +77,19 @@ RSpec.describe "A Rails 6.1 app on Sidekiq" do
       expect(redis.get("rails:erp:max")).to eq("2")
       expect(list("erp:done").map(&:first).sort).to eq(%w[0 1 2 3 4 5])
 
+      # LimiterMiddleware: the ActiveJob job over its limit was rescheduled, logged under its own class.
+      expect(log).to match(/OverLimitJob \S+ over limit "rails-one-slot"; rescheduled in/)
+      expect(log).not_to include("JobWrapper")
+      scheduled = redis.zrange("schedule", 0, -1).map { |raw| JSON.parse(raw)["wrapped"] }
+      expect(scheduled).to eq(["OverLimitJob"])
+      expect(list("over_limit:ran")).to be_empty
+
       # FairTenant: both queues were worked off, the rerouted jobs included.
       expect(list("heavy:done").map(&:first).tally).to eq("greedy" => 6, "calm" => 2)
 
-      # The Railtie: Ferrolock.logger is Rails.logger, and the boot checks ran after eager loading.
-      expect(list("logger").first.first(2)).to eq(%w[true true])
+      # The Railtie: Ferrolock.logger is Rails.logger, the initializer's configuration holds in the
+      # server, and the boot checks ran after eager loading (Zeitwerk's, as Rails 6.1 apps load).
+      expect(list("logger").first.first(5)).to eq(%w[true true myapp true true])
       expect(log).to include("ferrolock: boot checks ran (DualLock: 1 job class; FairTenant: 1 job class;")
       expect(log).not_to include("found no loaded job class", "!!! ferrolock")
     end
@@ -109,6 +122,73 @@ RSpec.describe "A Rails 6.1 app on Sidekiq" do
     RUBY
     expect(out).to include("on: true", "off: true", "kept: true")
     expect { Ferrolock.config.boot_checks = "no" }.to raise_error(TypeError, /boot_checks must be true or false/)
+  end
+
+  # Runs `sidekiq -r <app>`, which should stop at boot; returns [exit status, log]. Killed (and the
+  # example failed) if it is still running after `timeout`.
+  def failed_boot(env, timeout: 60)
+    env = { "REDIS_URL" => FerrolockTest.redis_server.url,
+            "RUBYLIB" => FerrolockTest::SidekiqVersion.rubylib(FerrolockTest::LIB) }.merge(env)
+    command = [*FerrolockTest::SidekiqProcess.command, "-r", app_dir, "-c", "1", "-q", "default"]
+    Open3.popen2e(env, *command, chdir: FerrolockTest::ROOT, pgroup: true) do |stdin, output, wait|
+      stdin.close
+      log = Thread.new { output.read }
+      unless wait.join(timeout)
+        Process.kill("KILL", -wait.pid)
+        raise "sidekiq was still running after #{timeout}s:\n#{log.value}"
+      end
+      [wait.value, log.value]
+    end
+  end
+
+  # spec/fixtures/rails_app/extra: job classes with a typo'd and a wrongly typed dual_lock option, and
+  # a FairTenant rule with threshold 0, eager-loaded only with this variable.
+  let(:bad_jobs) { { "RAILS_APP_EXTRA_JOBS" => "bad_dual_lock,bad_fair_tenant" } }
+
+  it "stops a real sidekiq at boot on bad dual_lock options and FairTenant rules, naming each class and option" do
+    enqueue("LoggerProbeJob.perform_later")
+    status, log = failed_boot(bad_jobs)
+
+    expect(status.success?).to be(false)
+    expect(log).to include("ferrolock boot checks failed (c.boot_checks = false turns them off)",
+                           "TypoOptionJob: unknown dual_lock option :ttl",
+                           "StringTtlJob: dual_lock wait_ttl must be a number of seconds, got \"60\"",
+                           "ZeroThresholdJob: fair_tenant_queues[0].threshold must be positive, got 0")
+    # It stopped before working: never registered as a process, and the queued job is still there.
+    expect(redis.smembers("processes")).to be_empty
+    expect(redis.llen("queue:default")).to eq(1)
+    expect(list("logger")).to be_empty
+  end
+
+  it "boots despite those bad options with the README's switch, c.boot_checks = false" do
+    enqueue("LoggerProbeJob.perform_later")
+    with_sidekiq(app_dir, concurrency: 1, env: bad_jobs.merge("RAILS_APP_BOOT_CHECKS" => "off")) do |sidekiq|
+      wait_for("the probe job") { list("logger").size == 1 }
+      expect(list("logger").first.first(3)).to eq(%w[true false myapp])
+      expect(sidekiq.log).not_to include("boot checks ran", "bad options", "found no loaded job class")
+    end
+  end
+
+  it "warns at Sidekiq start when the app was not eager-loaded, so the boot checks found no job class" do
+    with_sidekiq(app_dir, concurrency: 1, env: { "RAILS_APP_EAGER_LOAD" => "false" }) do |sidekiq|
+      wait_for("the boot checks") { sidekiq.log.include?("ferrolock: boot checks ran") }
+      expect(sidekiq.log).to include("ferrolock: boot checks ran (DualLock: 0 job classes; FairTenant: 0 job classes;",
+                                     "DualLockMiddleware.validate! found no loaded job class with dual_lock",
+                                     "FairTenant.verify! found no loaded job class with fair_tenant_queues")
+    end
+  end
+
+  it "finds the rerouting queue in a second Sidekiq 7 capsule (no error, and the rerouted jobs run)" do
+    skip "capsules are Sidekiq 7 (FERROLOCK_SIDEKIQ=7)" unless FerrolockTest::SidekiqVersion.seven?
+
+    enqueue('5.times { |i| HeavyJob.perform_later("greedy", i) }')
+    expect(redis.llen("queue:default_throttled")).to eq(2)
+    capsule = { "RAILS_APP_THROTTLED_CAPSULE" => "1" }
+    with_sidekiq(app_dir, concurrency: 1, queues: %w[default], env: capsule) do |sidekiq|
+      wait_for("the rerouted jobs") { list("heavy:done").size == 5 }
+      expect(sidekiq.log).to include("ferrolock: boot checks ran (DualLock: 1 job class; FairTenant: 1 job class;")
+      expect(sidekiq.log).not_to include("!!! ferrolock")
+    end
   end
 
   it "puts the README's initializers in the app verbatim (but for the magic comment)" do

@@ -9,6 +9,9 @@
 #   minimal stand-in defining exactly the constants the README uses (Shoryuken.configure_server
 #   yielding a config whose middleware chain builds what it is given, Shoryuken::Worker with
 #   shoryuken_options, Shoryuken::Middleware::Server::AutoDelete).
+require_relative "support/redis_cluster"
+require_relative "support/redis_sentinel"
+
 RSpec.describe "README.md ruby snippets" do
   readme = File.read(File.join(FerrolockTest::ROOT, "README.md"))
   snippets = readme.to_enum(:scan, /^```ruby\n(.*?)^```$/m).map do
@@ -78,6 +81,20 @@ RSpec.describe "README.md ruby snippets" do
     code.match?(/(?<![.\w:@$])#{name}\b(?![:\w])/) && !code.match?(/(def|class|module) (self\.)?#{name}\b|#{name} =/)
   end
 
+  # A snippet for a Redis Cluster or Sentinel runs against a real one (spec/support/redis_cluster.rb,
+  # redis_sentinel.rb), its addresses in the environment variables ferrolock documents.
+  def topology_env(code)
+    env = {}
+    env["FERROLOCK_REDIS_CLUSTER"] = FerrolockTest::RedisCluster.shared.urls.join(",") if code.include?("REDIS_CLUSTER")
+    if code.include?("REDIS_SENTINELS")
+      sentinel = FerrolockTest::RedisSentinel.shared
+      env.merge!("FERROLOCK_REDIS_SENTINELS" => sentinel.urls(with_password: false).join(","),
+                 "FERROLOCK_REDIS_SENTINEL_NAME" => FerrolockTest::RedisSentinel::NAME,
+                 "FERROLOCK_REDIS_SENTINEL_PASSWORD" => sentinel.password)
+    end
+    env
+  end
+
   it "has ruby snippets to run" do
     expect(snippets.size).to be >= 10
   end
@@ -95,7 +112,7 @@ RSpec.describe "README.md ruby snippets" do
                 "# ---- the configuration it leaves still gives a working client",
                 %(abort "ferrolock client: \#{Ferrolock.client.ping.inspect}" unless Ferrolock.client.ping == "PONG"),
                 %(p Shoryuken.server_chain&.calls if defined?(Shoryuken.server_chain))].join("\n")
-      out, err, status = run_ruby(script, timeout: 60)
+      out, err, status = run_ruby(script, env: topology_env(code), timeout: 60)
       expect(status).to be_success, "README.md:#{line} failed (exit #{status.exitstatus}):\n#{err}\n#{out}"
       if code.include?("chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::Lock")
         expect(out).to include("[[:insert_before, Shoryuken::Middleware::Server::AutoDelete, " \

@@ -1,267 +1,248 @@
 # frozen_string_literal: true
 
 require "spec_helper"
-require "logger"
-require "stringio"
-require_relative "support/shoryuken_chain"
-require_relative "support/fake_sqs"
+require "tmpdir"
+require_relative "support/real_shoryuken"
+require_relative "support/fake_sqs_shared_client"
 
+# Ferrolock::Shoryuken::Lock's options, failures, crashes and concurrency, inside the REAL
+# Shoryuken 6.2.1 (vendored, unmodified): Shoryuken::Processor.process, the default server chain
+# with the Lock inserted as the README says (or a worker's own chain), real Shoryuken::Message
+# objects, workers with `include Shoryuken::Worker`. Only SQS is fake. Every scenario runs in a
+# child process (spec/support/real_shoryuken.rb); spec/shoryuken_real_spec.rb has the chain's
+# everyday behaviour (copies, batches, auto_delete: false, retries, ActiveJob).
 RSpec.describe Ferrolock::Shoryuken::Lock do
+  include FerrolockTest::RealShoryuken::Examples
+
   let(:redis) { FerrolockTest.redis_server.redis }
-  let(:log) { StringIO.new }
-  let(:events) { Queue.new }
-  let(:chain) { FerrolockTest::ShoryukenChain.build }
+  let(:dead_url) { "redis://127.0.0.1:#{FerrolockTest::RedisServer.free_port}/0" }
 
-  before do
-    Ferrolock::Shoryuken.reset!
-    @previous_logger = Ferrolock.config.instance_variable_get(:@logger)
-    Ferrolock.config.logger = Logger.new(log)
-    @subscription = Ferrolock.subscribe { |event, payload| events << [event, payload] }
-  end
-
-  after do
-    Ferrolock.unsubscribe(@subscription)
-    Ferrolock.config.instance_variable_set(:@logger, @previous_logger)
-    Ferrolock::Shoryuken.reset!
-  end
-
-  # A Shoryuken worker class whose perform runs the block (counting runs).
-  def worker_class(**options, &block)
-    Class.new do
-      include Shoryuken::Worker
-      shoryuken_options({ queue: "orders", auto_delete: true }.merge(options))
-      define_method(:perform) { |sqs_msg, body| block ? block.call(sqs_msg, body) : :done }
-    end
-  end
-
-  def message(id = "m-#{rand(1 << 32)}")
-    FerrolockTest::FakeSqsMessage.new(message_id: id)
-  end
-
-  def deliver(worker, msg, via: chain, queue: "orders")
-    FerrolockTest::ShoryukenChain.process(via, worker.new, queue, msg)
-  end
-
-  def event_names
-    names = []
-    names << events.pop.first until events.empty?
-    names
-  end
-
-  def state(msg, queue: "orders")
-    key = Ferrolock.client.key("msg:#{queue}:#{msg.message_id}", "state")
-    [redis.get(key), redis.pttl(key)]
-  end
+  after { Ferrolock::Shoryuken.reset! } # the examples that configure in this process
 
   describe "one execution per message" do
-    let(:runs) { Queue.new }
-    let(:worker) { worker_class(ferrolock_lock: true) { |msg, _| runs << msg.message_id } }
-
-    it "runs the first delivery, marks it processed for processed_ttl, and AutoDelete deletes it" do
-      msg = message
-      deliver(worker, msg)
-      expect(runs.size).to eq(1)
-      expect(msg.calls).to eq([[:delete]])
-      value, ttl = state(msg)
-      expect(value).to eq("processed")
-      expect(ttl).to be_between(3_590_000, 3_600_000)
-      expect(event_names).to eq([:locked])
-    end
-
-    it "skips a copy of a processed message and deletes it so it stops coming back" do
-      original = message("m-dup")
-      copy = message("m-dup")
-      deliver(worker, original)
-      events.clear
-      deliver(worker, copy)
-      expect(runs.size).to eq(1)
-      expect(copy.calls).to eq([[:delete]]) # deleted once, by the lock (AutoDelete never ran)
-      expect(event_names).to eq([:skipped_processed])
-    end
-
-    it "leaves a copy of a message still in progress untouched, and it runs if the original fails" do
-      started = Queue.new
-      release = Queue.new
-      slow = worker_class(ferrolock_lock: true) do |_msg, _body|
-        runs << :run
-        started << true
-        raise "boom" if release.pop == :fail
-      end
-      original = Thread.new do
-        Thread.current.report_on_exception = false
-        deliver(slow, message("m-busy"))
-      end
-      started.pop
-      copy = message("m-busy")
-      deliver(slow, copy)
-      expect(copy.calls).to eq([]) # neither deleted nor its visibility changed
-      expect(runs.size).to eq(1)
-
-      release << :fail
-      expect { original.join }.to raise_error(RuntimeError, "boom")
-      expect(state(copy).first).to be_nil # released at once, not after lock_ttl
-
-      release << :ok
-      deliver(slow, copy) # the copy comes back after its visibility timeout: it is the retry
-      expect(runs.size).to eq(2)
-      expect(copy.calls).to eq([[:delete]])
-      expect(event_names).to eq(%i[locked skipped_in_progress released_after_error locked])
-    end
-
-    it "re-raises the job's error and leaves the message on the queue" do
-      failing = worker_class(ferrolock_lock: true) { raise ArgumentError, "bad payload" }
-      msg = message
-      expect { deliver(failing, msg) }.to raise_error(ArgumentError, "bad payload")
-      expect(msg.calls).to eq([])
-      expect(state(msg).first).to be_nil
-      released = Array.new(events.size) { events.pop }.select { |event, _| event == :released_after_error }
-      expect(released).to match([[:released_after_error,
-                                  hash_including(error: "ArgumentError", message_id: msg.message_id)]])
+    it "leaves a copy alone while the original runs, and runs it when the original fails" do
+      hold = "if run == 1 then $entered << true; raise 'boom' if $release.pop == :fail end"
+      result = scenario(worker("Slow", "slow", "auto_delete: true, ferrolock_lock: true", hold) + <<~RUBY)
+        $entered = Queue.new
+        $release = Queue.new
+        id = "busy-\#{SecureRandom.hex(8)}"
+        C.deliver(id)
+        # $entered also hears of a thread that ended early, so the pop below never hangs.
+        original = Thread.new do
+          R.process("slow", R.receive("slow").fetch(0))
+        ensure
+          $entered << :ended
+        end
+        $entered.pop
+        copy = C.deliver(id)
+        during = R.process("slow", R.receive("slow").fetch(0))
+        touched_during = R.touched(copy)
+        $release << :fail
+        original_outcome = original.value
+        state = R.state("slow", id)
+        back = C.deliver(id) # the copy, back after its visibility timeout: it is the retry
+        retried = R.process("slow", R.receive("slow").fetch(0))
+        R.report(during: during, touched_during: touched_during, original: original_outcome, state: state,
+                 retried: retried, runs: R.runs(id), touched_back: R.touched(back), events: R.event_names)
+      RUBY
+      expect(result).to include("during" => "ok", "touched_during" => [], # neither deleted nor its visibility changed
+                                "original" => "RuntimeError", "retried" => "ok", "runs" => 2,
+                                "touched_back" => ["delete_message_batch"])
+      expect(result["state"]).to eq([nil, -2]) # released at once, not after lock_ttl
+      expect(result["events"]).to eq(%w[locked skipped_in_progress released_after_error locked])
     end
 
     it "releases the message when the worker thread is killed mid-job" do
-      entered = Queue.new
-      stuck = worker_class(ferrolock_lock: true) do
-        entered << true
-        sleep
-      end
-      msg = message
-      thread = Thread.new { deliver(stuck, msg) }
-      entered.pop
-      expect(state(msg).first).to match(/\A\h{32}\z/)
-      thread.kill.join
-      expect(state(msg).first).to be_nil
+      stuck = worker("Stuck", "stuck", "auto_delete: true, ferrolock_lock: true", "$entered << true; sleep")
+      result = scenario(stuck + <<~RUBY)
+        $entered = Queue.new
+        id = "kill-\#{SecureRandom.hex(8)}"
+        delivery = C.deliver(id)
+        thread = Thread.new do
+          R.process("stuck", R.receive("stuck").fetch(0))
+        ensure
+          $entered << :ended
+        end
+        $entered.pop
+        during = R.state("stuck", id).first
+        thread.kill.join
+        R.report(during: during, after: R.state("stuck", id), touched: R.touched(delivery))
+      RUBY
+      expect(result["during"]).to match(/\A\h{32}\z/) # the in-progress lease
+      expect(result).to include("after" => [nil, -2], "touched" => [])
     end
 
     it "keys messages by queue: the same id on another queue is another message" do
-      deliver(worker, message("m-same"), queue: "orders")
-      deliver(worker, message("m-same"), queue: "refunds")
-      expect(runs.size).to eq(2)
+      code = worker("Orders", "orders", "auto_delete: true, ferrolock_lock: true") +
+             worker("Refunds", "refunds", "auto_delete: true, ferrolock_lock: true") + <<~RUBY
+               outcomes = %w[orders refunds].map { |queue| R.deliver_and_process(queue, "m-same") }
+               R.report(outcomes: outcomes, runs: R.runs("m-same"), events: R.event_names)
+             RUBY
+      result = scenario(code)
+      expect(result).to include("outcomes" => %w[ok ok], "runs" => 2, "events" => %w[locked locked])
     end
 
-    it "keeps a copy out while a job runs 3x lock_ttl (the lease is renewed)" do
-      lock_ttl = 0.4
-      long = worker_class(ferrolock_lock: { lock_ttl: lock_ttl }) do
-        runs << :run
-        sleep lock_ttl * 3.5
-      end
-      original = Thread.new { deliver(long, message("m-long")) }
-      wait_until { runs.size == 1 }
-      copies = []
-      until original.join(0.03)
-        copies << (copy = message("m-long"))
-        deliver(long, copy)
-      end
-      expect(runs.size).to eq(1)
-      expect(copies.size).to be > 10
-      expect(copies.map(&:calls).uniq).to eq([[]])
-      late = message("m-long")
-      deliver(long, late)
-      expect(late.calls).to eq([[:delete]])
-      expect(runs.size).to eq(1)
+    it "keeps copies out while a job runs 3.5x lock_ttl (the lease is renewed)" do
+      options = "auto_delete: true, ferrolock_lock: { lock_ttl: 0.4 }"
+      result = scenario(worker("Long", "long", options, "if run == 1 then $entered << true; sleep 1.4 end") + <<~RUBY)
+        $entered = Queue.new
+        id = "long-\#{SecureRandom.hex(8)}"
+        C.deliver(id)
+        original = Thread.new do
+          R.process("long", R.receive("long").fetch(0))
+        ensure
+          $entered << :ended
+        end
+        $entered.pop
+        copies = []
+        until original.join(0.03)
+          copies << C.deliver(id)
+          R.process("long", R.receive("long").fetch(0))
+        end
+        late = C.deliver(id)
+        R.process("long", R.receive("long").fetch(0))
+        R.report(outcome: original.value, runs: R.runs(id), copies: copies.size,
+                 touched: copies.flat_map { |copy| R.touched(copy) }, late: R.touched(late))
+      RUBY
+      expect(result).to include("outcome" => "ok", "runs" => 1, "touched" => [], "late" => ["delete_message"])
+      expect(result["copies"]).to be > 10
     end
 
     it "uses one shared client: no connection per message" do
-      Ferrolock.client.ping
-      before = redis.info("stats")["total_connections_received"].to_i
-      200.times { |i| deliver(worker, message("m-conn-#{i}")) }
-      after = redis.info("stats")["total_connections_received"].to_i
-      expect(runs.size).to eq(200)
-      expect(after - before).to be <= 2
+      result = scenario(worker("Many", "many", "auto_delete: true, ferrolock_lock: true") + <<~RUBY)
+        Ferrolock.client.ping
+        connections = -> { R.redis.info("stats")["total_connections_received"].to_i }
+        before = connections.call
+        outcomes = Array.new(200) { |i| R.deliver_and_process("many", "m-conn-\#{i}") }
+        R.report(outcomes: outcomes.uniq, runs: Array.new(200) { |i| R.runs("m-conn-\#{i}") }.sum,
+                 connections: connections.call - before)
+      RUBY
+      expect(result).to include("outcomes" => ["ok"], "runs" => 200)
+      expect(result["connections"]).to be <= 2
     end
   end
 
   describe "opting in" do
-    let(:runs) { Queue.new }
-
-    def twice(worker, via: chain)
-      2.times { deliver(worker, message("m-twice"), via: via) }
-      runs.size
-    end
-
     it "passes workers through by default" do
-      expect(twice(worker_class { runs << 1 })).to eq(2)
-      expect(event_names).to eq([])
+      result = scenario(worker("Plain", "plain", "auto_delete: true") + <<~RUBY)
+        2.times { R.deliver_and_process("plain", "m-twice") }
+        R.report(runs: R.runs("m-twice"), events: R.events)
+      RUBY
+      expect(result).to include("runs" => 2, "events" => [])
     end
 
     it "locks every worker when enabled globally, except those that opt out" do
-      Ferrolock::Shoryuken.configure { |c| c.enabled = true }
-      expect(twice(worker_class { runs << 1 })).to eq(1)
-      runs.clear
-      expect(twice(worker_class(ferrolock_lock: false) { runs << 1 })).to eq(2)
+      code = worker("Plain", "plain", "auto_delete: true") +
+             worker("OptOut", "opt-out", "auto_delete: true, ferrolock_lock: false") + <<~RUBY
+               Ferrolock::Shoryuken.configure { |c| c.enabled = true }
+               2.times { R.deliver_and_process("plain", "m-plain") }
+               2.times { R.deliver_and_process("opt-out", "m-opt-out") }
+               R.report(plain: R.runs("m-plain"), opt_out: R.runs("m-opt-out"))
+             RUBY
+      expect(scenario(code)).to include("plain" => 1, "opt_out" => 2)
     end
 
-    it "takes options from the chain (a per-worker chain, for instance)" do
-      locked_chain = FerrolockTest::ShoryukenChain.build(enabled: true, lock_ttl: 7)
-      slow = worker_class do
-        runs << 1
-        redis.set("seen-ttl", state(message("m-twice")).last)
-      end
-      expect(twice(slow, via: locked_chain)).to eq(1)
-      expect(redis.get("seen-ttl").to_i).to be_between(6_000, 7_000)
+    it "takes options from the chain (a worker's own server_middleware chain)" do
+      seen = "$seen_ttl = R.state('chained', sqs_msg.message_id).last"
+      result = scenario(worker("Chained", "chained", "auto_delete: true", seen) + <<~RUBY)
+        R.lock_chain(Chained, enabled: true, lock_ttl: 7)
+        2.times { R.deliver_and_process("chained", "m-twice") }
+        R.report(runs: R.runs("m-twice"), seen_ttl: $seen_ttl,
+                 chain: Chained.server_middleware.entries.map { |e| e.klass.name.split("::").last })
+      RUBY
+      expect(result["runs"]).to eq(1)
+      expect(result["seen_ttl"]).to be_between(6_000, 7_000)
+      expect(result["chain"]).to eq(%w[Timing ExponentialBackoffRetry Lock AutoDelete AutoExtendVisibility])
     end
 
     it "lets a worker's Hash override the chain and the global settings" do
-      Ferrolock::Shoryuken.configure { |c| c.lock_ttl = 30 }
-      slow = worker_class(ferrolock_lock: { lock_ttl: 3, processed_ttl: 5 }) do
-        runs << 1
-        redis.set("seen-ttl", state(message("m-twice")).last)
-      end
-      expect(twice(slow, via: FerrolockTest::ShoryukenChain.build(lock_ttl: 9))).to eq(1)
-      expect(redis.get("seen-ttl").to_i).to be_between(2_000, 3_000)
-      expect(state(message("m-twice")).last).to be_between(4_000, 5_000)
+      seen = "$seen_ttl = R.state('own', sqs_msg.message_id).last"
+      options = "auto_delete: true, ferrolock_lock: { lock_ttl: 3, processed_ttl: 5 }"
+      result = scenario(worker("Own", "own", options, seen) + <<~RUBY)
+        Ferrolock::Shoryuken.configure { |c| c.lock_ttl = 30 }
+        R.lock_chain(Own, lock_ttl: 9)
+        2.times { R.deliver_and_process("own", "m-twice") }
+        R.report(runs: R.runs("m-twice"), seen_ttl: $seen_ttl, processed_ttl: R.state("own", "m-twice").last)
+      RUBY
+      expect(result["runs"]).to eq(1)
+      expect(result["seen_ttl"]).to be_between(2_000, 3_000)
+      expect(result["processed_ttl"]).to be_between(4_000, 5_000)
     end
 
-    it "accepts keywords as well as the positional Hash Shoryuken's chain passes" do
+    # Shoryuken's chain passes `chain.add Lock, lock_ttl: 7` as one positional Hash (the chain
+    # examples above); plain keywords work too.
+    it "accepts keywords as well as a positional Hash, and nothing else" do
       expect(described_class.new(enabled: true)).to be_a(described_class)
       expect(described_class.new({ enabled: true })).to be_a(described_class)
-    end
-
-    it "lets batch workers through untouched, with one warning" do
-      batch = worker_class(batch: true, ferrolock_lock: true) { |msgs, _| runs << msgs.size }
-      2.times { deliver(batch, [message("b-1"), message("b-1")]) }
-      expect(runs.size).to eq(2)
-      expect(log.string.scan("batch worker").size).to eq(1)
-      expect(redis.keys("ferrolock:*")).to eq([])
+      expect { described_class.new("yes") }.to raise_error(TypeError, /options must be a Hash/)
     end
   end
 
   describe "bad input" do
-    let(:worker) { worker_class(ferrolock_lock: true) { raise "must not run" } }
-
-    it "rejects a message without message_id, naming it" do
-      bare = Struct.new(:body).new("{}")
-      expect { deliver(worker, bare) }.to raise_error(ArgumentError, /sqs_msg must respond to message_id/)
-      blank = FerrolockTest::FakeSqsMessage.new(message_id: nil)
-      expect { deliver(worker, blank) }.to raise_error(ArgumentError, /message_id must be a non-empty String, got nil/)
-      expect(blank.calls).to eq([])
+    it "rejects a message without message_id, naming it, and runs nothing" do
+      guarded = worker("Guarded", "guarded", "auto_delete: true, ferrolock_lock: true", 'raise "must not run"')
+      result = scenario(guarded + <<~RUBY)
+        blank = C.deliver(nil)
+        blank_error = R.process_error("guarded", R.receive("guarded").fetch(0))
+        # Processor.process itself needs message_id: only a chain called directly meets this one.
+        bare = Struct.new(:body).new("{}")
+        bare_error = begin
+          Guarded.server_middleware.invoke(Guarded.new, "guarded", bare, "{}") { raise "must not run" }
+          nil
+        rescue StandardError => e
+          [e.class.name, e.message]
+        end
+        R.report(blank: blank_error, bare: bare_error, touched: R.touched(blank))
+      RUBY
+      expect(result["blank"]).to match(["ArgumentError", /message_id must be a non-empty String, got nil/])
+      expect(result["bare"]).to match(["ArgumentError", /sqs_msg must respond to message_id/])
+      expect(result["touched"]).to eq([])
     end
 
     it "rejects bad chain options when the chain builds the middleware" do
-      {
-        { lock_ttl: 0 } => [ArgumentError, /lock_ttl must be positive/],
-        { processed_ttl: -1 } => [ArgumentError, /processed_ttl must be positive/],
-        { lock_ttl: "60" } => [TypeError, /lock_ttl must be a number of seconds/],
-        { on_redis_error: :ignore } => [ArgumentError, /on_redis_error must be :raise or :run/],
-        { enabled: "yes" } => [TypeError, /enabled must be true or false/],
-        { client: "redis://x" } => [TypeError, /client must be a Ferrolock::Client/],
-        { lock_tll: 5 } => [ArgumentError, /unknown option :lock_tll/]
-      }.each do |options, (error, text)|
-        expect { deliver(worker, message, via: FerrolockTest::ShoryukenChain.build(options)) }
-          .to raise_error(error, text), options.inspect
+      expected = [
+        ["ArgumentError", /lock_ttl must be positive/],
+        ["ArgumentError", /processed_ttl must be positive/],
+        ["TypeError", /lock_ttl must be a number of seconds/],
+        ["ArgumentError", /on_redis_error must be :raise or :run/],
+        ["TypeError", /enabled must be true or false/],
+        ["TypeError", /client must be a Ferrolock::Client/],
+        ["ArgumentError", /unknown option :lock_tll/]
+      ]
+      result = scenario(<<~RUBY)
+        cases = [{ lock_ttl: 0 }, { processed_ttl: -1 }, { lock_ttl: "60" }, { on_redis_error: :ignore },
+                 { enabled: "yes" }, { client: "redis://x" }, { lock_tll: 5 }]
+        errors = cases.each_with_index.map do |options, i|
+          klass = Object.const_set("Bad\#{i}", Class.new { include Shoryuken::Worker; def perform(*) = raise("must not run") })
+          klass.shoryuken_options queue: "bad-\#{i}", auto_delete: true
+          R.lock_chain(klass, options)
+          C.deliver("m-bad-\#{i}")
+          [options.inspect, *R.process_error("bad-\#{i}", R.receive("bad-\#{i}").fetch(0))]
+        end
+        R.report(errors: errors)
+      RUBY
+      expect(result["errors"].size).to eq(expected.size)
+      result["errors"].zip(expected).each do |(options, error, message), (want_error, want_message)|
+        expect([error, message]).to match([want_error, want_message]), options
       end
-      expect { described_class.new("yes") }.to raise_error(TypeError, /options must be a Hash/)
     end
 
-    it "rejects bad global settings and bad worker options" do
+    it "rejects bad global settings at once, and bad worker options when the message comes" do
       expect { Ferrolock::Shoryuken.configure { |c| c.lock_ttl = 0 } }.to raise_error(ArgumentError, /lock_ttl/)
       expect { Ferrolock::Shoryuken.configure { |c| c.on_redis_error = :drop } }
         .to raise_error(ArgumentError, /on_redis_error/)
       expect(Ferrolock::Shoryuken.defaults[:lock_ttl]).to eq(60)
-      expect { deliver(worker_class(ferrolock_lock: "yes"), message) }
-        .to raise_error(TypeError, /ferrolock_lock must be true, false or a Hash/)
-      expect { deliver(worker_class(ferrolock_lock: { lock_ttl: -5 }), message) }
-        .to raise_error(ArgumentError, /lock_ttl must be positive/)
+
+      refuse = 'raise "must not run"'
+      code = worker("Typo", "typo", 'auto_delete: true, ferrolock_lock: "yes"', refuse) +
+             worker("Negative", "negative", "auto_delete: true, ferrolock_lock: { lock_ttl: -5 }", refuse) +
+             <<~RUBY
+               errors = %w[typo negative].map { |queue| C.deliver("m-\#{queue}"); R.process_error(queue, R.receive(queue).fetch(0)) }
+               R.report(errors: errors)
+             RUBY
+      typo, negative = scenario(code)["errors"]
+      expect(typo).to match(["TypeError", /ferrolock_lock must be true, false or a Hash/])
+      expect(negative).to match(["ArgumentError", /lock_ttl must be positive/])
     end
 
     it "never requires the shoryuken gem nor defines ::Shoryuken" do
@@ -274,101 +255,118 @@ RSpec.describe Ferrolock::Shoryuken::Lock do
   end
 
   describe "when Redis is unreachable" do
-    let(:dead) do
-      Ferrolock::Client.new(url: "redis://127.0.0.1:#{FerrolockTest::RedisServer.free_port}/0", connect_timeout: 0.2)
+    # A worker whose chain's Lock uses a client on a port nobody listens on.
+    def down_scenario(lock_options)
+      code = worker("Down", "down", "auto_delete: true, ferrolock_lock: true") + <<~RUBY
+        dead = Ferrolock::Client.new(url: ENV.fetch("DEAD_REDIS_URL"), connect_timeout: 0.2)
+        R.lock_chain(Down, { client: dead }.merge(#{lock_options}))
+        delivery = C.deliver("m-down")
+        outcome = R.process("down", R.receive("down").fetch(0))
+        dead.eviction_check.join(5) # its background check: finished before this process exits
+        R.report(outcome: outcome, runs: R.runs("m-down"), touched: R.touched(delivery),
+                 log: R::FERROLOCK_LOG.string, events: R.event_names)
+      RUBY
+      scenario(code, env: { "DEAD_REDIS_URL" => dead_url })
     end
-    let(:runs) { Queue.new }
-    let(:worker) { worker_class(ferrolock_lock: true) { runs << 1 } }
 
     it "raises by default: the job does not run and the message is not deleted (it comes back)" do
-      msg = message
-      via = FerrolockTest::ShoryukenChain.build(client: dead)
-      expect { deliver(worker, msg, via: via) }.to raise_error(Ferrolock::ConnectionError)
-      expect(runs.size).to eq(0)
-      expect(msg.calls).to eq([])
-      expect(log.string).to include("left on the queue for redelivery")
+      result = down_scenario("{}")
+      expect(result).to include("outcome" => "Ferrolock::ConnectionError", "runs" => 0, "touched" => [],
+                                "events" => ["redis_error"])
+      expect(result["log"]).to include("left on the queue for redelivery")
     end
 
     it "runs without deduplication with on_redis_error: :run, and says so" do
-      msg = message
-      via = FerrolockTest::ShoryukenChain.build(client: dead, on_redis_error: :run)
-      deliver(worker, msg, via: via)
-      expect(runs.size).to eq(1)
-      expect(msg.calls).to eq([[:delete]])
-      expect(log.string).to include("without deduplication")
-      expect(event_names).to eq([:redis_error])
+      result = down_scenario("{ on_redis_error: :run }")
+      expect(result).to include("outcome" => "ok", "runs" => 1, "touched" => ["delete_message_batch"],
+                                "events" => ["redis_error"])
+      expect(result["log"]).to include("Down message m-down on down").and include("without deduplication")
     end
   end
 
   describe "crashes and processes" do
-    def spawn_ruby(code, log_path)
-      env = { "REDIS_URL" => FerrolockTest.redis_server.url }
-      Process.spawn(env, RbConfig.ruby, "-I", FerrolockTest::LIB, "-e", code,
-                    chdir: FerrolockTest::ROOT, pgroup: true, out: log_path, err: %i[child out])
+    # Raises (or skips, when it could not load Shoryuken's dependencies) once the victim ended.
+    def victim_ended(pid, log_path)
+      return false unless Process.wait(pid, Process::WNOHANG)
+
+      log = File.read(log_path)
+      skip(JSON.parse(log.lines.last)["skip"]) if log.include?('{"skip"')
+      raise "victim died: #{log}"
+    end
+
+    def kill_group(pid)
+      Process.kill("KILL", -pid)
+    rescue Errno::ESRCH
+      nil
+    ensure
+      begin
+        Process.wait(pid)
+      rescue Errno::ECHILD
+        nil
+      end
     end
 
     it "runs the redelivery of a message whose worker was killed with -9 once lock_ttl passed" do
-      log_path = File.join(Dir.mktmpdir("ferrolock-kill-"), "worker.log")
-      pid = spawn_ruby(<<~RUBY, log_path)
-        require "redis"
-        require "ferrolock"
-        require "./spec/support/shoryuken_chain"
-        worker = Class.new do
-          include Shoryuken::Worker
-          shoryuken_options auto_delete: true, ferrolock_lock: { lock_ttl: 1.5 }
-          def perform(*) = (Redis.new(url: ENV["REDIS_URL"]).set("started", Process.pid) && sleep)
-        end
-        msg = FerrolockTest::FakeSqsMessage.new(message_id: "m-kill")
-        FerrolockTest::ShoryukenChain.process(FerrolockTest::ShoryukenChain.build, worker.new, "orders", msg)
+      skip_without_real_shoryuken
+      options = "auto_delete: true, ferrolock_lock: { lock_ttl: 1.5 }"
+      victim = worker("Victim", "orders", options, 'R.redis.set("started", Process.pid); sleep') + <<~RUBY
+        C.deliver("m-kill")
+        R.process("orders", R.receive("orders").fetch(0))
       RUBY
-      begin
-        wait_until(timeout: 20) do
-          redis.get("started") || (Process.wait(pid, Process::WNOHANG) && raise("worker died: #{File.read(log_path)}"))
-        end
-        sleep 0.8 # past a renewal: the lease lives on renewals, not on its first TTL
-        Process.kill("KILL", -pid)
-      ensure
-        Process.wait(pid)
-      end
-      killed = monotonic
-      runs = Queue.new
-      worker = worker_class(ferrolock_lock: { lock_ttl: 1.5 }) { runs << monotonic }
-      skipped = 0
-      while runs.empty?
-        raise "the redelivery never ran" if monotonic - killed > 10
+      # Boots before the kill, then delivers copies of the message until one runs.
+      survivor = worker("Survivor", "orders", options, "$ran_at ||= R.monotonic") + <<~RUBY
+        killed_at = Float(R.redis.blpop("killed-at", timeout: 60).fetch(1))
+        skipped = 0
+        while R.runs("m-kill").zero?
+          raise "the redelivery never ran" if R.monotonic - killed_at > 10
 
-        copy = message("m-kill")
-        deliver(worker, copy)
-        skipped += 1 if copy.calls.empty?
-        sleep 0.05
+          copy = C.deliver("m-kill")
+          R.process("orders", R.receive("orders").fetch(0))
+          skipped += 1 if R.runs("m-kill").zero? && R.touched(copy).empty?
+          sleep 0.05
+        end
+        R.report(skipped: skipped, waited: $ran_at - killed_at)
+      RUBY
+      log_path = File.join(Dir.mktmpdir("ferrolock-kill-"), "worker.log")
+      pid = FerrolockTest::RealShoryuken.spawn(victim, log_path: log_path)
+      survivor_thread = scenario_thread(survivor, timeout: 90)
+      begin
+        wait_until(timeout: 30) { redis.get("started") || victim_ended(pid, log_path) }
+        sleep 0.8 # past a renewal: the lease lives on renewals, not on its first TTL
+      ensure
+        kill_group(pid)
+        # CLOCK_MONOTONIC is the machine's: the survivor compares it with its own. Sent on failure
+        # too, so the survivor ends.
+        redis.rpush("killed-at", monotonic.to_s)
       end
-      waited = runs.pop - killed
-      expect(skipped).to be >= 5 # copies received right after the crash were left alone
-      expect(waited).to be_between(0.5, 1.5 + 2.0)
+      result = survivor_thread.value
+      expect(result["skipped"]).to be >= 5 # copies received right after the crash were left alone
+      expect(result["waited"]).to be_between(0.5, 1.5 + 2.0)
     end
 
     it "runs each of 500 messages exactly once: 3 processes x 4 threads, 1-3 copies each, 5% failing first" do
+      skip_without_real_shoryuken
       rng = Random.new(Kernel.rand(1 << 30))
       ids = Array.new(500) { |i| "msg-#{i}" }
       failing = ids.sample(25, random: rng)
-      deliveries = []
+      copies = []
       ids.shuffle(random: rng).each do |id|
-        copies = Array.new(rng.rand(1..3)) { |c| FerrolockTest::FakeSqs::Delivery.new(id, c.to_s) }
+        these = Array.new(rng.rand(1..3)) { |c| "#{id}|#{c}" }
         # Half the duplicated messages have their copies back to back: received concurrently.
         if rng.rand < 0.5
-          deliveries.concat(copies)
+          copies.concat(these)
         else
-          copies.each { |copy| deliveries.insert(rng.rand(deliveries.size + 1), copy) }
+          these.each { |copy| copies.insert(rng.rand(copies.size + 1), copy) }
         end
       end
-      sqs = FerrolockTest::FakeSqs.new(url: FerrolockTest.redis_server.url)
+      sqs = FerrolockTest::SharedFakeSqsClient.new(url: FerrolockTest.redis_server.url)
       redis.sadd("work:failing", failing)
-      sqs.send_copies(deliveries)
+      sqs.send_copies(copies)
 
       worker_process = <<~RUBY
-        require "ferrolock"
-        require "./spec/support/shoryuken_chain"
-        require "./spec/support/fake_sqs"
+        require "./spec/support/fake_sqs_shared_client"
+        SQS = FerrolockTest::SharedFakeSqsClient.new(url: ENV.fetch("REDIS_URL"))
+        Shoryuken::Client.sqs = SQS
         class OrdersWorker
           include Shoryuken::Worker
           shoryuken_options queue: "orders", auto_delete: true, ferrolock_lock: { lock_ttl: 2 }
@@ -381,31 +379,35 @@ RSpec.describe Ferrolock::Shoryuken::Lock do
             redis.incr("work:done:\#{id}")
           end
         end
-        Ferrolock.subscribe do |event, _|
-          (Thread.current[:redis] ||= Redis.new(url: ENV["REDIS_URL"])).incr("events:\#{event}")
-        end
-        chain = FerrolockTest::ShoryukenChain.build
-        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 90
+        deadline = R.monotonic + 90
         Array.new(4) do
           Thread.new do
-            FerrolockTest::FakeSqs.new(url: ENV["REDIS_URL"]).work(chain, OrdersWorker, queue: "orders", deadline: deadline)
+            until SQS.all_deleted?
+              raise "fake SQS: copies left at the deadline" if R.monotonic > deadline
+
+              message = R.receive("orders").first
+              message ? R.process("orders", message) : sleep(0.005)
+            end
           end
         end.each(&:join)
+        R.report(events: R.event_names.tally)
       RUBY
-      3.times.map { Thread.new { run_ruby!(worker_process, timeout: 120) } }.each(&:join)
+      results = Array.new(3) { scenario_thread(worker_process, timeout: 120) }.map(&:value)
 
       done = redis.mget(ids.map { |id| "work:done:#{id}" }).map(&:to_i)
       attempts = redis.mget(ids.map { |id| "work:attempts:#{id}" }).map(&:to_i)
-      count = ->(event) { redis.get("events:#{event}").to_i }
+      count = ->(event) { results.sum { |result| result["events"].fetch(event, 0) } }
       expect(done.each_with_index.reject { |n, _| n == 1 }).to eq([]) # [runs, index] of any message not run once
-      expect(sqs.deleted_count).to eq(deliveries.size)
+      expect(sqs.deleted_count).to eq(copies.size)
       expect(sqs.double_deletes).to eq(0)
       failing_attempts = ids.zip(attempts).select { |id, _| failing.include?(id) }.map(&:last)
       expect(failing_attempts).to all(eq(2))
-      expect(count[:released_after_error]).to eq(25)
-      expect(count[:locked]).to eq(525)
-      expect(count[:skipped_processed]).to eq(deliveries.size - 500) # every other copy acknowledged
-      expect(count[:skipped_in_progress]).to be > 0 # some copies did arrive concurrently
+      expect(count["released_after_error"]).to eq(25)
+      expect(count["locked"]).to eq(525)
+      # Every other copy was acknowledged by the Lock; a delete with an outdated receipt handle
+      # (its copy had become visible again meanwhile) left the copy to be deleted once more.
+      expect(count["skipped_processed"]).to eq(copies.size - 500 + sqs.stale_deletes)
+      expect(count["skipped_in_progress"]).to be > 0 # some copies did arrive concurrently
     end
   end
 end

@@ -9,47 +9,36 @@ require_relative "support/real_shoryuken"
 # with `include Shoryuken::Worker`. Only the SQS API is fake (spec/support/fake_sqs_client.rb),
 # and it records what Shoryuken asked SQS to do. Each example runs in its own child process.
 RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
-  def scenario(code, env: {})
-    FerrolockTest::RealShoryuken.run(self, code, env: env)
-  end
-
-  # A worker class `name` on `queue` that counts its runs per message id; `extra` is its perform's tail.
-  def worker(name, queue, options, extra = "")
-    <<~RUBY
-      require "securerandom"
-      class #{name}
-        include Shoryuken::Worker
-        shoryuken_options({ queue: #{queue.dump} }.merge(#{options}))
-        def perform(sqs_msg, body)
-          id = sqs_msg.is_a?(Array) ? "batch" : sqs_msg.message_id
-          run = RealShoryuken.ran(id)
-          #{extra}
-        end
-      end
-      C = RealShoryuken::CLIENT
-      R = RealShoryuken
-    RUBY
-  end
+  include FerrolockTest::RealShoryuken::Examples
 
   it "inserts the Lock between ExponentialBackoffRetry and AutoDelete" do
     result = scenario("RealShoryuken.report(chain: RealShoryuken.chain_names)")
     expect(result["chain"]).to eq(%w[Timing ExponentialBackoffRetry Lock AutoDelete AutoExtendVisibility])
   end
 
-  it "runs a message delivered twice once and deletes the second copy" do
+  it "runs a message delivered twice once, marks it processed for processed_ttl, and deletes the second copy" do
     result = scenario(worker("Charge", "payments", "auto_delete: true, ferrolock_lock: true") + <<~RUBY)
       id = "dup-\#{SecureRandom.hex(8)}"
       first = C.deliver(id)
       outcome1 = R.process("payments", R.receive("payments").fetch(0))
+      events1 = R.events
       copy = C.deliver(id)
       outcome2 = R.process("payments", R.receive("payments").fetch(0))
       R.report(outcomes: [outcome1, outcome2], runs: R.runs(id), batch_deleted: R.batch_deleted,
-               deleted: R.receipts(:delete_message), first: first.receipt_handle, copy: copy.receipt_handle)
+               deleted: R.receipts(:delete_message), first: first.receipt_handle, copy: copy.receipt_handle,
+               state: R.state("payments", id), events1: events1, events: R.event_names, id: id)
     RUBY
     expect(result["outcomes"]).to eq(%w[ok ok])
     expect(result["runs"]).to eq(1)
     expect(result["batch_deleted"]).to eq([result["first"]]) # AutoDelete, after the run
     expect(result["deleted"]).to eq([result["copy"]]) # the Lock, through Shoryuken::Message#delete
+    value, ttl = result["state"]
+    expect(value).to eq("processed")
+    expect(ttl).to be_between(3_500_000, 3_600_000)
+    locked = { "primitive" => "shoryuken_lock", "queue" => "payments", "message_id" => result["id"],
+               "worker" => "Charge" }
+    expect(result["events1"]).to match([["locked", hash_including(locked)]])
+    expect(result["events"]).to eq(%w[locked skipped_processed])
   end
 
   it "leaves a copy alone while the original runs, then deletes later copies" do
@@ -92,16 +81,21 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
       first = C.deliver(id)
       outcome1 = R.process("flaky", R.receive("flaky").fetch(0))
       deletes_after_failure = C.calls_to(:delete_message).size + C.calls_to(:delete_message_batch).size
+      state_after_failure = R.state("flaky", id)
       copy = C.deliver(id)
       outcome2 = R.process("flaky", R.receive("flaky").fetch(0))
       late = C.deliver(id)
       outcome3 = R.process("flaky", R.receive("flaky").fetch(0))
       R.report(outcomes: [outcome1, outcome2, outcome3], deletes_after_failure: deletes_after_failure,
                runs: R.runs(id), batch_deleted: R.batch_deleted, deleted: R.receipts(:delete_message),
-               copy: copy.receipt_handle, late: late.receipt_handle)
+               copy: copy.receipt_handle, late: late.receipt_handle, state_after_failure: state_after_failure,
+               released: R.events.select { |name, _| name == :released_after_error }, id: id)
     RUBY
     expect(result["outcomes"]).to eq(%w[RuntimeError ok ok]) # Processor.process re-raised the job's error
     expect(result["deletes_after_failure"]).to eq(0)
+    expect(result["state_after_failure"]).to eq([nil, -2]) # released at once, not after lock_ttl
+    expect(result["released"]).to match([["released_after_error",
+                                          hash_including("error" => "RuntimeError", "message_id" => result["id"])]])
     expect(result["runs"]).to eq(2) # the retry ran; the copy after its success did not
     expect(result["batch_deleted"]).to eq([result["copy"]])
     expect(result["deleted"]).to eq([result["late"]])
@@ -122,7 +116,8 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
       end
       R.report(outcomes: outcomes, runs: R.runs("batch"), batch_deletes: C.calls_to(:delete_message_batch).size,
                batch_deleted: R.batch_deleted.size, deleted: R.receipts(:delete_message).size,
-               warnings: R::FERROLOCK_LOG.string.scan("is a batch worker").size, batch_ids: batch_ids)
+               warnings: R::FERROLOCK_LOG.string.scan("is a batch worker").size, batch_ids: batch_ids,
+               keys: R.redis.keys("*"), events: R.events)
     RUBY
     expect(result["outcomes"]).to eq(%w[ok ok])
     # Both batches ran: no deduplication of batches, although every batch of two has the same
@@ -130,6 +125,7 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
     expect(result["batch_ids"]).to eq(["batch-with-2-messages"] * 2)
     expect(result["runs"]).to eq(2)
     expect(result).to include("batch_deletes" => 2, "batch_deleted" => 4, "deleted" => 0, "warnings" => 1)
+    expect(result).to include("keys" => [], "events" => []) # the Lock stored nothing, published nothing
   end
 
   # auto_delete: false: the worker deletes (or not) by itself. The Lock still runs the message
@@ -218,11 +214,10 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
     expect(result["batch_deleted"]).to eq([result["first"]])
   end
 
-  it "deduplicates ActiveJob jobs sent through Shoryuken's ActiveJob adapter" do
+  # Events and log lines name the job class (from the body's "job_class"), not JobWrapper.
+  it "deduplicates ActiveJob jobs sent through Shoryuken's ActiveJob adapter, naming the job class" do
     code = <<~RUBY
       require "securerandom"
-      C = RealShoryuken::CLIENT
-      R = RealShoryuken
       ActiveJob::Base.logger = Logger.new(nil)
       ActiveJob::Base.queue_adapter = :shoryuken
       class ChargeJob < ActiveJob::Base
@@ -236,14 +231,24 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
       outcome1 = R.process("aj", original)
       copy = C.deliver(original.message_id, body: original.body, message_attributes: original.message_attributes)
       outcome2 = R.process("aj", R.receive("aj").fetch(0))
-      R.report(outcomes: [outcome1, outcome2], runs: R.runs(order), batch_deleted: R.batch_deleted,
+      # A log line: Redis down, on_redis_error: :run.
+      dead = Ferrolock::Client.new(url: ENV.fetch("DEAD_REDIS_URL"), connect_timeout: 0.2)
+      Ferrolock::Shoryuken.configure { |c| c.client = dead; c.on_redis_error = :run }
+      ChargeJob.perform_later("order-redis-down")
+      outcome3 = R.process("aj", R.receive("aj").fetch(0))
+      dead.eviction_check.join(5) # its background check: finished before this process exits
+      R.report(outcomes: [outcome1, outcome2, outcome3], runs: R.runs(order), batch_deleted: R.batch_deleted,
                deleted: R.receipts(:delete_message), first: original.receipt_handle, copy: copy.receipt_handle,
-               wrapper: original.message_attributes.dig("shoryuken_class", :string_value))
+               wrapper: original.message_attributes.dig("shoryuken_class", :string_value),
+               workers: R.events.map { |name, payload| [name, payload[:worker]] }, log: R::FERROLOCK_LOG.string)
     RUBY
-    result = scenario(code, env: { "FERROLOCK_SHORYUKEN_ACTIVE_JOB" => "1" })
+    dead_url = "redis://127.0.0.1:#{FerrolockTest::RedisServer.free_port}/0"
+    result = scenario(code, env: { "FERROLOCK_SHORYUKEN_ACTIVE_JOB" => "1", "DEAD_REDIS_URL" => dead_url })
     expect(result["wrapper"]).to eq("ActiveJob::QueueAdapters::ShoryukenAdapter::JobWrapper")
-    expect(result).to include("outcomes" => %w[ok ok], "runs" => 1)
-    expect(result["batch_deleted"]).to eq([result["first"]])
+    expect(result).to include("outcomes" => %w[ok ok ok], "runs" => 1)
+    expect(result["batch_deleted"].first).to eq(result["first"])
     expect(result["deleted"]).to eq([result["copy"]])
+    expect(result["workers"]).to eq([%w[locked ChargeJob], %w[skipped_processed ChargeJob], %w[redis_error ChargeJob]])
+    expect(result["log"]).to match(/Redis unavailable, running ChargeJob message \S+ on aj: .* without deduplication/)
   end
 end

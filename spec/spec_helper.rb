@@ -21,7 +21,8 @@ module FerrolockTest
 end
 
 ENV["REDIS_URL"] = FerrolockTest.redis_server.url
-ENV.delete("FERROLOCK_REDIS_URL")
+# The test server only: no cluster or sentinels from the environment either (FERROLOCK_REDIS_CLUSTER …).
+ENV.each_key.grep(/\AFERROLOCK_REDIS_/).each { |key| ENV.delete(key) }
 
 require "ferrolock"
 

@@ -26,8 +26,10 @@ module Chaos
         "#{Process.pid}-#{@thread_id}-#{@count}"
       end
 
+      # ReplicationError (a ConnectionError: too few replicas acknowledged a grant) comes first.
       OUTCOMES = {
-        Ferrolock::LockLost => "lost", Ferrolock::ConnectionError => "conn",
+        Ferrolock::ReplicationError => "replication", Ferrolock::LockLost => "lost",
+        Ferrolock::ConnectionError => "conn",
         Ferrolock::TimeoutError => "timeout", Ferrolock::OverLimit => "overlimit"
       }.freeze
 

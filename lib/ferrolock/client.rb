@@ -1,19 +1,26 @@
 # frozen_string_literal: true
 
 require_relative "eviction_check"
+require_relative "topology"
 
 module Ferrolock
   # A Redis client shared by threads (a small pool of connections in Rust).
   #
   #   client = Ferrolock::Client.new(url: "redis://:secret@127.0.0.1:6379/0")
   #   client.call("SET", "greeting", "hello") # => "OK"
+  #   Ferrolock::Client.new(cluster: ["redis://10.0.0.1:7000", "redis://10.0.0.2:7000"])
+  #   Ferrolock::Client.new(name: "mymaster", sentinels: ["redis://10.0.0.1:26379", { host: "10.0.0.2" }])
   #
   # Primitives accept one with `client:`; Ferrolock.client is the default.
   class Client
-    OPTIONS = %i[url namespace connect_timeout read_timeout tls_ca_file reply_spin].freeze
+    OPTIONS = (%i[url cluster sentinels namespace connect_timeout read_timeout tls_ca_file reply_spin] +
+               Topology::SENTINEL_OPTIONS).freeze
 
     # url:, namespace:, connect_timeout:, read_timeout:, reply_spin:, tls_ca_file: default to
     # Ferrolock.config; tls_ca_file: a PEM bundle to trust for rediss:// (nil: the system's roots).
+    # Instead of url:, cluster: (seed nodes) or sentinels: with name: (the primary's name),
+    # sentinel_username:, sentinel_password: (for the sentinels), username:, password:, db: (for
+    # the primary); see Topology.
     def initialize(**options)
       unknown = options.keys - OPTIONS
       raise ArgumentError, "unknown keyword#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
@@ -52,7 +59,7 @@ module Ferrolock
       @native.reply_spin
     end
 
-    # The URL with its password replaced by ***.
+    # The URL with its password replaced by ***; for a cluster or sentinels, their nodes.
     def redacted_url
       @native.redacted_url
     end
@@ -71,13 +78,15 @@ module Ferrolock
 
     def native_client(options, config)
       setting = ->(name, default) { options.fetch(name) { config.public_send(default) } }
+      kind, where = Topology.pick(options, config)
       Native::Client.new(
-        url_option(setting.call(:url, :redis_url)),
+        kind == :url ? url_option(where) : where.fetch("cluster") { where.fetch("sentinels") }.first,
         Validate.text!(:namespace, setting.call(:namespace, :namespace)),
         Configuration.timeout!(:connect_timeout, setting.call(:connect_timeout, :connect_timeout)),
         Configuration.timeout!(:read_timeout, setting.call(:read_timeout, :read_timeout)),
         Validate.path!(:tls_ca_file, setting.call(:tls_ca_file, :tls_ca_file)),
-        Configuration.reply_spin!(setting.call(:reply_spin, :reply_spin))
+        Configuration.reply_spin!(setting.call(:reply_spin, :reply_spin)),
+        kind == :url ? nil : where
       )
     end
 

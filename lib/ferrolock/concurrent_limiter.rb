@@ -24,13 +24,16 @@ module Ferrolock
   class ConcurrentLimiter
     attr_reader :name, :count, :wait_timeout, :lock_timeout, :client
 
-    def initialize(name, count, wait_timeout: 5, lock_timeout: 30, client: nil)
+    # min_replicas_acked: replicas each slot grant must reach before the block runs (nil: the
+    # configured default).
+    def initialize(name, count, wait_timeout: 5, lock_timeout: 30, client: nil, min_replicas_acked: nil) # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
       @name = Validate.name!(:name, name)
       @count = Validate.positive_integer!(:count, count)
       @wait_timeout = Validate.seconds!(:wait_timeout, wait_timeout, allow_zero: true)
       @lock_timeout = Validate.seconds!(:lock_timeout, lock_timeout)
       @client = Validate.client!(client)
-      @native = Native::ConcurrentLimiter.new(@client.native, @name, @count, @lock_timeout)
+      @native = Native::ConcurrentLimiter.new(@client.native, @name, @count, @lock_timeout,
+                                              Ferrolock.min_replicas_acked!(min_replicas_acked))
     end
 
     # Runs the block in a slot and returns its value. Waits up to wait_timeout seconds for a slot
@@ -69,6 +72,7 @@ module Ferrolock
 
     # `keep` records the slot the moment it is granted (see Interrupts).
     def acquire(wait_timeout, keep:)
+      LockLostWatcher.ensure_started
       started = Ferrolock.monotonic
       slot = Interrupts.acquire(keep: keep, give_back: ->(s) { @native.release(s) if s }) do
         @native.acquire(wait_timeout)
@@ -86,7 +90,7 @@ module Ferrolock
     def release(slot, raise_lost:)
       @native.release(slot)
     rescue LockLost
-      instrument(:lock_lost)
+      instrument(:lock_lost, detected: :release)
       raise if raise_lost
     end
 

@@ -16,6 +16,9 @@ module Ferrolock
 
     attr_reader :redis_url, :namespace, :connect_timeout, :read_timeout, :reply_spin, :tls_ca_file
 
+    # Most replicas min_replicas_acked may ask for.
+    MAX_REPLICAS_ACKED = 100
+
     def initialize
       @redis_url = self.class.default_redis_url
       @namespace = DEFAULT_NAMESPACE
@@ -25,6 +28,26 @@ module Ferrolock
       @tls_ca_file = nil
       @logger = nil
       @boot_checks = true
+      @min_replicas_acked = 0
+    end
+
+    # The default min_replicas_acked of DistMutex, DualLock and ConcurrentLimiter (0: don't wait):
+    # each grant must reach that many replicas (WAIT) before the caller enters, else it is given
+    # back and Ferrolock::ReplicationError raised. Narrows, but does not close, the window in
+    # which a failover loses a granted lock (README: Failover).
+    attr_reader :min_replicas_acked
+
+    def min_replicas_acked=(value)
+      @min_replicas_acked = self.class.min_replicas_acked!(value)
+    end
+
+    def self.min_replicas_acked!(value)
+      raise TypeError, "min_replicas_acked must be an Integer, got #{value.class}" unless value.is_a?(Integer)
+      unless value.between?(0, MAX_REPLICAS_ACKED)
+        raise ArgumentError, "min_replicas_acked must be between 0 and #{MAX_REPLICAS_ACKED}, got #{value}"
+      end
+
+      value
     end
 
     # Under Rails, whether the Railtie runs DualLockMiddleware.validate! and FairTenant.verify! at
@@ -152,12 +175,8 @@ module Ferrolock
     # The default client, built from the configuration on first use.
     def client
       CLIENT_LOCK.synchronize do
-        @client ||= begin
-          settings = config
-          Client.new(url: settings.redis_url, namespace: settings.namespace,
-                     connect_timeout: settings.connect_timeout, read_timeout: settings.read_timeout,
-                     reply_spin: settings.reply_spin, tls_ca_file: settings.tls_ca_file)
-        end
+        # Every option (and the server, cluster or sentinels) comes from the configuration.
+        @client ||= Client.new
       end
     end
 
@@ -174,6 +193,11 @@ module Ferrolock
 
     def logger
       config.logger
+    end
+
+    # A primitive's min_replicas_acked: keyword, checked; nil means the configured default.
+    def min_replicas_acked!(value)
+      value.nil? ? config.min_replicas_acked : Configuration.min_replicas_acked!(value)
     end
   end
 end

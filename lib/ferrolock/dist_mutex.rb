@@ -20,7 +20,9 @@ module Ferrolock
   class DistMutex
     attr_reader :name, :client
 
-    def initialize(name, expire: nil, auto_release: true, lease: 30, client: nil)
+    # min_replicas_acked: replicas each grant must reach before lock returns (nil: the
+    # configured default, see Configuration#min_replicas_acked).
+    def initialize(name, expire: nil, auto_release: true, lease: 30, client: nil, min_replicas_acked: nil) # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
       @name = Validate.name!(:name, name)
       expire = Validate.seconds!(:expire, expire) unless expire.nil?
       lease = Validate.seconds!(:lease, lease)
@@ -31,7 +33,8 @@ module Ferrolock
       end
 
       @client = Validate.client!(client)
-      @native = Native::DistMutex.new(@client.native, @name, expire, auto_release, lease)
+      @native = Native::DistMutex.new(@client.native, @name, expire, auto_release, lease,
+                                      Ferrolock.min_replicas_acked!(min_replicas_acked))
       # Holds are recorded process-wide (Owners) under the lock's identity, so other DistMutex
       # objects of the same lock see them; a hold whose owner ends is released after a tick.
       @key = [@client.redacted_url, @client.namespace, @name].freeze
@@ -45,6 +48,7 @@ module Ferrolock
       check_local_owners
 
       timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless timeout.nil?
+      LockLostWatcher.ensure_started
       started = Ferrolock.monotonic
       # Granted and recorded, or interrupted holding nothing (see Interrupts).
       Interrupts.acquire(keep: ->(hold) { remember(hold) }, give_back: ->(hold) { @native.unlock(hold) }) do
@@ -58,6 +62,7 @@ module Ferrolock
     def try_lock
       return false if owned?
 
+      LockLostWatcher.ensure_started
       hold = Interrupts.acquire(keep: ->(h) { remember(h) if h }, give_back: ->(h) { @native.unlock(h) if h }) do
         @native.try_lock
       end
@@ -76,7 +81,7 @@ module Ferrolock
       end
       self
     rescue LockLost
-      Ferrolock.instrument(:lock_lost, primitive: :dist_mutex, name: @name)
+      Ferrolock.instrument(:lock_lost, primitive: :dist_mutex, name: @name, detected: :release)
       raise
     end
 

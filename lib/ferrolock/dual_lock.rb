@@ -15,13 +15,16 @@ module Ferrolock
   class DualLock
     attr_reader :key, :wait_ttl, :exec_ttl, :max_wait, :client
 
-    def initialize(key, wait_ttl: 60, exec_ttl: 60, max_wait: 30, client: nil)
+    # min_replicas_acked: replicas the EXEC grant must reach before the block runs (nil: the
+    # configured default).
+    def initialize(key, wait_ttl: 60, exec_ttl: 60, max_wait: 30, client: nil, min_replicas_acked: nil) # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
       @key = Validate.name!(:key, key)
       @wait_ttl = Validate.seconds!(:wait_ttl, wait_ttl)
       @exec_ttl = Validate.seconds!(:exec_ttl, exec_ttl)
       @max_wait = max_wait.nil? ? nil : Validate.seconds!(:max_wait, max_wait, allow_zero: true)
       @client = Validate.client!(client)
-      @native = Native::DualLock.new(@client.native, @key, @wait_ttl, @exec_ttl)
+      @native = Native::DualLock.new(@client.native, @key, @wait_ttl, @exec_ttl,
+                                     Ferrolock.min_replicas_acked!(min_replicas_acked))
     end
 
     # Runs the block unless another duplicate already waits. Returns true when it ran, false
@@ -30,6 +33,7 @@ module Ferrolock
     def run(tags: {})
       raise ArgumentError, "run needs a block" unless block_given?
 
+      LockLostWatcher.ensure_started
       started = Ferrolock.monotonic
       ticket = nil
       ran = false
@@ -103,7 +107,7 @@ module Ferrolock
     def leave(ticket, tags)
       @native.leave(ticket)
     rescue LockLost
-      Ferrolock.instrument(:lock_lost, payload(tags))
+      Ferrolock.instrument(:lock_lost, payload(tags, detected: :release))
       raise
     end
 

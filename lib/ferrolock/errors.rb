@@ -8,6 +8,10 @@ module Ferrolock
   # Redis unreachable, refused the connection or did not answer in time.
   class ConnectionError < Error; end
 
+  # min_replicas_acked: fewer replicas than asked acknowledged a grant in time (see WAIT); the
+  # grant was given back. A ConnectionError, so middlewares treat it like Redis being down.
+  class ReplicationError < ConnectionError; end
+
   # A wait passed its deadline.
   class TimeoutError < Error; end
 

@@ -33,31 +33,48 @@ module Ferrolock
 
       # Runs each check whose middleware is in Sidekiq's chains (an app using neither gets no
       # "found no class" warning). A bad DualLock option or FairTenant rule raises, so Sidekiq stops
-      # at boot; a queue this process does not fetch is logged as an ERROR by verify!.
+      # at boot; both checks run first, so one boot reports every bad class. A queue this process
+      # does not fetch is logged as an ERROR by verify! (another process may fetch it).
       def boot_checks(sidekiq)
         return unless Ferrolock.config.boot_checks
 
+        errors = []
         dual_lock = run_check(sidekiq.server_middleware, Ferrolock::Sidekiq::DualLockMiddleware, "dual_lock",
-                              "DualLockMiddleware.validate!") do |classes|
+                              "DualLockMiddleware.validate!", errors) do |classes|
           Ferrolock::Sidekiq::DualLockMiddleware.validate!(*classes)
         end
         fair_tenant = run_check(sidekiq.client_middleware, Ferrolock::FairTenant::ClientMiddleware,
-                                "fair_tenant_queues", "FairTenant.verify!") do |classes|
+                                "fair_tenant_queues", "FairTenant.verify!", errors) do |classes|
           Ferrolock::FairTenant.verify!(classes)
         end
+        raise_all!(errors)
         Ferrolock.logger.info("ferrolock: boot checks ran (DualLock: #{dual_lock}; FairTenant: #{fair_tenant}; " \
                               "turn off with c.boot_checks = false)")
       end
 
       private
 
-      # What was checked, for the log line: "2 job classes", or "middleware not added".
-      def run_check(chain, middleware, option, check)
+      # What was checked, for the log line: "2 job classes", or "middleware not added". A check's
+      # ArgumentError / TypeError is collected in `errors`.
+      def run_check(chain, middleware, option, check, errors)
         return "middleware not added" unless chain.exists?(middleware)
 
         classes = JobClasses.found(option, check)
-        yield classes unless classes.empty?
+        begin
+          yield classes unless classes.empty?
+        rescue ArgumentError, TypeError => e
+          errors << e
+        end
         "#{classes.size} job class#{"es" unless classes.size == 1}"
+      end
+
+      # One failed check raises its own error; both raise one ArgumentError holding the two.
+      def raise_all!(errors)
+        return if errors.empty?
+        raise errors.first if errors.size == 1
+
+        raise ArgumentError, "ferrolock boot checks failed (c.boot_checks = false turns them off):\n" \
+                             "#{errors.map { |e| "#{e.class}: #{e.message}".gsub(/^/, "  ") }.join("\n")}"
       end
     end
   end

@@ -13,14 +13,17 @@ module FerrolockTest
     MessageData = Struct.new(:message_id, :receipt_handle, :md5_of_body, :body, :attributes,
                              :md5_of_message_attributes, :message_attributes, keyword_init: true)
 
-    attr_reader :calls
-
     def initialize(visibility_timeout: 30)
       @visibility_timeout = visibility_timeout
       @calls = []
       @inbox = []
       @receipts = 0
       @lock = Mutex.new
+    end
+
+    # Every call so far, as [name, params], in order.
+    def calls
+      @lock.synchronize { @calls.dup }
     end
 
     # The calls named `name` (a Symbol), in order.

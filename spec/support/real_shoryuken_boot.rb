@@ -2,10 +2,11 @@
 
 # Loaded ONLY in a child process (spec/support/real_shoryuken.rb runs it): boots the vendored,
 # unmodified Shoryuken 6.2.1 with a fake SQS client and ferrolock's Lock inserted exactly as the
-# README says. Never required by rspec itself: the real Shoryuken would clash with the stand-in
-# `Shoryuken` module of spec/support/shoryuken_chain.rb.
+# README says. Never required by rspec itself: Shoryuken's dependencies (Debian's aws-sdk-core...)
+# are not in the Gemfile, and each scenario wants a fresh Shoryuken.
 require "json"
 require "logger"
+require "redis"
 require "stringio"
 
 begin
@@ -46,10 +47,12 @@ module RealShoryuken
   CLIENT = FerrolockTest::FakeSqsClient.new(visibility_timeout: Integer(ENV.fetch("FAKE_SQS_VISIBILITY", "30")))
   RUNS = Hash.new(0)
   RUNS_LOCK = Mutex.new
+  EVENTS = [] # rubocop:disable Style/MutableConstant -- appended to by the subscriber below
 
   Shoryuken::Logging.logger = Logger.new(SHORYUKEN_LOG)
   Ferrolock.config.logger = Logger.new(FERROLOCK_LOG)
   Shoryuken.sqs_client = CLIENT
+  Ferrolock.subscribe { |event, payload| RUNS_LOCK.synchronize { EVENTS << [event, payload] } }
 
   # The README's snippet, verbatim.
   Shoryuken.configure_server do |config|
@@ -68,6 +71,36 @@ module RealShoryuken
     RUNS_LOCK.synchronize { RUNS[key] }
   end
 
+  # [[event, payload], ...] ferrolock published so far (spec/events: Ferrolock.subscribe).
+  def events
+    RUNS_LOCK.synchronize { EVENTS.dup }
+  end
+
+  def event_names
+    events.map(&:first)
+  end
+
+  # The test Redis (REDIS_URL), to look at what the Lock stored.
+  def redis
+    RUNS_LOCK.synchronize { @redis ||= Redis.new(url: ENV.fetch("REDIS_URL")) }
+  end
+
+  # [value, pttl] of message `id`'s state key on `queue`.
+  def state(queue, id)
+    key = Ferrolock.client.key("msg:#{queue}:#{id}", "state")
+    [redis.get(key), redis.pttl(key)]
+  end
+
+  # The SQS calls made on one delivery (FakeSqsClient#deliver's result), by name, in order:
+  # [] when nothing touched it, ["delete_message_batch"] after AutoDelete, ["delete_message"]
+  # after the Lock deleted a copy.
+  def touched(delivery)
+    CLIENT.calls.filter_map do |name, params|
+      handles = params[:entries] ? params[:entries].map { |e| e[:receipt_handle] } : [params[:receipt_handle]]
+      name.to_s if handles.include?(delivery.receipt_handle)
+    end
+  end
+
   # One poll of `queue` the way Shoryuken's fetcher does it (Shoryuken::Queue#receive_messages
   # → real Shoryuken::Message objects), then the real Processor on what came back.
   def receive(queue, count = 1)
@@ -81,6 +114,27 @@ module RealShoryuken
   rescue StandardError => e
     warn "#{e.class}: #{e.message}\n#{e.backtrace.first(8).join("\n")}" if ENV["FERROLOCK_SHORYUKEN_DEBUG"]
     e.class.name
+  end
+
+  # Processor.process's error as [class, message], or nil when it raised none.
+  def process_error(queue, sqs_msg)
+    Shoryuken::Processor.process(queue, sqs_msg)
+    nil
+  rescue StandardError => e
+    [e.class.name, e.message]
+  end
+
+  # Replaces the Lock in `worker`'s own chain (Shoryuken::Worker.server_middleware) by one built
+  # with `options`, at the README's place.
+  def lock_chain(worker, options)
+    worker.server_middleware do |chain|
+      chain.remove Ferrolock::Shoryuken::Lock
+      chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::Lock, options
+    end
+  end
+
+  def monotonic
+    Process.clock_gettime(Process::CLOCK_MONOTONIC)
   end
 
   # A batch as Shoryuken's Manager hands it to the Processor: the Array gets a singleton
@@ -112,3 +166,7 @@ module RealShoryuken
     puts JSON.generate(result)
   end
 end
+
+# Short names for scenario code.
+C = RealShoryuken::CLIENT
+R = RealShoryuken

@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
-# A stand-in for the parts of Shoryuken the middleware meets (the shoryuken gem is not
-# installable here). It follows Shoryuken's documented API: the server middleware chain
+# A stand-in for the parts of Shoryuken the middleware meets, used ONLY by bin/bench and bin/demo
+# when the vendored, real Shoryuken 6.2.1 cannot be loaded (the specs use the real one: see
+# spec/support/real_shoryuken.rb). It follows Shoryuken's documented API: the server middleware chain
 # (add, prepend, insert_before, insert_after, remove, exists?, retrieve, clear, invoke), which
 # builds a NEW instance of every middleware for every message with the arguments given to
 # `add` (kept as a positional Hash, exactly as Shoryuken's `*args` keeps them); AutoDelete,

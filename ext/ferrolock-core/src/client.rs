@@ -1,23 +1,22 @@
-//! A Redis client shared by many threads: a pool of connections (one per concurrent caller,
-//! so threads never queue behind one socket), reset in a forked child.
+//! A Redis client shared by many threads: pools of connections (one per concurrent caller,
+//! so threads never queue behind one socket), reset in a forked child, to one server, the
+//! masters of a Redis Cluster or a Sentinel-managed primary (see topology.rs).
 
 use crate::conn::{Conn, Timeouts};
-use crate::endpoint::{Addr, Endpoint};
 use crate::error::{Error, Result};
 use crate::fork::ForkLocal;
 use crate::interrupt::Interrupt;
 use crate::keys::{check_name, Keys};
 use crate::lease::Watchdog;
+use crate::pool::{Connector, NodePool};
 use crate::script::ScriptCall;
 use crate::spin::ReplySpin;
+use crate::topology::{Route, Topology};
 use redis::Value;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-
-/// Idle connections kept per client; more may be open while many threads are busy.
-const MAX_IDLE: usize = 64;
 
 /// Covers a loopback or same-host round trip including a short script (24–40 µs on the CI VM).
 pub const DEFAULT_REPLY_SPIN: Duration = Duration::from_micros(50);
@@ -61,7 +60,8 @@ pub struct SentinelOptions {
     /// The primary's name in the sentinels' configuration ("mymaster").
     pub master_name: String,
     /// Sentinel URLs, `redis://[user:password@]host:port` (credentials there authenticate to that
-    /// sentinel, overriding `sentinel_username`/`sentinel_password`).
+    /// sentinel, overriding `sentinel_username`/`sentinel_password`). With `rediss://` the
+    /// primary is reached by TLS too.
     pub sentinels: Vec<String>,
     pub sentinel_username: Option<String>,
     pub sentinel_password: Option<String>,
@@ -77,14 +77,13 @@ pub struct Client {
 }
 
 pub(crate) struct ClientInner {
-    endpoint: Endpoint,
+    topology: Topology,
+    /// What errors and `redacted_url` show: the URL(s) without passwords.
+    shown: String,
     namespace: String,
-    timeouts: Timeouts,
-    tls: Option<Arc<rustls::ClientConfig>>,
-    spin: Arc<ReplySpin>,
+    how: Connector,
     /// The server refused CLIENT UNBLOCK: blocking waits end at Redis' pace.
     unblock_refused: AtomicBool,
-    idle: ForkLocal<Mutex<Vec<Conn>>>,
     pub(crate) watchdog: ForkLocal<Arc<Watchdog>>,
 }
 
@@ -96,12 +95,7 @@ impl Drop for ClientInner {
 
 impl Client {
     pub fn new(opts: ClientOptions) -> Result<Client> {
-        if !opts.cluster.is_empty() || opts.sentinel.is_some() {
-            return Err(Error::argument(
-                "cluster/sentinels: not supported yet (being built)",
-            ));
-        }
-        let endpoint = Endpoint::parse(&opts.url)?;
+        let (topology, shown, uses_tls) = Topology::from_options(&opts)?;
         check_name("namespace", &opts.namespace)?;
         for (arg, d) in [
             ("connect_timeout", opts.connect_timeout),
@@ -110,27 +104,25 @@ impl Client {
             // Bounded too: deadlines are `Instant::now() + timeout`.
             crate::seconds::check_span(arg, d)?;
         }
-        let tls = match &endpoint.addr {
-            Addr::Tls { insecure: true, .. } => {
-                return Err(Error::argument(
-                    "url: #insecure TLS is not supported; give tls_ca_file instead",
-                ))
-            }
-            Addr::Tls { .. } => Some(crate::tls::client_config(opts.tls_ca_file.as_deref())?),
-            _ => None,
+        let tls = if uses_tls {
+            Some(crate::tls::client_config(opts.tls_ca_file.as_deref())?)
+        } else {
+            None
         };
         Ok(Client {
             inner: Arc::new(ClientInner {
-                endpoint,
+                topology,
+                shown,
                 namespace: opts.namespace,
-                timeouts: Timeouts {
-                    connect: opts.connect_timeout,
-                    read: opts.read_timeout,
+                how: Connector {
+                    timeouts: Timeouts {
+                        connect: opts.connect_timeout,
+                        read: opts.read_timeout,
+                    },
+                    tls,
+                    spin: Arc::new(ReplySpin::new(opts.reply_spin)),
                 },
-                tls,
-                spin: Arc::new(ReplySpin::new(opts.reply_spin)),
                 unblock_refused: AtomicBool::new(false),
-                idle: ForkLocal::new(|| Mutex::new(Vec::new())),
                 watchdog: ForkLocal::new(|| Arc::new(Watchdog::default())),
             }),
         })
@@ -140,62 +132,56 @@ impl Client {
         &self.inner.namespace
     }
 
+    /// The URL (or seed/sentinel URLs) without passwords.
     pub fn redacted_url(&self) -> &str {
-        self.inner.endpoint.redacted_url()
+        &self.inner.shown
     }
 
+    /// `host:port` for errors: the server, the cluster seeds, or the primary in use.
     pub fn display_addr(&self) -> String {
-        self.inner.endpoint.display_addr()
+        self.inner.topology.display_addr()
     }
 
     pub fn reply_spin(&self) -> Duration {
-        self.inner.spin.budget()
+        self.inner.how.spin.budget()
     }
 
     pub fn read_timeout(&self) -> Duration {
-        self.inner.timeouts.read
+        self.inner.how.timeouts.read
     }
 
     pub fn keys(&self, name: &str) -> Result<Keys> {
         Keys::new(&self.inner.namespace, name)
     }
 
-    /// Runs `f` on a pooled connection. The connection goes back to the pool only when `f`
-    /// left it in a known state (no I/O error, not interrupted).
+    /// Runs `f` on a pooled connection (in a cluster: to any master, without following
+    /// redirects; routed calls use the methods below). The connection goes back to the pool
+    /// only when `f` left it in a known state (no I/O error, not interrupted).
     pub fn with_conn<R>(
         &self,
         intr: &Interrupt,
         f: impl FnOnce(&mut Conn) -> Result<R>,
     ) -> Result<R> {
         intr.check()?;
-        let idle = self.inner.idle.get();
-        let pooled = loop {
-            let candidate = idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
-            match candidate {
-                Some(c) if !c.is_alive() => continue, // closed by the server: drop it
-                other => break other,
-            }
-        };
-        let mut conn = match pooled {
-            Some(c) => c,
-            None => Conn::connect(
-                &self.inner.endpoint,
-                self.inner.timeouts,
-                self.inner.tls.as_ref(),
-                self.inner.spin.clone(),
-            )?,
-        };
-        let result = f(&mut conn);
-        match &result {
-            Err(e) if e.is_io() => drop(conn),
-            _ => {
-                let mut idle = idle.lock().unwrap_or_else(|e| e.into_inner());
-                if idle.len() < MAX_IDLE {
-                    idle.push(conn);
-                }
-            }
+        let how = &self.inner.how;
+        match &self.inner.topology {
+            Topology::Single(pool) => pool.with_conn(how, |c, _| f(c)),
+            routed => routed
+                .pool_for(how, intr, Route::Any)?
+                .with_conn(how, |c, _| f(c)),
         }
-        result
+    }
+
+    /// Runs `f` on the server owning `route`, following redirects (see topology.rs).
+    fn run<R>(
+        &self,
+        intr: &Interrupt,
+        route: Route,
+        f: impl FnMut(&mut Conn, &NodePool) -> Result<R>,
+    ) -> Result<R> {
+        self.inner
+            .topology
+            .run(&self.inner.how, intr, route, Duration::ZERO, f)
     }
 
     /// Any Redis command, e.g. `["SET", "k", "v"]`.
@@ -208,7 +194,9 @@ impl Client {
             cmd.arg(a.as_slice());
         }
         let packed = cmd.get_packed_command();
-        self.with_conn(intr, |c| c.request(intr, &packed))
+        // Routed by the first argument, the key of every command ferrolock sends.
+        let route = args.get(1).map_or(Route::Any, |k| Route::Key(k));
+        self.run(intr, route, |c, _| c.request(intr, &packed))
     }
 
     /// Sends plain commands in one round trip; each reply (or error reply) in order.
@@ -217,12 +205,17 @@ impl Client {
         for cmd in cmds {
             cmd.write_packed_command(&mut buf);
         }
-        self.with_conn(intr, |c| c.pipeline(intr, &buf, cmds.len()))
+        let first_key = cmds.first().and_then(|c| match c.args_iter().nth(1) {
+            Some(redis::Arg::Simple(k)) => Some(k),
+            _ => None,
+        });
+        let route = first_key.map_or(Route::Any, Route::Key);
+        self.run(intr, route, |c, _| c.pipeline(intr, &buf, cmds.len()))
     }
 
     /// Runs a script call: EVALSHA, and EVAL on NOSCRIPT. One round trip when cached.
     pub fn eval(&self, intr: &Interrupt, call: &ScriptCall) -> Result<Value> {
-        self.with_conn(intr, |c| {
+        self.run(intr, script_route(call), |c, _| {
             let mut buf = Vec::with_capacity(128);
             call.pack_into(&mut buf, true);
             match c.request(intr, &buf) {
@@ -249,7 +242,7 @@ impl Client {
             .arg(replicas)
             .arg(timeout.as_millis().min(u64::MAX as u128) as u64)
             .get_packed_command();
-        self.with_conn(intr, |c| {
+        self.run(intr, script_route(call), |c, _| {
             let mut buf = Vec::with_capacity(160);
             call.pack_into(&mut buf, true);
             buf.extend_from_slice(&wait);
@@ -276,31 +269,63 @@ impl Client {
         })
     }
 
-    /// Runs many script calls in one round trip; each gets its own result.
+    /// Runs many script calls in one round trip per server; each gets its own result.
     pub fn eval_many(&self, intr: &Interrupt, calls: &[ScriptCall]) -> Result<Vec<Result<Value>>> {
         if calls.is_empty() {
             return Ok(Vec::new());
         }
-        self.with_conn(intr, |c| {
-            let mut buf = Vec::with_capacity(128 * calls.len());
-            for call in calls {
-                call.pack_into(&mut buf, true);
+        match &self.inner.topology {
+            Topology::Single(pool) => {
+                pool.with_conn(&self.inner.how, |c, _| eval_batch(c, intr, calls.iter()))
             }
-            let replies = c.pipeline(intr, &buf, calls.len())?;
-            let mut out = Vec::with_capacity(calls.len());
-            for (call, reply) in calls.iter().zip(replies) {
-                out.push(match reply {
-                    Value::ServerError(e) if e.code() == "NOSCRIPT" => {
-                        buf.clear();
-                        call.pack_into(&mut buf, false);
-                        c.request(intr, &buf)
+            _ => self.eval_many_routed(intr, calls),
+        }
+    }
+
+    /// One pipeline per server, results put back in the callers' order. A call the server did
+    /// not run (MOVED, ASK, TRYAGAIN) is sent again on its own through `eval`.
+    fn eval_many_routed(
+        &self,
+        intr: &Interrupt,
+        calls: &[ScriptCall],
+    ) -> Result<Vec<Result<Value>>> {
+        let how = &self.inner.how;
+        let mut groups: Vec<(Arc<NodePool>, Vec<usize>)> = Vec::new();
+        let mut out: Vec<Option<Result<Value>>> = vec![None; calls.len()];
+        for (i, call) in calls.iter().enumerate() {
+            match self.inner.topology.pool_for(how, intr, script_route(call)) {
+                Ok(pool) => match groups.iter_mut().find(|(p, _)| Arc::ptr_eq(p, &pool)) {
+                    Some((_, members)) => members.push(i),
+                    None => groups.push((pool, vec![i])),
+                },
+                Err(e) => out[i] = Some(Err(e)),
+            }
+        }
+        for (pool, members) in groups {
+            let batch = pool.with_conn(how, |c, _| {
+                eval_batch(c, intr, members.iter().map(|&i| &calls[i]))
+            });
+            match batch {
+                Ok(results) => {
+                    for (&i, r) in members.iter().zip(results) {
+                        out[i] = Some(r);
                     }
-                    Value::ServerError(e) => Err(c.server_error(&e)),
-                    v => Ok(v),
-                });
+                }
+                Err(e) => {
+                    for &i in &members {
+                        out[i] = Some(Err(e.clone()));
+                    }
+                }
             }
-            Ok(out)
-        })
+        }
+        Ok(out
+            .into_iter()
+            .zip(calls)
+            .map(|(r, call)| match r.expect("every call has a result") {
+                Err(e) if crate::topology::Retry::of(&e).is_some() => self.eval(intr, call),
+                other => other,
+            })
+            .collect())
     }
 
     /// BLPOP on `key` for at most `timeout`. True when an element was popped.
@@ -311,16 +336,22 @@ impl Client {
             .arg(key)
             .arg(format!("{secs:.3}"))
             .get_packed_command();
-        let unblock = |id: i64| self.unblock(intr, id);
-        let unblock: Option<&dyn Fn(i64) -> Result<()>> =
-            if self.inner.unblock_refused.load(Ordering::Relaxed) {
-                None
-            } else {
-                Some(&unblock)
-            };
-        let reply = self.with_conn(intr, |c| {
-            c.request_blocking(intr, &packed, timeout, unblock)
-        })?;
+        let route = Route::Key(key.as_bytes());
+        let how = &self.inner.how;
+        let reply = self
+            .inner
+            .topology
+            .run(how, intr, route, timeout, |c, pool| {
+                // CLIENT UNBLOCK must reach the server this connection is blocked on.
+                let unblock = |id: i64| self.unblock(intr, pool, id);
+                let unblock: Option<&dyn Fn(i64) -> Result<()>> =
+                    if self.inner.unblock_refused.load(Ordering::Relaxed) {
+                        None
+                    } else {
+                        Some(&unblock)
+                    };
+                c.request_blocking(intr, &packed, timeout, unblock)
+            })?;
         Ok(!matches!(reply, Value::Nil))
     }
 
@@ -347,14 +378,13 @@ impl Client {
     /// Ends a blocked connection's wait now, as if its timeout had passed. A server that refuses
     /// CLIENT UNBLOCK is not asked again (that wait ends at Redis' pace); Redis unreachable is
     /// an error.
-    fn unblock(&self, intr: &Interrupt, id: i64) -> Result<()> {
-        let args = [
-            b"CLIENT".to_vec(),
-            b"UNBLOCK".to_vec(),
-            id.to_string().into_bytes(),
-            b"TIMEOUT".to_vec(),
-        ];
-        match self.command(intr, &args) {
+    fn unblock(&self, intr: &Interrupt, pool: &NodePool, id: i64) -> Result<()> {
+        let packed = redis::cmd("CLIENT")
+            .arg("UNBLOCK")
+            .arg(id)
+            .arg("TIMEOUT")
+            .get_packed_command();
+        match pool.with_conn(&self.inner.how, |c, _| c.request(intr, &packed)) {
             Ok(_) => Ok(()),
             Err(Error::Redis(_)) => {
                 self.inner.unblock_refused.store(true, Ordering::Relaxed);
@@ -363,6 +393,38 @@ impl Client {
             Err(e) => Err(e),
         }
     }
+}
+
+fn script_route(call: &ScriptCall) -> Route<'_> {
+    Route::Script(call.first_key(), call.script)
+}
+
+/// Runs script calls in one pipeline; NOSCRIPT answered by EVAL of that call.
+fn eval_batch<'a>(
+    c: &mut Conn,
+    intr: &Interrupt,
+    calls: impl Iterator<Item = &'a ScriptCall> + Clone,
+) -> Result<Vec<Result<Value>>> {
+    let mut buf = Vec::with_capacity(256);
+    let mut count = 0;
+    for call in calls.clone() {
+        call.pack_into(&mut buf, true);
+        count += 1;
+    }
+    let replies = c.pipeline(intr, &buf, count)?;
+    let mut out = Vec::with_capacity(count);
+    for (call, reply) in calls.zip(replies) {
+        out.push(match reply {
+            Value::ServerError(e) if e.code() == "NOSCRIPT" => {
+                buf.clear();
+                call.pack_into(&mut buf, false);
+                c.request(intr, &buf)
+            }
+            Value::ServerError(e) => Err(c.server_error(&e)),
+            v => Ok(v),
+        });
+    }
+    Ok(out)
 }
 
 /// Reads an integer reply.

@@ -6,7 +6,9 @@ use crate::client::{int, ints, Client};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
+use crate::lost_leases::LostLease;
 use crate::lua_script;
+use crate::replicas::{eval_grant, refuse};
 use crate::script::ScriptCall;
 use crate::wait::wait_turn;
 use std::time::{Duration, Instant};
@@ -47,6 +49,7 @@ pub struct ConcurrentLimiter {
     signal_key: String,
     limit: u32,
     lease: Duration,
+    min_replicas_acked: u32,
 }
 
 /// A held slot. Dropping it without `release` stops renewal; the slot then expires.
@@ -81,7 +84,15 @@ impl ConcurrentLimiter {
             signal_key: keys.part("signal"),
             limit: opts.limit,
             lease: opts.lease,
+            min_replicas_acked: 0,
         })
+    }
+
+    /// Replicas that must hold each slot grant before the caller enters (0: don't wait); see
+    /// replicas.rs.
+    pub fn with_min_replicas_acked(mut self, n: u32) -> Self {
+        self.min_replicas_acked = n;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -109,7 +120,17 @@ impl ConcurrentLimiter {
             .arg(self.limit)
             .arg(self.lease_ms())
             .arg(wait_ms);
-        match ints(&self.client.eval(intr, &call)?)?.as_slice() {
+        let wanted = self.min_replicas_acked;
+        let (reply, acked) = eval_grant(&self.client, intr, &call, wanted, self.lease)?;
+        match ints(&reply)?.as_slice() {
+            [1, _] if acked < i64::from(wanted) => Err(refuse(
+                &self.client,
+                intr,
+                self.release_call(token),
+                self.lease,
+                wanted,
+                acked,
+            )),
             [1, _] => Ok(Attempt::Acquired),
             [0, ms] => Ok(Attempt::Full { expires_in_ms: *ms }),
             other => Err(Error::Redis(format!(
@@ -123,9 +144,10 @@ impl ConcurrentLimiter {
             .key(&self.slots_key)
             .arg(token)
             .arg(self.lease_ms());
+        let report = LostLease::new("concurrent_limiter", &self.name);
         Slot {
             token: token.to_string(),
-            lease: Lease::start(&self.client, renew, self.lease),
+            lease: Lease::start_reporting(&self.client, renew, self.lease, report),
         }
     }
 

@@ -353,7 +353,7 @@ impl Conn {
     /// This connection's CLIENT ID, asked once, in its own round trip: pipelined with a blocking
     /// command, the parser could read that command's reply into its buffer together with the
     /// id, and the socket would then never turn readable for it. None where refused.
-    fn client_id(&mut self, intr: &Interrupt) -> Result<Option<i64>> {
+    pub(crate) fn client_id(&mut self, intr: &Interrupt) -> Result<Option<i64>> {
         if self.client_id == ClientId::Unknown {
             let asked = redis::cmd("CLIENT").arg("ID").get_packed_command();
             self.client_id = match self.request(intr, &asked) {

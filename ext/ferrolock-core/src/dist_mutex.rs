@@ -6,7 +6,9 @@ use crate::client::{ints, Client};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
+use crate::lost_leases::LostLease;
 use crate::lua_script;
+use crate::replicas::{eval_grant, refuse};
 use crate::script::ScriptCall;
 use crate::wait::{retry_after, wait_turn};
 use std::time::{Duration, Instant};
@@ -49,6 +51,7 @@ pub struct DistMutex {
     signal_key: String,
     ttl: Duration,
     auto_release: bool,
+    min_replicas_acked: u32,
 }
 
 /// One acquisition. Dropping it without `unlock` stops renewal; the lock then expires.
@@ -94,7 +97,16 @@ impl DistMutex {
             signal_key: keys.part("signal"),
             ttl,
             auto_release: opts.auto_release,
+            min_replicas_acked: 0,
         })
+    }
+
+    /// Replicas that must hold each grant before the caller enters (0, the default: don't
+    /// wait). A grant that reaches fewer is released and `Error::Replication` returned; see
+    /// replicas.rs.
+    pub fn with_min_replicas_acked(mut self, n: u32) -> Self {
+        self.min_replicas_acked = n;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -127,8 +139,17 @@ impl DistMutex {
             .arg(crate::seconds::millis(self.ttl))
             .arg(wait_ms)
             .arg(crate::seconds::millis(self.fence_ttl()));
-        let reply = ints(&self.client.eval(intr, &call)?)?;
-        match reply.as_slice() {
+        let wanted = self.min_replicas_acked;
+        let (reply, acked) = eval_grant(&self.client, intr, &call, wanted, self.ttl)?;
+        match ints(&reply)?.as_slice() {
+            [1, _] if acked < i64::from(wanted) => Err(refuse(
+                &self.client,
+                intr,
+                self.release_call(token),
+                self.ttl,
+                wanted,
+                acked,
+            )),
             [1, fence] => Ok(Attempt::Acquired(*fence)),
             [0, pttl] => Ok(Attempt::Busy { pttl_ms: *pttl }),
             other => Err(Error::Redis(format!(
@@ -143,7 +164,11 @@ impl DistMutex {
                 .key(&self.lock_key)
                 .arg(token)
                 .arg(crate::seconds::millis(self.ttl));
-            Lease::start(&self.client, renew, self.ttl)
+            let report = LostLease {
+                fencing_token: Some(fencing_token),
+                ..LostLease::new("dist_mutex", &self.name)
+            };
+            Lease::start_reporting(&self.client, renew, self.ttl, report)
         });
         Held {
             token: token.to_string(),

@@ -10,7 +10,9 @@ use crate::client::{int, ints, Client};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
+use crate::lost_leases::LostLease;
 use crate::lua_script;
+use crate::replicas::{eval_grant, refuse};
 use crate::script::ScriptCall;
 use crate::wait::{retry_after, wait_turn};
 use std::time::{Duration, Instant};
@@ -75,6 +77,7 @@ pub struct DualLock {
     exec_key: String,
     signal_key: String,
     opts: DualLockOptions,
+    min_replicas_acked: u32,
 }
 
 impl DualLock {
@@ -91,7 +94,16 @@ impl DualLock {
             // Not "signal": a DistMutex of the same name would share the list and steal wake-ups.
             signal_key: keys.part("wake"),
             opts,
+            min_replicas_acked: 0,
         })
+    }
+
+    /// Replicas that must hold the EXEC grant before the duplicate runs (0: don't wait); see
+    /// replicas.rs. Waiting grants are not checked: losing one only lets a duplicate through
+    /// to wait as well.
+    pub fn with_min_replicas_acked(mut self, n: u32) -> Self {
+        self.min_replicas_acked = n;
+        self
     }
 
     pub fn key(&self) -> &str {
@@ -163,8 +175,16 @@ impl DualLock {
             .arg(&ticket.token)
             .arg(crate::seconds::millis(self.opts.wait_ttl))
             .arg(crate::seconds::millis(self.opts.exec_ttl));
-        let reply = ints(&self.client.eval(intr, &call)?)?;
-        let (stage, pttl) = match reply.as_slice() {
+        let wanted = self.min_replicas_acked;
+        let (reply, acked) = eval_grant(&self.client, intr, &call, wanted, self.opts.exec_ttl)?;
+        let (stage, pttl) = match ints(&reply)?.as_slice() {
+            [1, _] if acked < i64::from(wanted) => {
+                ticket.lease = None;
+                ticket.stage = Stage::Skipped;
+                let ttl = self.opts.wait_ttl.max(self.opts.exec_ttl);
+                let release = self.release_call(&ticket.token);
+                return Err(refuse(&self.client, intr, release, ttl, wanted, acked));
+            }
             [1, _] => (Stage::Running, 0),
             [0, pttl] => (Stage::Waiting, *pttl),
             [-1, _] => (Stage::Skipped, 0),
@@ -180,10 +200,16 @@ impl DualLock {
         if !relevant {
             ticket.lease = match stage {
                 Stage::Running => {
-                    Some(self.lease(&self.exec_key, &ticket.token, self.opts.exec_ttl))
+                    let report = LostLease::new("dual_lock", &self.key);
+                    Some(self.lease(
+                        &self.exec_key,
+                        &ticket.token,
+                        self.opts.exec_ttl,
+                        Some(report),
+                    ))
                 }
                 Stage::Waiting => {
-                    Some(self.lease(&self.wait_key, &ticket.token, self.opts.wait_ttl))
+                    Some(self.lease(&self.wait_key, &ticket.token, self.opts.wait_ttl, None))
                 }
                 Stage::Skipped => None,
             };
@@ -192,12 +218,16 @@ impl DualLock {
         Ok(())
     }
 
-    fn lease(&self, key: &str, token: &str, ttl: Duration) -> Lease {
+    /// A renewed lease of `key`; `report` names it in the `:lock_lost` event if it is lost.
+    fn lease(&self, key: &str, token: &str, ttl: Duration, report: Option<LostLease>) -> Lease {
         let renew = ScriptCall::new(&RENEW_KEY)
             .key(key)
             .arg(token)
             .arg(crate::seconds::millis(ttl));
-        Lease::start(&self.client, renew, ttl)
+        match report {
+            Some(report) => Lease::start_reporting(&self.client, renew, ttl, report),
+            None => Lease::start(&self.client, renew, ttl),
+        }
     }
 
     /// Gives up whatever the ticket holds: ends a run (waking the waiter) or a wait.

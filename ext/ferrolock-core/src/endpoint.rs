@@ -102,6 +102,35 @@ impl Endpoint {
         }
     }
 
+    /// The same credentials, database and TLS choice at another address: a cluster node named
+    /// by CLUSTER SLOTS or MOVED, a primary named by Sentinel.
+    pub fn at(&self, host: &str, port: u16) -> Endpoint {
+        let (addr, scheme) = match &self.addr {
+            Addr::Tls { insecure, .. } => (
+                Addr::Tls {
+                    host: host.to_string(),
+                    port,
+                    insecure: *insecure,
+                },
+                "rediss",
+            ),
+            _ => (
+                Addr::Tcp {
+                    host: host.to_string(),
+                    port,
+                },
+                "redis",
+            ),
+        };
+        Endpoint {
+            addr,
+            db: self.db,
+            username: self.username.clone(),
+            password: self.password.clone(),
+            redacted: format!("{scheme}://{host}:{port}"),
+        }
+    }
+
     /// The URL as given, with any password replaced by `***`.
     pub fn redacted_url(&self) -> &str {
         &self.redacted

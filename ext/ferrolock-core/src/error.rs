@@ -19,6 +19,12 @@ pub enum Error {
     Redis(String),
     /// The blocking call was cancelled by the host runtime (Thread#kill, Thread#raise, Timeout).
     Interrupted,
+    /// A grant reached fewer replicas than `min_replicas_acked` asked for (WAIT); it was released.
+    Replication {
+        addr: String,
+        wanted: u32,
+        acked: i64,
+    },
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -54,6 +60,15 @@ impl fmt::Display for Error {
             | Error::Argument(m)
             | Error::Redis(m) => f.write_str(m),
             Error::Interrupted => f.write_str("interrupted"),
+            Error::Replication {
+                addr,
+                wanted,
+                acked,
+            } => write!(
+                f,
+                "min_replicas_acked: only {acked} of {wanted} replica(s) of {addr} acknowledged \
+                 the grant in time; it was released"
+            ),
         }
     }
 }

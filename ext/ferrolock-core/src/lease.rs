@@ -1,13 +1,15 @@
 //! Leases and their watchdog. A held lock or slot is a key with a TTL; while the holding process
 //! lives, one background thread per client renews every lease about every TTL/3, all due
 //! renewals of a tick in one pipelined round trip, each token-checked by its script. A lease the
-//! script reports gone is marked lost (the owner learns it at release).
+//! script reports gone is marked lost (the owner learns it at release) and, for a lease started
+//! with a report, queued in `lost_leases` so the loss is announced at once.
 //!
 //! The same thread runs best-effort cleanups: token-checked releases of acquisitions whose
 //! outcome is unknown (see [`release_in_background`]).
 
 use crate::client::{int, Client, ClientInner};
 use crate::interrupt::Interrupt;
+use crate::lost_leases::LostLease;
 use crate::script::ScriptCall;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +23,8 @@ struct LeaseEntry {
     renew: ScriptCall,
     ttl: Duration,
     lost: AtomicBool,
+    /// Reported to `lost_leases` when a renewal finds the lease gone.
+    report: Option<LostLease>,
 }
 
 /// A registered lease; renewal stops when it is dropped.
@@ -33,10 +37,31 @@ pub struct Lease {
 impl Lease {
     /// Starts renewing: `renew` must return 1 while the lease is ours and 0 once it is not.
     pub fn start(client: &Client, renew: ScriptCall, ttl: Duration) -> Lease {
+        Self::start_with(client, renew, ttl, None)
+    }
+
+    /// As `start`; a loss found by a renewal is also queued for `lost_leases::next` (the
+    /// `:lock_lost` event) as `report`.
+    pub fn start_reporting(
+        client: &Client,
+        renew: ScriptCall,
+        ttl: Duration,
+        report: LostLease,
+    ) -> Lease {
+        Self::start_with(client, renew, ttl, Some(report))
+    }
+
+    fn start_with(
+        client: &Client,
+        renew: ScriptCall,
+        ttl: Duration,
+        report: Option<LostLease>,
+    ) -> Lease {
         let entry = Arc::new(LeaseEntry {
             renew,
             ttl,
             lost: AtomicBool::new(false),
+            report,
         });
         let at = Instant::now() + ttl / 3;
         let id = client
@@ -163,6 +188,9 @@ impl Due {
             }
             (Work::Renew(entry), Some(_)) => {
                 entry.lost.store(true, Ordering::SeqCst);
+                if let Some(report) = &entry.report {
+                    crate::lost_leases::push(report.clone());
+                }
                 false
             }
             (Work::Renew(entry), None) => {

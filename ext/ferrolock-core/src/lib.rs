@@ -2,6 +2,7 @@
 //! the `ferrolock` crate binds it to Ruby.
 
 pub mod client;
+mod cluster;
 pub mod concurrent_limiter;
 pub mod conn;
 pub mod dist_mutex;
@@ -13,12 +14,18 @@ pub mod fork;
 pub mod interrupt;
 pub mod keys;
 pub mod lease;
+pub mod lost_leases;
 pub mod message_lock;
+mod pool;
+pub mod replicas;
 pub mod script;
 pub mod seconds;
+mod sentinel;
+pub mod slot;
 pub mod spin;
 mod tls;
 pub mod token;
+mod topology;
 pub mod wait;
 
 pub use client::{Client, ClientOptions, SentinelOptions};

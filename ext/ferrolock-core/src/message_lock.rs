@@ -8,6 +8,7 @@ use crate::client::{int, Client};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
+use crate::lost_leases::LostLease;
 use crate::lua_script;
 use crate::script::ScriptCall;
 use redis::Value;
@@ -143,7 +144,11 @@ impl MessageLock {
         match text(&reply).as_deref() {
             Some("run") => {
                 let renew = ScriptCall::new(&RENEW).key(&key).arg(token).arg(ttl_ms);
-                let lease = Lease::start(&self.client, renew, self.lock_ttl);
+                let report = LostLease {
+                    queue: Some(queue.to_string()),
+                    ..LostLease::new("shoryuken_lock", message_id)
+                };
+                let lease = Lease::start_reporting(&self.client, renew, self.lock_ttl, report);
                 Ok(Begin::Run(Running {
                     key,
                     token: token.to_string(),

@@ -61,6 +61,11 @@ impl ScriptCall {
         self
     }
 
+    /// The key that routes this call in a cluster (all its keys share one hash tag).
+    pub fn first_key(&self) -> &[u8] {
+        self.keys.first().map_or(&[], |k| k.as_bytes())
+    }
+
     /// Appends the EVALSHA (or EVAL) command to `buf`.
     pub fn pack_into(&self, buf: &mut Vec<u8>, by_sha: bool) {
         let mut cmd = if by_sha {

@@ -147,3 +147,98 @@ fn tokens_strictly_increase_in_the_order_holders_entered() {
         assert!(pair[1] > pair[0], "token went back: {pair:?}");
     }
 }
+
+/// Polls `INFO replication` until `replica` reports its link to the primary up.
+fn wait_for_link(replica: &ferrolock_core::Client) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let info = match cmd(replica, &["INFO", "replication"]) {
+            redis::Value::BulkString(b) => String::from_utf8_lossy(&b).into_owned(),
+            other => format!("{other:?}"),
+        };
+        if info.contains("master_link_status:up") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "replica never synced: {info}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// A failover that loses writes: grants (and fencing counter bumps) the old primary made that
+/// never reached the replica, then the old primary dies (kill -9) and the replica serves. The
+/// next holder there must still get a larger token than every token the lost writes handed
+/// out, or a resource fenced by tokens would accept the stale holder's writes.
+///
+/// The replica is cut off by promoting it before the lost writes (REPLICAOF NO ONE): a SIGSTOPped
+/// replica is not enough, as it reads the writes already sitting in its socket buffer when it
+/// resumes. Either way the writes exist only on the old primary, as in a real failover.
+#[test]
+fn tokens_keep_growing_across_a_failover_that_lost_the_last_grants() {
+    let mut primary = RedisServer::start();
+    let replica = RedisServer::start();
+    let intr = Interrupt::new();
+    let on_primary = primary.client("t");
+    let on_replica = replica.client("t");
+    let port = primary.port.to_string();
+    cmd(&on_replica, &["REPLICAOF", "127.0.0.1", &port]);
+    wait_for_link(&on_replica);
+
+    let opts = DistMutexOptions {
+        lease: Duration::from_secs(30),
+        ..DistMutexOptions::default()
+    };
+    let m = DistMutex::new(&on_primary, "failover", opts.clone()).unwrap();
+    // Replicated history: the replica knows these grants and the counter they left.
+    let mut replicated = 0;
+    for _ in 0..3 {
+        let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+        replicated = held.fencing_token();
+        m.unlock(&intr, held).unwrap();
+    }
+    let acked = cmd(&on_primary, &["WAIT", "1", "5000"]);
+    assert_eq!(
+        acked,
+        redis::Value::Int(1),
+        "the replica must have the history"
+    );
+
+    // The failover begins: the replica stops following (as Sentinel promotes it) while
+    // clients still talk to the old primary.
+    cmd(&on_replica, &["REPLICAOF", "NO", "ONE"]);
+    // Lost history: these writes exist only on the old primary. Many acquisitions in a row
+    // push the counter as far past Redis time as it ever gets.
+    let mut lost = Vec::new();
+    for _ in 0..200 {
+        let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+        lost.push(held.fencing_token());
+        m.unlock(&intr, held).unwrap();
+    }
+    // The last holder is still inside when the primary dies: its grant is lost too.
+    let stale = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+    lost.push(stale.fencing_token());
+    assert!(lost.windows(2).all(|w| w[0] < w[1]));
+    assert!(lost[0] > replicated);
+    primary.stop(); // kill -9: nothing more leaves it
+    drop(stale); // (its renewals now fail; nothing to release)
+
+    let max_lost = *lost.last().unwrap();
+    // The counter the new primary holds is the replicated one: a plain counter (INCR) would now
+    // hand out tokens the lost grants already used.
+    let counter = match cmd(&on_replica, &["GET", "t:{failover}:fence"]) {
+        redis::Value::BulkString(b) => String::from_utf8_lossy(&b).parse::<i64>().unwrap(),
+        other => panic!("the replicated counter is missing: {other:?}"),
+    };
+    assert!(counter < lost[0], "the lost writes reached the replica");
+    let promoted = DistMutex::new(&on_replica, "failover", opts).unwrap();
+    // The stale holder's grant was lost with the primary: the lock is free on the new one.
+    let next = promoted
+        .try_lock(&intr, &DistMutex::new_token())
+        .unwrap()
+        .expect("the lost grant is not on the promoted replica");
+    assert!(
+        next.fencing_token() > max_lost,
+        "token {} after the failover does not exceed the lost token {max_lost}",
+        next.fencing_token()
+    );
+    promoted.unlock(&intr, next).unwrap();
+}

@@ -3,23 +3,34 @@
 use ferrolock_core::Error as CoreError;
 use magnus::{prelude::*, Error, ExceptionClass, RModule, Ruby};
 
+/// An exception of `class`, built now. magnus' lazy `Error::new` builds it only while raising,
+/// and panics (aborting the process) if that Ruby call is cut by a pending thread kill, e.g. a
+/// thread still in a ferrolock call when the process exits. Built here, the kill just goes on.
+pub fn new_error(ruby: &Ruby, class: ExceptionClass, msg: &str) -> Error {
+    match class.new_instance((ruby.str_new(msg),)) {
+        Ok(exception) => Error::from(exception),
+        Err(pending) => pending,
+    }
+}
+
 pub fn ferrolock_error(ruby: &Ruby, class: &str, msg: String) -> Error {
     let class = ruby
         .class_object()
         .const_get::<_, RModule>("Ferrolock")
         .and_then(|m| m.const_get::<_, ExceptionClass>(class))
         .unwrap_or_else(|_| ruby.exception_runtime_error());
-    Error::new(class, msg)
+    new_error(ruby, class, &msg)
 }
 
 pub fn core_error(ruby: &Ruby, e: CoreError) -> Error {
     let msg = e.to_string();
     match e {
         CoreError::Connection { .. } => ferrolock_error(ruby, "ConnectionError", msg),
+        CoreError::Replication { .. } => ferrolock_error(ruby, "ReplicationError", msg),
         CoreError::Timeout(_) => ferrolock_error(ruby, "TimeoutError", msg),
         CoreError::LockLost(_) => ferrolock_error(ruby, "LockLost", msg),
         CoreError::OverLimit(_) => ferrolock_error(ruby, "OverLimit", msg),
-        CoreError::Argument(_) => Error::new(ruby.exception_arg_error(), msg),
+        CoreError::Argument(_) => new_error(ruby, ruby.exception_arg_error(), &msg),
         CoreError::Redis(_) | CoreError::Interrupted => ferrolock_error(ruby, "Error", msg),
     }
 }

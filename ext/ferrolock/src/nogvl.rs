@@ -169,7 +169,8 @@ fn interrupted(ruby: &Ruby) -> Error {
         .and_then(|m| m.const_get::<_, RModule>("Native"))
         .and_then(|m| m.const_get::<_, ExceptionClass>("Interrupted"))
         .unwrap_or_else(|_| ruby.exception_runtime_error());
-    Error::new(
+    crate::errors::new_error(
+        ruby,
         class,
         "interrupted: an exception is pending for this thread",
     )

@@ -16,6 +16,10 @@ module Ferrolock
     # - a copy of a processed message: not run, and deleted so it stops coming back;
     # - a copy of a message in progress: not run, left alone (if the run fails, it is the retry).
     class Lock
+      # How Shoryuken's ActiveJob adapter names the worker class that runs every ActiveJob job.
+      ACTIVE_JOB_WRAPPER = "ActiveJob::QueueAdapters::ShoryukenAdapter::JobWrapper"
+      private_constant :ACTIVE_JOB_WRAPPER
+
       # Shoryuken's chain keeps `chain.add Lock, lock_ttl: 120` as a positional Hash and calls
       # Lock.new(hash) for every message; plain keywords work too.
       def initialize(options = nil, **keywords)
@@ -25,13 +29,13 @@ module Ferrolock
         @options = Options.validate((options || {}).merge(keywords), "Ferrolock::Shoryuken::Lock")
       end
 
-      def call(worker, queue, sqs_msg, _body = nil, &block)
+      def call(worker, queue, sqs_msg, body = nil, &block)
         settings = Shoryuken.settings_for(@options, worker_option(worker))
         return yield unless settings.enabled?
         return pass_batch(worker, &block) if sqs_msg.is_a?(Array)
 
         payload = { primitive: :shoryuken_lock, queue: queue, message_id: message_id!(sqs_msg),
-                    worker: worker.class.name }
+                    worker: worker_name(worker, body) }
         process(settings, sqs_msg, payload, &block)
       end
 
@@ -62,6 +66,21 @@ module Ferrolock
         options.fetch("ferrolock_lock") { options[:ferrolock_lock] }
       end
 
+      # The worker's class name; under ActiveJob, the job's class (JobWrapper's body, parsed as
+      # JSON by Shoryuken, names it), as the Sidekiq middlewares do.
+      def worker_name(worker, body)
+        name = worker.class.name
+        return name unless name == ACTIVE_JOB_WRAPPER && body.is_a?(Hash)
+
+        job_class = body["job_class"]
+        job_class.is_a?(String) && !job_class.empty? ? job_class : name
+      end
+
+      # "<worker> message <id>", for log lines.
+      def about(payload)
+        "#{payload[:worker]} message #{payload[:message_id]}"
+      end
+
       def pass_batch(worker)
         if Shoryuken.first_batch_warning?(worker.class)
           Ferrolock.logger.warn("ferrolock: #{worker.class} is a batch worker; Ferrolock::Shoryuken::Lock " \
@@ -87,7 +106,7 @@ module Ferrolock
       def begin_message(lock, settings, payload, held)
         lock.begin_message(payload[:queue], payload[:message_id]) { |lease| held[:lease] = lease }
       rescue Ferrolock::Error => e
-        describe = "message #{payload[:message_id]} on #{payload[:queue]}: #{e.class}: #{e.message}"
+        describe = "#{about(payload)} on #{payload[:queue]}: #{e.class}: #{e.message}"
         Ferrolock.instrument(:redis_error, payload.merge(error: e.class.name, policy: settings.on_redis_error))
         if settings.on_redis_error == :run
           Ferrolock.logger.warn("ferrolock: Redis unavailable, running #{describe} without deduplication")
@@ -100,7 +119,7 @@ module Ferrolock
       def skip_processed(sqs_msg, payload)
         Ferrolock.instrument(:skipped_processed, payload)
         unless sqs_msg.respond_to?(:delete)
-          Ferrolock.logger.warn("ferrolock: duplicate of processed message #{payload[:message_id]} " \
+          Ferrolock.logger.warn("ferrolock: duplicate of processed #{about(payload)} " \
                                 "cannot be deleted (#{sqs_msg.class} has no #delete); it will come back")
           return nil
         end
@@ -148,10 +167,10 @@ module Ferrolock
         return if outcome == :marked
 
         Ferrolock.instrument(:lock_lost, payload.merge(outcome: outcome))
-        Ferrolock.logger.warn("ferrolock: the in-progress lease of message #{payload[:message_id]} expired while " \
+        Ferrolock.logger.warn("ferrolock: the in-progress lease of #{about(payload)} expired while " \
                               "its job ran (#{outcome}): a copy may have run too")
       rescue Ferrolock::Error => e
-        Ferrolock.logger.warn("ferrolock: could not mark message #{payload[:message_id]} processed " \
+        Ferrolock.logger.warn("ferrolock: could not mark #{about(payload)} processed " \
                               "(#{e.class}: #{e.message}); its lease expires after lock_ttl")
       end
 
@@ -159,7 +178,7 @@ module Ferrolock
         lock.abort_message(lease)
         Ferrolock.instrument(:released_after_error, payload.merge(error: error&.class&.name))
       rescue Ferrolock::Error => e
-        Ferrolock.logger.warn("ferrolock: could not release message #{payload[:message_id]} after an error " \
+        Ferrolock.logger.warn("ferrolock: could not release #{about(payload)} after an error " \
                               "(#{e.class}: #{e.message}); its copies run after lock_ttl")
       end
     end

@@ -5,7 +5,9 @@ use crate::errors::{core_error, seconds, wait};
 use crate::guard;
 use crate::nogvl::{run, Retry};
 use ferrolock_core::{Client, ClientOptions};
-use magnus::{function, method, prelude::*, Error, RModule, Ruby, Value};
+use magnus::{function, method, prelude::*, Error, RHash, RModule, Ruby, Value};
+
+mod topology;
 
 #[magnus::wrap(class = "Ferrolock::Native::Client", free_immediately, size)]
 pub struct RbClient(pub Client);
@@ -20,8 +22,12 @@ impl RbClient {
         read_timeout: f64,
         tls_ca_file: Option<String>,
         reply_spin: f64,
+        cluster_or_sentinel: Option<RHash>,
     ) -> Result<Self, Error> {
         let mut opts = ClientOptions::new(&url);
+        if let Some(spec) = cluster_or_sentinel {
+            topology::apply(ruby, spec, &mut opts)?;
+        }
         opts.namespace = namespace;
         opts.connect_timeout = seconds(ruby, "connect_timeout", connect_timeout)?;
         opts.read_timeout = seconds(ruby, "read_timeout", read_timeout)?;
@@ -72,6 +78,7 @@ impl RbClient {
         self.0.reply_spin().as_secs_f64()
     }
 
+    /// The URL, or the cluster seeds or sentinels, passwords replaced by ***.
     fn redacted_url(&self) -> String {
         self.0.redacted_url().to_string()
     }
@@ -129,7 +136,7 @@ fn retry_for(args: &[Vec<u8>]) -> Retry {
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("Client", ruby.class_object())?;
-    class.define_singleton_method("new", function!(guard::f6(RbClient::new), 6))?;
+    class.define_singleton_method("new", function!(guard::f7(RbClient::new), 7))?;
     class.define_method("call", method!(guard::variadic(RbClient::call), -1))?;
     class.define_method("ping", method!(guard::f1(RbClient::ping), 0))?;
     class.define_method("namespace", method!(guard::plain1(RbClient::namespace), 0))?;

@@ -6,6 +6,7 @@ use crate::guard;
 use crate::nogvl::{acquire, release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions, Slot};
+use ferrolock_core::replicas;
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -23,7 +24,9 @@ impl RbConcurrentLimiter {
         name: String,
         limit: i64,
         lock_timeout: f64,
+        min_replicas_acked: i64,
     ) -> Result<Self, Error> {
+        let acks = replicas::check(min_replicas_acked).map_err(|e| core_error(ruby, e))?;
         let limit = u32::try_from(limit)
             .ok()
             .filter(|l| *l > 0)
@@ -38,7 +41,7 @@ impl RbConcurrentLimiter {
             lease: seconds(ruby, "lock_timeout", lock_timeout)?,
         };
         ConcurrentLimiter::new(&client.0, &name, opts)
-            .map(RbConcurrentLimiter)
+            .map(|l| RbConcurrentLimiter(l.with_min_replicas_acked(acks)))
             .map_err(|e| core_error(ruby, e))
     }
 
@@ -85,7 +88,7 @@ impl RbLimiterSlot {
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("ConcurrentLimiter", ruby.class_object())?;
-    class.define_singleton_method("new", function!(guard::f4(RbConcurrentLimiter::new), 4))?;
+    class.define_singleton_method("new", function!(guard::f5(RbConcurrentLimiter::new), 5))?;
     class.define_method(
         "acquire",
         method!(guard::f2(RbConcurrentLimiter::acquire), 1),

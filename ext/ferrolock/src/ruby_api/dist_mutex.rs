@@ -6,6 +6,7 @@ use crate::guard;
 use crate::nogvl::{acquire, release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions, Held};
+use ferrolock_core::replicas;
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 use std::sync::Mutex;
 
@@ -39,14 +40,16 @@ impl RbDistMutex {
         expire: Option<f64>,
         auto_release: bool,
         lease: f64,
+        min_replicas_acked: i64,
     ) -> Result<Self, Error> {
+        let acks = replicas::check(min_replicas_acked).map_err(|e| core_error(ruby, e))?;
         let opts = DistMutexOptions {
             expire: expire.map(|e| seconds(ruby, "expire", e)).transpose()?,
             auto_release,
             lease: seconds(ruby, "lease", lease)?,
         };
         DistMutex::new(&client.0, &name, opts)
-            .map(RbDistMutex)
+            .map(|m| RbDistMutex(m.with_min_replicas_acked(acks)))
             .map_err(|e| core_error(ruby, e))
     }
 
@@ -76,7 +79,7 @@ impl RbDistMutex {
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("DistMutex", ruby.class_object())?;
-    class.define_singleton_method("new", function!(guard::f5(RbDistMutex::new), 5))?;
+    class.define_singleton_method("new", function!(guard::f6(RbDistMutex::new), 6))?;
     class.define_method("try_lock", method!(guard::f1(RbDistMutex::try_lock), 0))?;
     class.define_method("lock", method!(guard::f2(RbDistMutex::lock), 1))?;
     class.define_method("unlock", method!(guard::f2(RbDistMutex::unlock), 1))?;

@@ -6,6 +6,7 @@ use crate::guard;
 use crate::nogvl::{acquire, release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::dual_lock::{DualLock, DualLockOptions, Stage, Ticket};
+use ferrolock_core::replicas;
 use magnus::{function, method, prelude::*, Error, RModule, Ruby, Symbol};
 use std::sync::Mutex;
 
@@ -42,13 +43,15 @@ impl RbDualLock {
         key: String,
         wait_ttl: f64,
         exec_ttl: f64,
+        min_replicas_acked: i64,
     ) -> Result<Self, Error> {
+        let acks = replicas::check(min_replicas_acked).map_err(|e| core_error(ruby, e))?;
         let opts = DualLockOptions {
             wait_ttl: seconds(ruby, "wait_ttl", wait_ttl)?,
             exec_ttl: seconds(ruby, "exec_ttl", exec_ttl)?,
         };
         DualLock::new(&client.0, &key, opts)
-            .map(RbDualLock)
+            .map(|l| RbDualLock(l.with_min_replicas_acked(acks)))
             .map_err(|e| core_error(ruby, e))
     }
 
@@ -103,7 +106,7 @@ impl RbDualLock {
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("DualLock", ruby.class_object())?;
-    class.define_singleton_method("new", function!(guard::f4(RbDualLock::new), 4))?;
+    class.define_singleton_method("new", function!(guard::f5(RbDualLock::new), 5))?;
     class.define_method("enter", method!(guard::f1(RbDualLock::enter), 0))?;
     class.define_method("wait", method!(guard::f3(RbDualLock::wait), 2))?;
     class.define_method("leave", method!(guard::f2(RbDualLock::leave), 1))?;

@@ -1,0 +1,309 @@
+//! Which server a call goes to: one server (the fast path: no lookup, no lock), a Redis Cluster
+//! (by the hash slot of the call's key), or the primary a set of Sentinels names. Calls that
+//! certainly did not run (a redirect, a server not serving yet, no connection made) are sent
+//! again until the read timeout; a call whose reply was lost is never re-sent (it may have run).
+
+use crate::cluster::Cluster;
+use crate::conn::Conn;
+use crate::endpoint::{Addr, Endpoint};
+use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
+use crate::pool::{Connector, NodePool};
+use crate::script::Script;
+use crate::sentinel::Sentinel;
+use crate::slot::key_slot;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+mod options;
+
+/// Pause before re-sending a call to a server that is not serving (failover, migration).
+const RETRY_PAUSE: Duration = Duration::from_millis(25);
+/// Redirects followed at once for one call; later ones after a pause (a multi-key call can
+/// bounce between the two nodes of a migration, with TRYAGAIN, until its keys have moved; nodes
+/// may disagree for a moment after a failover).
+const QUICK_REDIRECTS: u32 = 3;
+
+pub(crate) enum Topology {
+    Single(NodePool),
+    Cluster(Cluster),
+    Sentinel(Sentinel),
+}
+
+/// What a call is about: routes it to the server that owns that key.
+#[derive(Clone, Copy)]
+pub(crate) enum Route<'a> {
+    /// Keyless (PING, CONFIG GET): any primary will do.
+    Any,
+    Key(&'a [u8]),
+    /// A script call by its first key: on an ASK redirect the script is loaded on the target
+    /// first, as ASKING covers only the next command (not an EVAL after NOSCRIPT).
+    Script(&'a [u8], &'static Script),
+}
+
+/// A failure after which the call may be sent again, because the server did not run it.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Retry {
+    /// The slot lives elsewhere now (for good): update the table, send it there.
+    Moved { slot: u16, host: String, port: u16 },
+    /// The key is being migrated: send it there once, preceded by ASKING.
+    Ask { host: String, port: u16 },
+    /// TRYAGAIN, CLUSTERDOWN, READONLY, MASTERDOWN, LOADING: wait a little, look again.
+    Unavailable,
+}
+
+impl Retry {
+    pub(crate) fn of(e: &Error) -> Option<Retry> {
+        match e {
+            Error::Redis(text) => {
+                let mut words = text.split_ascii_whitespace();
+                let code = words.next()?;
+                if code != "MOVED" && code != "ASK" {
+                    return None;
+                }
+                let slot: u16 = words.next()?.parse().ok()?;
+                let (host, port) = words.next()?.rsplit_once(':')?;
+                let (host, port) = (host.to_string(), port.parse().ok()?);
+                Some(if code == "MOVED" {
+                    Retry::Moved { slot, host, port }
+                } else {
+                    Retry::Ask { host, port }
+                })
+            }
+            Error::Connection { detail, .. } => {
+                let code = detail.strip_prefix("not available (")?;
+                const NOT_RUN: [&str; 5] = [
+                    "TRYAGAIN",
+                    "CLUSTERDOWN",
+                    "READONLY",
+                    "MASTERDOWN",
+                    "LOADING",
+                ];
+                NOT_RUN
+                    .iter()
+                    .any(|c| code.starts_with(c))
+                    .then_some(Retry::Unavailable)
+            }
+            _ => None,
+        }
+    }
+}
+
+impl Topology {
+    pub(crate) fn display_addr(&self) -> String {
+        match self {
+            Topology::Single(pool) => pool.addr.clone(),
+            Topology::Cluster(c) => c
+                .seeds()
+                .iter()
+                .map(Endpoint::display_addr)
+                .collect::<Vec<_>>()
+                .join(","),
+            Topology::Sentinel(s) => s
+                .current_addr()
+                .unwrap_or_else(|| format!("sentinel primary {:?}", s.master_name())),
+        }
+    }
+
+    /// Runs `f` on a connection to the server `route` names, following redirects for up to
+    /// the read timeout plus `blocks` (how long a blocking command may wait in Redis).
+    pub(crate) fn run<R>(
+        &self,
+        how: &Connector,
+        intr: &Interrupt,
+        route: Route,
+        blocks: Duration,
+        mut f: impl FnMut(&mut Conn, &NodePool) -> Result<R>,
+    ) -> Result<R> {
+        intr.check()?;
+        if let Topology::Single(pool) = self {
+            return pool.with_conn(how, f);
+        }
+        let deadline = Instant::now() + how.timeouts.read + blocks;
+        let mut ask: Option<Arc<NodePool>> = None;
+        let mut redirects = 0;
+        loop {
+            let asking = ask.take();
+            let pool = match &asking {
+                Some(p) => p.clone(),
+                None => match self.pool_for(how, intr, route) {
+                    Ok(p) => p,
+                    Err(e) if may_resend(&e) && pause(intr, deadline)? => continue,
+                    Err(e) => return Err(e),
+                },
+            };
+            let mut conn = match pool.checkout(how) {
+                Ok(c) => c,
+                Err(e) => {
+                    // Nothing was sent: look for the server again and retry.
+                    self.lost(how, intr);
+                    if may_resend(&e) && pause(intr, deadline)? {
+                        continue;
+                    }
+                    return Err(e);
+                }
+            };
+            let result = match asking {
+                Some(_) => ask_then(&mut conn, intr, &pool, route, &mut f),
+                None => f(&mut conn, &pool),
+            };
+            pool.checkin(conn, &result);
+            let Err(e) = &result else { return result };
+            match Retry::of(e) {
+                Some(Retry::Moved { slot, host, port }) => {
+                    if let Topology::Cluster(c) = self {
+                        c.moved(how, intr, slot, &pool.host_or(&host), port);
+                    }
+                    redirects += 1;
+                    if !redirected(intr, deadline, redirects)? {
+                        return result;
+                    }
+                }
+                Some(Retry::Ask { host, port }) => {
+                    let Topology::Cluster(c) = self else {
+                        return result;
+                    };
+                    redirects += 1;
+                    if !redirected(intr, deadline, redirects)? {
+                        return result;
+                    }
+                    ask = Some(c.pool_at(&pool.host_or(&host), port));
+                }
+                Some(Retry::Unavailable) => {
+                    self.lost(how, intr);
+                    if !pause(intr, deadline)? {
+                        return result;
+                    }
+                }
+                None => {
+                    if e.is_io() && !matches!(e, Error::Interrupted) {
+                        // The reply was lost: not re-sent, but the next call looks again.
+                        self.lost(how, intr);
+                    }
+                    return result;
+                }
+            }
+        }
+    }
+
+    /// The pool a call for `route` goes to now.
+    pub(crate) fn pool_for(
+        &self,
+        how: &Connector,
+        intr: &Interrupt,
+        route: Route,
+    ) -> Result<Arc<NodePool>> {
+        match self {
+            Topology::Single(_) => unreachable!("the single-server path does not route"),
+            Topology::Cluster(c) => c.pool_for(how, intr, route.slot()),
+            Topology::Sentinel(s) => s.primary(how, intr),
+        }
+    }
+
+    /// The server behind `pool` failed or refused: refresh what we know (rate-limited).
+    fn lost(&self, how: &Connector, intr: &Interrupt) {
+        match self {
+            Topology::Single(_) => {}
+            Topology::Cluster(c) => c.refresh_soon(how, intr),
+            Topology::Sentinel(s) => s.resolve_soon(how, intr),
+        }
+    }
+}
+
+impl Route<'_> {
+    fn slot(self) -> Option<u16> {
+        match self {
+            Route::Any => None,
+            Route::Key(k) | Route::Script(k, _) => Some(key_slot(k)),
+        }
+    }
+}
+
+impl NodePool {
+    /// A redirect's host, or this node's when the server left it out (`MOVED 12 :7001`).
+    fn host_or(&self, host: &str) -> String {
+        if !host.is_empty() {
+            return host.to_string();
+        }
+        match &self.endpoint.addr {
+            Addr::Tcp { host, .. } | Addr::Tls { host, .. } => host.clone(),
+            Addr::Unix(_) => "127.0.0.1".to_string(),
+        }
+    }
+}
+
+/// `ASKING`, then the call, on the migration's target node (ASKING covers one command).
+fn ask_then<R>(
+    conn: &mut Conn,
+    intr: &Interrupt,
+    pool: &NodePool,
+    route: Route,
+    f: &mut impl FnMut(&mut Conn, &NodePool) -> Result<R>,
+) -> Result<R> {
+    if let Route::Script(_, script) = route {
+        let load = redis::cmd("SCRIPT")
+            .arg("LOAD")
+            .arg(script.source)
+            .get_packed_command();
+        conn.request(intr, &load)?;
+    }
+    // A blocking call asks its CLIENT ID first, which would use up the ASKING.
+    conn.client_id(intr)?;
+    conn.request(intr, &redis::cmd("ASKING").get_packed_command())?;
+    f(conn, pool)
+}
+
+/// True when `e` says the call was not sent (no connection) or not run. A refused password
+/// will not change by retrying.
+fn may_resend(e: &Error) -> bool {
+    match e {
+        Error::Connection { detail, .. } => !detail.starts_with("authentication failed"),
+        other => Retry::of(other).is_some(),
+    }
+}
+
+/// Whether to follow the `count`th redirect of a call: at once for the first few, then after a
+/// pause; never past the deadline.
+fn redirected(intr: &Interrupt, deadline: Instant, count: u32) -> Result<bool> {
+    if count > QUICK_REDIRECTS {
+        return pause(intr, deadline);
+    }
+    Ok(Instant::now() < deadline)
+}
+
+/// Waits before the next try; false (no wait) when the deadline would pass.
+fn pause(intr: &Interrupt, deadline: Instant) -> Result<bool> {
+    if Instant::now() + RETRY_PAUSE >= deadline {
+        return Ok(false);
+    }
+    intr.sleep(RETRY_PAUSE)?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn classifies_redirects() {
+        assert_eq!(
+            Retry::of(&Error::Redis("MOVED 3999 127.0.0.1:6381".into())),
+            Some(Retry::Moved {
+                slot: 3999,
+                host: "127.0.0.1".into(),
+                port: 6381
+            })
+        );
+        assert_eq!(
+            Retry::of(&Error::Redis("ASK 3999 ::1:6381".into())),
+            Some(Retry::Ask {
+                host: "::1".into(),
+                port: 6381
+            })
+        );
+        let busy = Error::connection("h:1", "not available (TRYAGAIN Multiple keys)");
+        assert_eq!(Retry::of(&busy), Some(Retry::Unavailable));
+        assert_eq!(Retry::of(&Error::connection("h:1", "timed out")), None);
+        assert_eq!(Retry::of(&Error::Redis("ERR MOVED".into())), None);
+    }
+}

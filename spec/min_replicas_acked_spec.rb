@@ -1,0 +1,107 @@
+# frozen_string_literal: true
+
+# min_replicas_acked: n: a grant must reach n replicas (WAIT, same round trip) before the caller
+# enters; otherwise it is given back and Ferrolock::ReplicationError raised.
+RSpec.describe "min_replicas_acked" do
+  # A primary of its own with one replica (the shared spec server stays replica-free).
+  before(:all) do
+    @primary = FerrolockTest::RedisServer.new.start
+    @replica = FerrolockTest::RedisServer.new(extra_args: ["--replicaof", "127.0.0.1", @primary.port.to_s]).start
+    deadline = Ferrolock.monotonic + 30
+    until @replica.redis.info("replication")["master_link_status"] == "up"
+      raise "the replica never synced" if Ferrolock.monotonic > deadline
+
+      sleep 0.05
+    end
+  end
+
+  after(:all) do
+    @replica&.destroy
+    @primary&.destroy
+  end
+
+  after { @replica.resume }
+
+  let(:client) { Ferrolock::Client.new(url: @primary.url, namespace: "acks") }
+  let(:primary) { @primary.redis }
+
+  def replica_keys
+    @replica.redis.keys("acks:*")
+  end
+
+  it "enters once the replica holds the grant, for every primitive" do
+    m = Ferrolock::DistMutex.new("acked", client: client, min_replicas_acked: 1)
+    m.synchronize do
+      # WAIT returned 1 before lock did: the grant is on the replica now.
+      expect(@replica.redis.get("acks:{acked}:lock")).not_to be_nil
+    end
+
+    limiter = Ferrolock::ConcurrentLimiter.new("acked", 2, client: client, min_replicas_acked: 1)
+    expect(limiter.within_limit { @replica.redis.zcard("acks:{acked}:slots") }).to eq(1)
+
+    lock = Ferrolock::DualLock.new("acked-run", client: client, min_replicas_acked: 1)
+    ran = nil
+    expect(lock.run { ran = @replica.redis.exists("acks:{acked-run}:exec") }).to be(true)
+    expect(ran).to eq(1)
+  end
+
+  it "raises ReplicationError naming n, the acknowledgements and the server, and gives the grant back" do
+    @replica.pause # the replica cannot acknowledge
+    m = Ferrolock::DistMutex.new("unacked", client: client, min_replicas_acked: 1, lease: 3)
+    error = nil
+    expect { m.lock }.to raise_error(Ferrolock::ReplicationError) { |e| error = e }
+    expect(error).to be_a(Ferrolock::ConnectionError)
+    expect(error.message).to include("only 0 of 1 replica(s) of 127.0.0.1:#{@primary.port}")
+    expect(m.owned?).to be(false)
+    # Given back at once (token-checked), not left to expire after the lease.
+    expect(primary.exists("acks:{unacked}:lock")).to eq(0)
+    expect(Ferrolock::DistMutex.new("unacked", client: client).try_lock).to be(true)
+
+    limiter = Ferrolock::ConcurrentLimiter.new("unacked", 1, client: client, min_replicas_acked: 1, lock_timeout: 3)
+    ran = false
+    expect { limiter.within_limit { ran = true } }.to raise_error(Ferrolock::ReplicationError)
+    expect(ran).to be(false)
+    expect(primary.zcard("acks:{unacked}:slots")).to eq(0)
+
+    lock = Ferrolock::DualLock.new("unacked-run", client: client, min_replicas_acked: 1, exec_ttl: 3)
+    expect { lock.run { ran = true } }.to raise_error(Ferrolock::ReplicationError)
+    expect(ran).to be(false)
+    expect(primary.exists("acks:{unacked-run}:exec")).to eq(0)
+  end
+
+  it "asks for nothing with 0 (the default), and takes the default from configure" do
+    @replica.pause
+    expect(Ferrolock::DistMutex.new("plain", client: client).synchronize { :ran }).to eq(:ran)
+    Ferrolock.configure { |c| c.min_replicas_acked = 1 }
+    expect { Ferrolock::DistMutex.new("configured", client: client).lock }
+      .to raise_error(Ferrolock::ReplicationError)
+    # An explicit 0 overrides the configured default.
+    expect(Ferrolock::DistMutex.new("configured", client: client, min_replicas_acked: 0).try_lock).to be(true)
+  ensure
+    Ferrolock.configure { |c| c.min_replicas_acked = 0 }
+  end
+
+  it "waits for more replicas than exist only as long as the bound (a third of the lease, half the read timeout)" do
+    m = Ferrolock::DistMutex.new("two", client: client, min_replicas_acked: 2, lease: 30)
+    started = Ferrolock.monotonic
+    expect { m.lock }.to raise_error(Ferrolock::ReplicationError, /only 1 of 2/)
+    # read_timeout is 1 s, so WAIT gave up after 0.5 s; generous for a loaded VM.
+    expect(Ferrolock.monotonic - started).to be < 10
+  end
+
+  it "rejects a bad value, naming the argument" do
+    [-1, 101].each do |bad|
+      expect { Ferrolock::DistMutex.new("x", client: client, min_replicas_acked: bad) }
+        .to raise_error(ArgumentError, /min_replicas_acked/)
+      expect { Ferrolock.config.min_replicas_acked = bad }.to raise_error(ArgumentError, /min_replicas_acked/)
+    end
+    ["1", 1.0, true].each do |bad|
+      expect { Ferrolock::ConcurrentLimiter.new("x", 1, client: client, min_replicas_acked: bad) }
+        .to raise_error(TypeError, /min_replicas_acked/)
+      expect { Ferrolock::DualLock.new("x", client: client, min_replicas_acked: bad) }
+        .to raise_error(TypeError, /min_replicas_acked/)
+    end
+    expect { Ferrolock::Native::DistMutex.new(client.native, "x", nil, true, 30.0, 1 << 40) }
+      .to raise_error(ArgumentError, /min_replicas_acked/)
+  end
+end
