@@ -5,11 +5,11 @@
 # A new block that does not run fails this spec. The only additions are:
 # - APP_CODE: stand-ins for the app's own methods and constants a block calls (build_report,
 #   Record …), each added only to the blocks that call it;
-# - SHORYUKEN: the shoryuken gem is not installable here, so a block naming Shoryuken gets a
-#   minimal stand-in defining exactly the constants the README uses (Shoryuken.configure_server
-#   yielding a config whose middleware chain builds what it is given, Shoryuken::Worker with
-#   shoryuken_options, Shoryuken::Middleware::Server::AutoDelete).
+# - SHORYUKEN: a block naming Shoryuken runs with the real, vendored Shoryuken 6.2.1 loaded first
+#   (outside Bundler: its Debian dependencies are not in the Gemfile), and must leave our Lock in
+#   Shoryuken's server chain right before AutoDelete; skipped when the vendored copy is absent.
 require_relative "support/redis_cluster"
+require_relative "support/real_shoryuken"
 require_relative "support/redis_sentinel"
 
 RSpec.describe "README.md ruby snippets" do
@@ -30,50 +30,13 @@ RSpec.describe "README.md ruby snippets" do
     "order" => "def order = :order"
   }.freeze
 
+  # The real, vendored Shoryuken 6.2.1 (aws-sdk-sqs is not installable: only its constant is needed).
   shoryuken = <<~RUBY
-    module Shoryuken
-      # Builds each middleware as Shoryuken would for a message, so bad arguments fail here.
-      class StandInChain
-        attr_reader :calls
-
-        def initialize = @calls = []
-
-        def insert_before(anchor, klass, *args)
-          klass.new(*args)
-          @calls << [:insert_before, anchor, klass]
-        end
-
-        def add(klass, *args)
-          klass.new(*args)
-          @calls << [:add, klass]
-        end
-      end
-
-      class StandInConfig
-        attr_reader :chain
-
-        def initialize = @chain = StandInChain.new
-
-        def server_middleware = yield(@chain)
-      end
-
-      def self.configure_server = yield(@config = StandInConfig.new)
-      def self.server_chain = @config&.chain
-
-      module Middleware
-        module Server
-          class AutoDelete; end
-        end
-      end
-
-      module Worker
-        def self.included(base) = base.extend(ClassMethods)
-
-        module ClassMethods
-          def shoryuken_options(options = {}) = @shoryuken_options = options.transform_keys(&:to_s)
-        end
-      end
-    end
+    require "aws-sdk-core"
+    module Aws; module SQS; Client = Class.new; end; end
+    $LOAD_PATH.unshift(#{File.join(FerrolockTest::RealShoryuken::DIR, "lib").dump})
+    require "shoryuken"
+    Shoryuken.const_set(:CLI, Class.new) # configure_server yields only inside the shoryuken server
   RUBY
 
   # A name the block calls without defining it (not a method call on something, not a keyword label).
@@ -95,6 +58,17 @@ RSpec.describe "README.md ruby snippets" do
     env
   end
 
+  # The README stands alone: every project file it names is in the repository (config/… paths are
+  # the reader's own Rails app), and it points to no document outside it (such as a product spec).
+  it "names only files that exist in the repository" do
+    named = readme.scan(%r{[\w./-]+\.(?:rb|md|rs|lua|rbs|yml)\b}).uniq.reject { |path| path.start_with?("config/") }
+    missing = named.reject do |path|
+      File.exist?(File.join(FerrolockTest::ROOT, path)) || Dir.glob(File.join(FerrolockTest::ROOT, "**", path)).any?
+    end
+    expect(missing).to eq([])
+    expect(readme).not_to match(/SPEC\.md/)
+  end
+
   it "has ruby snippets to run" do
     expect(snippets.size).to be >= 10
   end
@@ -106,17 +80,28 @@ RSpec.describe "README.md ruby snippets" do
       expect(placeholders).to eq([]), "README.md:#{line}: a placeholder is not Ruby (`…` parses as a method call)"
       prelude = [%(require "ferrolock")]
       prelude << %(require "sidekiq") if code.match?(/(?<![:\w])Sidekiq\b/)
-      prelude << shoryuken if code.match?(/(?<![:\w])Shoryuken\b/)
+      uses_shoryuken = code.match?(/(?<![:\w])Shoryuken\b/)
+      if uses_shoryuken
+        reason = FerrolockTest::RealShoryuken.missing
+        skip(reason) if reason
+        prelude << shoryuken
+      end
       prelude.concat(app_code.select { |name, _| calls.call(code, name) }.values)
       script = [*prelude, "# ---- README.md:#{line}", code,
                 "# ---- the configuration it leaves still gives a working client",
                 %(abort "ferrolock client: \#{Ferrolock.client.ping.inspect}" unless Ferrolock.client.ping == "PONG"),
-                %(p Shoryuken.server_chain&.calls if defined?(Shoryuken.server_chain))].join("\n")
-      out, err, status = run_ruby(script, env: topology_env(code), timeout: 60)
+                (uses_shoryuken ? %(puts "chain: \#{Shoryuken.server_middleware.entries.map(&:klass).join(" ")}") : "")]
+               .join("\n")
+      # Unbundling restores the environment rspec started with: of ferrolock's settings keep only
+      # what this spec sets.
+      run = lambda do
+        env = ENV.keys.grep(/\AFERROLOCK_REDIS_/).to_h { |name| [name, nil] }.merge(topology_env(code))
+        run_ruby(script, env: env, timeout: 60)
+      end
+      out, err, status = uses_shoryuken ? FerrolockTest::RealShoryuken.unbundled(&run) : run.call
       expect(status).to be_success, "README.md:#{line} failed (exit #{status.exitstatus}):\n#{err}\n#{out}"
       if code.include?("chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::Lock")
-        expect(out).to include("[[:insert_before, Shoryuken::Middleware::Server::AutoDelete, " \
-                               "Ferrolock::Shoryuken::Lock]]")
+        expect(out).to include("Ferrolock::Shoryuken::Lock Shoryuken::Middleware::Server::AutoDelete")
       end
     end
   end

@@ -102,12 +102,6 @@ RSpec.describe "Redis Sentinel" do
     Ferrolock::DistMutex.new("after-failover", client: client).synchronize do
       expect(lock_keys(sentinel.primary, "after-failover")).to include("ferrolock:{after-failover}:lock")
     end
-    # KNOWN GAP, in the core: a BLPOP that the demoted primary ends with "UNBLOCKED … (master ->
-    # replica?)" reaches the waiter as Ferrolock::Error instead of being retried on the new primary.
-    # Until it is fixed this example is pending whenever that happens (and strict otherwise).
-    if errors.any? { |e| e.start_with?("Ferrolock::Error: UNBLOCKED") }
-      pending("core: UNBLOCKED from a demoted primary surfaces as Ferrolock::Error")
-    end
     expect_only_reported_losses(overlaps, errors)
   end
 

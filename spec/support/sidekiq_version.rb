@@ -15,7 +15,8 @@ module FerrolockTest
                      File.join(VENDOR, "connection_pool-2.5.5")].map { |dir| File.join(dir, "lib") }.freeze
 
     # Spec files that load Sidekiq (tagged :sidekiq; bin/test's rspec_sidekiq7 step runs them on 7.3).
-    SPEC_FILES = %r{/spec/(sidekiq_\w+|fair_tenant|boot_checks|loading|readme_snippets|rails_app)_spec\.rb\z}
+    SPEC_FILES = %r{/spec/(sidekiq_\w+|fair_tenant|boot_checks|loading|readme_snippets|rails_app|configuration|
+                           hostile_input)_spec\.rb\z}x
 
     module_function
 

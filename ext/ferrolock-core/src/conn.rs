@@ -235,7 +235,9 @@ impl Conn {
     /// not an answer: the command did not run, and callers that handle `Connection` (retry,
     /// reschedule) must see it as such.
     pub fn server_error(&self, e: &redis::ServerError) -> Error {
-        const UNAVAILABLE: [&str; 6] = [
+        // UNBLOCKED: a blocking pop cut short because the server became a replica (failover).
+        const UNAVAILABLE: [&str; 7] = [
+            "UNBLOCKED",
             "LOADING",
             "BUSY",
             "MASTERDOWN",

@@ -1,5 +1,5 @@
-//! A Sentinel-managed primary: the sentinels are asked in order for its address
-//! (`SENTINEL get-master-addr-by-name`), the answer is checked with `ROLE`, and cached per
+//! A Sentinel-managed primary: every sentinel is asked for its address
+//! (`SENTINEL get-master-addr-by-name`), the majority's answer is checked with `ROLE`, and cached per
 //! process. After a connection failure or READONLY/MASTERDOWN (a demoted primary) it is asked
 //! again, at most every `RESOLVE_EVERY`; connections to an old primary are dropped.
 
@@ -49,6 +49,8 @@ struct State {
     asking: Mutex<()>,
     /// When the sentinels were last asked (`now_ms`).
     asked_ms: AtomicU64,
+    /// One kept connection per sentinel (in `sentinels` order), used under `asking`.
+    sentinel_conns: Mutex<Vec<Option<Conn>>>,
 }
 
 impl Sentinel {
@@ -147,29 +149,59 @@ impl Sentinel {
         )
     }
 
-    /// The first sentinel that answers names the primary.
+    /// Every sentinel is asked and the address most of those that answer give wins (ties: the
+    /// earlier sentinel's). One sentinel that has not yet heard of a failover (or one partitioned
+    /// away with the old primary) is outvoted instead of sending this client to a stale primary.
+    /// Connections to the sentinels are kept for the next lookup.
     fn ask_sentinels(&self, how: &Connector, intr: &Interrupt) -> Result<(String, u16)> {
         let ask = redis::cmd("SENTINEL")
             .arg("get-master-addr-by-name")
             .arg(&self.master_name)
             .get_packed_command();
+        let state = self.state.get();
+        let mut conns = state
+            .sentinel_conns
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        conns.resize_with(self.sentinels.len(), || None);
+        let mut votes: Vec<((String, u16), usize)> = Vec::new();
         let mut last = None;
-        for ep in &self.sentinels {
-            let reply = Conn::connect(ep, how.timeouts, how.tls.as_ref(), how.spin.clone())
-                .and_then(|mut c| c.request(intr, &ask));
+        for (ep, cached) in self.sentinels.iter().zip(conns.iter_mut()) {
+            let reply = match cached.take().filter(Conn::is_alive) {
+                Some(c) => Ok(c),
+                None => Conn::connect(ep, how.timeouts, how.tls.as_ref(), how.spin.clone()),
+            }
+            .and_then(|mut c| {
+                let reply = c.request(intr, &ask)?;
+                *cached = Some(c);
+                Ok(reply)
+            });
             match reply {
                 Ok(Value::Array(items)) if items.len() == 2 => {
-                    if let (Some(host), Some(port)) = (text(&items[0]), text(&items[1])) {
-                        if let Ok(port) = port.parse() {
-                            return Ok((host, port));
+                    match (
+                        text(&items[0]),
+                        text(&items[1]).and_then(|p| p.parse().ok()),
+                    ) {
+                        (Some(host), Some(port)) => {
+                            match votes
+                                .iter_mut()
+                                .find(|(addr, _)| *addr == (host.clone(), port))
+                            {
+                                Some((_, n)) => *n += 1,
+                                None => votes.push(((host, port), 1)),
+                            }
                         }
+                        _ => last = Some(self.unknown(ep)),
                     }
-                    last = Some(self.unknown(ep));
                 }
                 Ok(_) => last = Some(self.unknown(ep)),
                 Err(Error::Interrupted) => return Err(Error::Interrupted),
                 Err(e) => last = Some(e),
             }
+        }
+        // max_by_key keeps the last of equals: reverse so the earliest answer wins a tie.
+        if let Some((addr, _)) = votes.into_iter().rev().max_by_key(|(_, n)| *n) {
+            return Ok(addr);
         }
         let addrs: Vec<String> = self.sentinels.iter().map(|e| e.display_addr()).collect();
         let detail = last.map(|e| e.to_string()).unwrap_or_default();

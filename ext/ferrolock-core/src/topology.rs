@@ -48,7 +48,7 @@ pub(crate) enum Retry {
     Moved { slot: u16, host: String, port: u16 },
     /// The key is being migrated: send it there once, preceded by ASKING.
     Ask { host: String, port: u16 },
-    /// TRYAGAIN, CLUSTERDOWN, READONLY, MASTERDOWN, LOADING: wait a little, look again.
+    /// TRYAGAIN, CLUSTERDOWN, READONLY, MASTERDOWN, LOADING, UNBLOCKED: wait a little, look again.
     Unavailable,
 }
 
@@ -72,7 +72,8 @@ impl Retry {
             }
             Error::Connection { detail, .. } => {
                 let code = detail.strip_prefix("not available (")?;
-                const NOT_RUN: [&str; 5] = [
+                const NOT_RUN: [&str; 6] = [
+                    "UNBLOCKED",
                     "TRYAGAIN",
                     "CLUSTERDOWN",
                     "READONLY",
