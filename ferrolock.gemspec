@@ -18,7 +18,7 @@ Gem::Specification.new do |spec|
 
   patterns = %w[
     Cargo.toml Cargo.lock README.md CHANGELOG.md LICENSE
-    ext/**/* lib/**/*.rb lib/**/*.lua sig/**/*
+    ext/**/* lib/**/*.rb lib/**/*.lua lib/**/*.erb exe/* sig/**/*
   ]
   generated = %w[Makefile mkmf.log]
   spec.files = Dir.chdir(__dir__) do
@@ -32,5 +32,7 @@ Gem::Specification.new do |spec|
   end
 
   spec.require_paths = ["lib"]
+  spec.bindir = "exe"
+  spec.executables = ["ferrolock"]
   spec.extensions = ["ext/ferrolock/extconf.rb"]
 end

@@ -3,12 +3,14 @@
 require "json"
 require "securerandom"
 require "redis"
+require_relative "support/contention"
 
 # ConcurrentLimiter beside a hand-rolled redis-rb semaphore (a sorted set of tokens scored by
 # expiry: one Lua acquire that purges and counts, ZREM to release; no leases, no wake-ups):
 # - a free slot: within_limit cycles/s and Redis round trips per cycle;
 # - contended, limit 3, 8 threads in 2 processes: blocks/s and commands per block; the baseline
-#   retries every 100 ms;
+#   retries every 100 ms; and empty blocks with 8 workers / 2 processes and 32 / 4 for a fixed
+#   time: blocks/s, Redis commands and CPU per block, fairness (bench/support/contention.rb);
 # - hand-off: all slots held, one thread waiting, one holder leaves: how soon the waiter enters;
 # - idle waiting: 4 threads wait while every slot is held 2 s: commands per waiting thread per s.
 module LimiterBench
@@ -112,6 +114,25 @@ module LimiterBench
 
   def now
     Bench.monotonic
+  end
+
+  # How long each fixed-time contended run lasts (FERROLOCK_BENCH_SECONDS overrides).
+  CONTENDED_SECONDS = Float(ENV.fetch("FERROLOCK_BENCH_SECONDS", "5"))
+
+  # Empty blocks, ours beside the 100 ms-retry baseline, in each configuration.
+  def contended_fixed_time
+    ours = [-> { Ferrolock::ConcurrentLimiter.new("bench:fixed", LIMIT, wait_timeout: 60) },
+            ->(limiter) { limiter.within_limit { [now, now] } }]
+    raw = [-> { RawSemaphore.new("bench:raw-fixed", LIMIT) }, ->(sem) { sem.within_limit { [now, now] } }]
+    measured = Bench::Contention::CONFIGS.flat_map do |config|
+      [["ferrolock", config, ours], ["redis-rb, 100 ms retry", config, raw]]
+    end
+    measured = measured.map do |impl, (workers, processes), (setup, section)|
+      [[impl, [workers, processes]],
+       Bench::Contention.measure(workers: workers, processes: processes, seconds: CONTENDED_SECONDS,
+                                 setup: setup, section: section, handoffs: false)]
+    end
+    Bench::Contention.table("block", measured)
   end
 
   def stats
@@ -219,5 +240,5 @@ Bench.define("concurrent_limiter") do
   lines << format("| contended: Redis commands per block | %.2f | %.2f |", ours[:per_block], polling[:per_block])
   lines << format("| all slots held 2 s: commands per waiting thread per second | %.2f | %.2f |",
                   idle_ours, idle_poll)
-  "#{table}\n#{lines.join("\n")}"
+  "#{table}\n#{lines.join("\n")}\n\n#{LimiterBench.contended_fixed_time}"
 end

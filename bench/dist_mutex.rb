@@ -2,16 +2,18 @@
 
 require "json"
 require "redis"
+require_relative "support/contention"
 
 # DistMutex against what the seeds did by hand:
 # - uncontended lock+unlock beside raw SET NX PX + DEL (which releases unsafely);
-# - contended: 8 threads in 2 processes on one name, beside a loop that retries SET NX every
-#   100 ms: critical sections/s, hand-off latency (release -> next holder), commands per section;
+# - contended: 8 workers in 2 processes and 32 in 4 on one name, empty sections, beside a loop
+#   that retries SET NX every 100 ms: sections/s, Redis commands and CPU per section, hand-off
+#   latency, fairness (bench/support/contention.rb);
 # - idle waiting: threads waiting while the lock is held 2 s: commands per waiting thread per s.
 module DistMutexBench
-  SECTIONS_PER_THREAD = 60
-  THREADS_PER_PROCESS = 4
   ROUNDS = 3
+  # How long each contended run lasts (FERROLOCK_BENCH_SECONDS overrides).
+  CONTENDED_SECONDS = Float(ENV.fetch("FERROLOCK_BENCH_SECONDS", "5"))
 
   module_function
 
@@ -36,21 +38,43 @@ module DistMutexBench
     table.add("uncontended lock+unlock, 1 thread", ours: ours, baseline: baseline)
   end
 
-  # Release -> next acquisition, between consecutive sections (sorted by acquisition).
-  def handoffs(spans)
-    spans.each_cons(2).map { |(_, released), (acquired, _)| acquired - released }.sort
-  end
-
   def client_commands(redis, names)
     Bench.commands_sent(redis, names)
   end
 
-  def measure_contended(redis, names, &section)
-    before = client_commands(redis, names)
-    spans, wall = Bench.in_two_processes(threads: THREADS_PER_PROCESS, per_thread: SECTIONS_PER_THREAD, &section)
-    spans = spans.sort_by(&:first)
-    sent = client_commands(redis, names) - before
-    { sections: spans.size / wall, handoffs: handoffs(spans), per_section: sent.fdiv(spans.size) }
+  # Both implementations in each configuration, in one run on the same Redis.
+  def contended
+    results = Bench::Contention::CONFIGS.flat_map do |config|
+      [["ferrolock", config, ours_section], ["redis-rb, 100 ms retry", config, polling_section]]
+    end
+    measured = results.map do |impl, (workers, processes), (setup, section)|
+      [[impl, [workers, processes]],
+       Bench::Contention.measure(workers: workers, processes: processes, seconds: CONTENDED_SECONDS,
+                                 setup: setup, section: section)]
+    end
+    Bench::Contention.table("section", measured)
+  end
+
+  def ours_section
+    setup = -> { Ferrolock::DistMutex.new("bench:contended") }
+    [setup, lambda do |m|
+      m.lock
+      entered = now
+      left = now
+      m.unlock
+      [entered, left]
+    end]
+  end
+
+  def polling_section
+    setup = -> { Redis.new(url: Bench.redis_url) }
+    [setup, lambda do |raw|
+      sleep 0.1 until raw.set("bench:polling", "x", nx: true, px: 30_000)
+      entered = now
+      left = now
+      raw.del("bench:polling")
+      [entered, left]
+    end]
   end
 
   # Four threads wait while another holds the lock for `hold` seconds.
@@ -81,29 +105,8 @@ Bench.define("dist_mutex") do
   ours_names = %w[evalsha eval blpop client|unblock client|id]
   poll_names = %w[set del]
 
-  ours = DistMutexBench.measure_contended(stats, ours_names) do
-    m = (Thread.current[:bench_mutex] ||= Ferrolock::DistMutex.new("bench:contended"))
-    m.lock
-    acquired = DistMutexBench.now
-    sleep 0.001
-    released = DistMutexBench.now
-    m.unlock
-    [acquired, released]
-  end
-  poll_lock = lambda do |raw, key|
-    sleep 0.1 until raw.set(key, "x", nx: true, px: 30_000)
-  end
-  polling = DistMutexBench.measure_contended(stats, poll_names) do
-    raw = (Thread.current[:bench_redis] ||= Redis.new(url: Bench.redis_url))
-    poll_lock.call(raw, "bench:polling")
-    acquired = DistMutexBench.now
-    sleep 0.001
-    released = DistMutexBench.now
-    raw.del("bench:polling")
-    [acquired, released]
-  end
-  table.add("contended, 8 threads / 2 processes: sections", ours: ours[:sections], baseline: polling[:sections])
-
+  contended = DistMutexBench.contended
+  poll_lock = ->(raw, key) { sleep 0.1 until raw.set(key, "x", nx: true, px: 30_000) }
   idle_ours = DistMutexBench.measure_idle_wait(stats, ours_names) do |holding, release|
     m = Ferrolock::DistMutex.new("bench:idle")
     m.synchronize do
@@ -120,13 +123,6 @@ Bench.define("dist_mutex") do
   end
 
   latency = ["", "| DistMutex waiting | ferrolock | 100 ms polling |", "|---|---:|---:|"]
-  [["p50", 0.5], ["p99", 0.99]].each do |label, pct|
-    latency << format("| contended hand-off %s (ms) | %.3f | %.3f |", label,
-                      1000 * Bench.percentile(ours[:handoffs], pct),
-                      1000 * Bench.percentile(polling[:handoffs], pct))
-  end
-  latency << format("| contended: Redis commands per critical section | %.2f | %.2f |",
-                    ours[:per_section], polling[:per_section])
   latency << format("| lock held 2 s: commands per waiting thread per second | %.2f | %.2f |", idle_ours, idle_poll)
-  "#{table}\n#{latency.join("\n")}"
+  "#{table}\n#{latency.join("\n")}\n\n#{contended}"
 end

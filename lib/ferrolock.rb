@@ -35,6 +35,11 @@ module Ferrolock
     path = File.join(__dir__, "ferrolock", "#{name}.rb")
     require path if File.exist?(path)
   end
+
+  # The operators' read model and force release (Sidekiq Web tab, `ferrolock` command).
+  autoload :Admin, File.join(__dir__, "ferrolock", "admin")
+  # The Sidekiq Web tab's module (registered with Sidekiq Web by `require "ferrolock/web"`).
+  autoload :Web, File.join(__dir__, "ferrolock", "web", "tab")
 end
 
 # Rails integration, only under Rails (requiring ferrolock never loads Rails).

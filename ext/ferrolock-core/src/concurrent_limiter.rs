@@ -240,7 +240,7 @@ impl ConcurrentLimiter {
     }
 
     /// The token-checked release of one slot, used by `release` and `abandon`.
-    fn release_call(&self, token: &str) -> ScriptCall {
+    pub(crate) fn release_call(&self, token: &str) -> ScriptCall {
         ScriptCall::new(&RELEASE)
             .key(&self.slots_key)
             .key(&self.waiters_key)

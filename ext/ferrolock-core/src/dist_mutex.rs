@@ -1,24 +1,33 @@
 //! DistMutex: a Redis mutex. With `auto_release` the lock is a lease renewed while held and
 //! released at unlock; without it (the crawler's spacer) the lock simply expires `expire` after
 //! it was taken, so successive holders start at least `expire` apart.
+//!
+//! Contended, waiters form a FIFO in Redis: a failed attempt enqueues its token, and a release
+//! hands the lock straight to the first waiter still waiting (lua/dist_mutex/release.lua),
+//! which pops the grant from its own list and enters (handoff.rs): no second attempt, no
+//! barging.
 
-use crate::client::{ints, Client};
+use crate::client::{int, Client};
 use crate::error::{Error, Result};
+use crate::handoff::{ack_grant, wait_grant};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
 use crate::lost_leases::LostLease;
 use crate::lua_script;
-use crate::replicas::{eval_grant, refuse};
+use crate::replicas::{ack_timeout, eval_grant, refuse};
 use crate::script::ScriptCall;
 use crate::wait::{retry_after, wait_turn};
+use redis::Value;
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 lua_script!(ACQUIRE = "dist_mutex/acquire");
 lua_script!(RELEASE = "dist_mutex/release");
 lua_script!(pub(crate) RENEW_KEY = "lease/renew_key");
 
-/// A waiter marks itself for this much longer than it plans to wait, so a release that lands
-/// just as its wait ends still signals.
+/// A waiter's entry outlives its planned wait by this much, so a release that lands just as the
+/// wait ends still hands over (the waiter then finds the lock its own at its next attempt).
 const WAIT_MARK_MARGIN: Duration = Duration::from_secs(1);
 
 /// The fencing counter's TTL in lock TTLs (see `fence_ttl`).
@@ -48,10 +57,15 @@ pub struct DistMutex {
     lock_key: String,
     fence_key: String,
     waiters_key: String,
-    signal_key: String,
+    /// `<ns>:{name}:grant:`, followed by a waiter's token.
+    grant_prefix: String,
     ttl: Duration,
     auto_release: bool,
     min_replicas_acked: u32,
+    /// Tokens of `lock` calls cut short (interrupted, Redis unreachable), with their place in
+    /// line if any: a retry with the same token checks whether the lock is already its own and
+    /// takes its place back instead of queueing twice; `abandon` drops it.
+    cut_short: Mutex<HashMap<String, Option<String>>>,
 }
 
 /// One acquisition. Dropping it without `unlock` stops renewal; the lock then expires.
@@ -72,7 +86,11 @@ impl Held {
 
 enum Attempt {
     Acquired(i64),
-    Busy { pttl_ms: i64 },
+    /// `entry`: this token's place in the waiters list, when it queued.
+    Busy {
+        pttl_ms: i64,
+        entry: Option<String>,
+    },
 }
 
 impl DistMutex {
@@ -94,10 +112,11 @@ impl DistMutex {
             lock_key: keys.part("lock"),
             fence_key: keys.part("fence"),
             waiters_key: keys.part("waiters"),
-            signal_key: keys.part("signal"),
+            grant_prefix: keys.part("grant:"),
             ttl,
             auto_release: opts.auto_release,
             min_replicas_acked: 0,
+            cut_short: Mutex::new(HashMap::new()),
         })
     }
 
@@ -129,41 +148,75 @@ impl DistMutex {
             .min(crate::seconds::MAX)
     }
 
-    /// One round trip, also on the uncontended path. Fails without marking when `wait_ms` is 0.
-    fn attempt(&self, intr: &Interrupt, token: &str, wait_ms: u64) -> Result<Attempt> {
+    /// One round trip, also on the uncontended path. Queues (as `entry`, or in the place of
+    /// `queued`, this token's earlier entry) unless `wait_ms` is 0. `maybe_ours`: the lock may
+    /// be this token's already (a retried call, a hand-off not popped yet): the script checks.
+    fn attempt(
+        &self,
+        intr: &Interrupt,
+        token: &str,
+        wait_ms: u64,
+        queued: Option<&str>,
+        maybe_ours: bool,
+    ) -> Result<Attempt> {
         let call = ScriptCall::new(&ACQUIRE)
             .key(&self.lock_key)
             .key(&self.fence_key)
             .key(&self.waiters_key)
+            .key(self.grant_key(token))
             .arg(token)
             .arg(crate::seconds::millis(self.ttl))
             .arg(wait_ms)
-            .arg(crate::seconds::millis(self.fence_ttl()));
+            .arg(crate::seconds::millis(self.fence_ttl()))
+            .arg(queued.unwrap_or(""))
+            .arg(if maybe_ours || queued.is_some() {
+                "1"
+            } else {
+                "0"
+            });
         let wanted = self.min_replicas_acked;
         let (reply, acked) = eval_grant(&self.client, intr, &call, wanted, self.ttl)?;
-        match ints(&reply)?.as_slice() {
-            [1, _] if acked < i64::from(wanted) => Err(refuse(
+        let unexpected = || Error::Redis(format!("dist_mutex/acquire: unexpected reply {reply:?}"));
+        let Value::Array(items) = &reply else {
+            return Err(unexpected());
+        };
+        match (items.first().map(int), items.get(1).map(int), items.get(2)) {
+            (Some(Ok(1)), Some(Ok(_)), None) if acked < i64::from(wanted) => Err(refuse(
                 &self.client,
                 intr,
-                self.release_call(token),
+                self.release_call(token, false),
                 self.ttl,
                 wanted,
                 acked,
             )),
-            [1, fence] => Ok(Attempt::Acquired(*fence)),
-            [0, pttl] => Ok(Attempt::Busy { pttl_ms: *pttl }),
-            other => Err(Error::Redis(format!(
-                "dist_mutex/acquire: unexpected reply {other:?}"
-            ))),
+            (Some(Ok(1)), Some(Ok(fence)), None) => Ok(Attempt::Acquired(fence)),
+            (Some(Ok(0)), Some(Ok(pttl_ms)), entry) => Ok(Attempt::Busy {
+                pttl_ms,
+                entry: match entry {
+                    None => None,
+                    Some(Value::BulkString(b)) => Some(String::from_utf8_lossy(b).into_owned()),
+                    Some(_) => return Err(unexpected()),
+                },
+            }),
+            _ => Err(unexpected()),
         }
+    }
+
+    /// The token-checked renewal of a held lock (the lease's, and the hand-off's ack write).
+    fn renew_call(&self, token: &str) -> ScriptCall {
+        ScriptCall::new(&RENEW_KEY)
+            .key(&self.lock_key)
+            .arg(token)
+            .arg(crate::seconds::millis(self.ttl))
+    }
+
+    fn grant_key(&self, token: &str) -> String {
+        format!("{}{}", self.grant_prefix, token)
     }
 
     fn held(&self, token: &str, fencing_token: i64) -> Held {
         let lease = self.auto_release.then(|| {
-            let renew = ScriptCall::new(&RENEW_KEY)
-                .key(&self.lock_key)
-                .arg(token)
-                .arg(crate::seconds::millis(self.ttl));
+            let renew = self.renew_call(token);
             let report = LostLease {
                 fencing_token: Some(fencing_token),
                 ..LostLease::new("dist_mutex", &self.name)
@@ -180,7 +233,7 @@ impl DistMutex {
     /// One attempt, never waits.
     pub fn try_lock(&self, intr: &Interrupt, token: &str) -> Result<Option<Held>> {
         // The script also recognises a lock held by this very token (a retried call).
-        match self.attempt(intr, token, 0)? {
+        match self.attempt(intr, token, 0, None, true)? {
             Attempt::Acquired(fence) => Ok(Some(self.held(token, fence))),
             Attempt::Busy { .. } => Ok(None),
         }
@@ -190,24 +243,125 @@ impl DistMutex {
     /// same when the call is retried after an interruption, so a lock taken by the interrupted
     /// attempt is recognised as ours.
     pub fn lock(&self, intr: &Interrupt, token: &str, deadline: Option<Instant>) -> Result<Held> {
-        // Only a releasing holder signals; expiry-only locks are waited out locally.
-        let signal = self.auto_release.then_some(self.signal_key.as_str());
-        // The first attempt already marks: a caller that fails it waits anyway.
+        if !self.auto_release {
+            return self.wait_out_expiry(intr, token, deadline);
+        }
+        // A retry of a call cut short: the lock may be ours already, and a place in line.
+        let (retried, mut queued) = match self.take_cut_short(token) {
+            Some(entry) => (true, entry),
+            None => (false, None),
+        };
+        let outcome = self.wait_in_line(intr, token, deadline, retried, &mut queued);
+        if outcome.is_err() {
+            // Cut short (interrupted, Redis unreachable): a retry takes this place back; an
+            // `abandon` leaves the line instead.
+            self.cut_short
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(token.to_string(), queued);
+        }
+        outcome
+    }
+
+    /// Attempts, queueing on failure, then waits for the hand-off. The wait for one turn never
+    /// outlasts the holder's TTL (a holder that died hands over nothing): then it attempts again,
+    /// keeping its place in the line.
+    fn wait_in_line(
+        &self,
+        intr: &Interrupt,
+        token: &str,
+        deadline: Option<Instant>,
+        retried: bool,
+        queued: &mut Option<String>,
+    ) -> Result<Held> {
         loop {
             let planned_wait = match deadline {
                 Some(d) => d.saturating_duration_since(Instant::now()).min(self.ttl),
                 None => self.ttl,
             };
-            let mark_ms = if signal.is_some() {
-                crate::seconds::millis(planned_wait + WAIT_MARK_MARGIN)
-            } else {
+            // A caller out of time makes its last attempt without joining the line.
+            let wait_ms = if deadline.is_some_and(|d| d <= Instant::now()) {
                 0
+            } else {
+                crate::seconds::millis(planned_wait + WAIT_MARK_MARGIN)
             };
-            match self.attempt(intr, token, mark_ms)? {
+            let pttl_ms = match self.attempt(intr, token, wait_ms, queued.as_deref(), retried)? {
+                Attempt::Acquired(fence) => {
+                    *queued = None;
+                    return Ok(self.held(token, fence));
+                }
+                Attempt::Busy { pttl_ms, entry } => {
+                    *queued = entry;
+                    pttl_ms
+                }
+            };
+            let mut wait = retry_after(pttl_ms, self.ttl);
+            if let Some(d) = deadline {
+                let now = Instant::now();
+                if now >= d {
+                    return Err(self.give_up(intr, token, queued));
+                }
+                wait = wait.min(d - now);
+            }
+            if wait.is_zero() {
+                continue;
+            }
+            if let Some(fence) = wait_grant(&self.client, intr, &self.grant_key(token), wait)? {
+                *queued = None;
+                let wanted = self.min_replicas_acked;
+                if wanted > 0 {
+                    let within = ack_timeout(&self.client, self.ttl);
+                    let acked =
+                        ack_grant(&self.client, intr, &self.renew_call(token), wanted, within)?;
+                    if acked < i64::from(wanted) {
+                        return Err(refuse(
+                            &self.client,
+                            intr,
+                            self.release_call(token, false),
+                            self.ttl,
+                            wanted,
+                            acked,
+                        ));
+                    }
+                }
+                return Ok(self.held(token, fence));
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Err(self.give_up(intr, token, queued));
+            }
+        }
+    }
+
+    /// The deadline passed: leave the line. A hand-off that raced in is passed on to the next
+    /// waiter in the same script, so it never blocks anyone for a lease.
+    fn give_up(&self, intr: &Interrupt, token: &str, queued: &mut Option<String>) -> Error {
+        if queued.take().is_some() {
+            let _ = crate::lease::release_now(
+                &self.client,
+                intr,
+                self.release_call(token, true),
+                self.ttl,
+            );
+        }
+        Error::Timeout(format!(
+            "DistMutex {:?}: not acquired before the timeout",
+            self.name
+        ))
+    }
+
+    /// Expiry-only locks are never released, so nobody hands over: wait out the holder's TTL.
+    fn wait_out_expiry(
+        &self,
+        intr: &Interrupt,
+        token: &str,
+        deadline: Option<Instant>,
+    ) -> Result<Held> {
+        loop {
+            match self.attempt(intr, token, 0, None, true)? {
                 Attempt::Acquired(fence) => return Ok(self.held(token, fence)),
-                Attempt::Busy { pttl_ms } => {
+                Attempt::Busy { pttl_ms, .. } => {
                     let retry = retry_after(pttl_ms, self.ttl);
-                    if !wait_turn(&self.client, intr, signal, retry, deadline)? {
+                    if !wait_turn(&self.client, intr, None, retry, deadline)? {
                         return Err(Error::Timeout(format!(
                             "DistMutex {:?}: not acquired before the timeout",
                             self.name
@@ -216,6 +370,13 @@ impl DistMutex {
                 }
             }
         }
+    }
+
+    fn take_cut_short(&self, token: &str) -> Option<Option<String>> {
+        self.cut_short
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(token)
     }
 
     /// Releases a held lock. Without auto_release this is a no-op (the lock expires by itself).
@@ -230,7 +391,7 @@ impl DistMutex {
         let released = crate::client::int(&crate::lease::release_now(
             &self.client,
             intr,
-            self.release_call(&token),
+            self.release_call(&token, false),
             self.ttl,
         )?)? == 1;
         if released && !lost_before {
@@ -246,17 +407,24 @@ impl DistMutex {
     /// After a lock call failed (Redis unreachable, interrupted, timed out): Redis may still have
     /// granted `token` with the reply lost, so release it in the background rather than let it
     /// block others for a whole lease. `token` must not be used again.
+    /// It also takes the token out of the waiters' line, and passes on a hand-off that reached it.
     pub fn abandon(&self, token: &str) {
-        crate::lease::release_in_background(&self.client, self.release_call(token), self.ttl);
+        self.take_cut_short(token);
+        crate::lease::release_in_background(&self.client, self.release_call(token, true), self.ttl);
     }
 
-    /// The token-checked release, used by `unlock` and `abandon`.
-    fn release_call(&self, token: &str) -> ScriptCall {
+    /// The token-checked release (handing over to the next waiter), used by `unlock` and
+    /// `abandon`; `leave_line`: the token also leaves the waiters' line.
+    pub(crate) fn release_call(&self, token: &str, leave_line: bool) -> ScriptCall {
         ScriptCall::new(&RELEASE)
             .key(&self.lock_key)
+            .key(&self.fence_key)
             .key(&self.waiters_key)
-            .key(&self.signal_key)
             .arg(token)
+            .arg(crate::seconds::millis(self.ttl))
+            .arg(crate::seconds::millis(self.fence_ttl()))
+            .arg(self.grant_prefix.as_str())
+            .arg(if leave_line { "1" } else { "0" })
     }
 
     /// True when anyone holds the lock.

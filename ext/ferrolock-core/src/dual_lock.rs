@@ -124,7 +124,7 @@ impl DualLock {
     }
 
     /// The token-checked release of WAIT and/or EXEC, used by `leave` and `abandon`.
-    fn release_call(&self, token: &str) -> ScriptCall {
+    pub(crate) fn release_call(&self, token: &str) -> ScriptCall {
         ScriptCall::new(&RELEASE)
             .key(&self.wait_key)
             .key(&self.exec_key)

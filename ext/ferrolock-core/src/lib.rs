@@ -1,6 +1,7 @@
 //! ferrolock-core: Redis coordination primitives with leases and wake-ups. Holds no Ruby types;
 //! the `ferrolock` crate binds it to Ruby.
 
+pub mod admin;
 pub mod client;
 mod cluster;
 pub mod concurrent_limiter;
@@ -11,6 +12,7 @@ pub mod endpoint;
 pub mod error;
 pub mod fair_tenant;
 pub mod fork;
+pub mod handoff;
 pub mod interrupt;
 pub mod keys;
 pub mod lease;

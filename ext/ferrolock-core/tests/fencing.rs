@@ -64,19 +64,31 @@ fn every_key_has_a_ttl_while_idle() {
     let intr = Interrupt::new();
     let m = DistMutex::new(&client, "idle", short(None, true)).unwrap();
     let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
-    // A waiter leaves its mark; the release then leaves a signal.
     assert!(m
         .try_lock(&intr, &DistMutex::new_token())
         .unwrap()
         .is_none());
     let deadline = Some(Instant::now() + Duration::from_millis(1));
     assert!(m.lock(&intr, &DistMutex::new_token(), deadline).is_err());
+    // A waiter cut short (as if killed) stays in line; the release then hands it the lock and
+    // leaves a grant nobody pops.
+    let m = Arc::new(m);
+    let cut = Arc::new(Interrupt::new());
+    let waiter = {
+        let (m, cut) = (m.clone(), cut.clone());
+        std::thread::spawn(move || m.lock(&cut, &DistMutex::new_token(), None).is_err())
+    };
+    while ferrolock_core::client::int(&cmd(&client, &["LLEN", "t:{idle}:waiters"])).unwrap() == 0 {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    cut.cancel();
+    assert!(waiter.join().unwrap());
     m.unlock(&intr, held).unwrap();
     let keys = cmd(&client, &["KEYS", "*"]);
     let redis::Value::Array(keys) = keys else {
         panic!("KEYS: {keys:?}")
     };
-    assert!(keys.len() >= 2, "fence and waiters mark expected: {keys:?}");
+    assert!(keys.len() >= 2, "fence and grant expected: {keys:?}");
     for key in keys {
         let redis::Value::BulkString(key) = key else {
             panic!("key: {key:?}")

@@ -30,6 +30,7 @@ fn panic_with_gvl_for_test(_ruby: &Ruby) -> Result<(), Error> {
 fn init(ruby: &Ruby) -> Result<(), Error> {
     let ferrolock = ruby.define_module("Ferrolock")?;
     let native = ferrolock.define_module("Native")?;
+    ruby_api::admin::init(ruby, native)?;
     ruby_api::client::init(ruby, native)?;
     ruby_api::concurrent_limiter::init(ruby, native)?;
     ruby_api::dist_mutex::init(ruby, native)?;

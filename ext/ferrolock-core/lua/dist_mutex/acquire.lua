@@ -1,9 +1,14 @@
--- Takes the mutex for a token unless another token holds it.
--- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters mark
+-- Takes the mutex for a token unless another token holds it; a caller that will wait joins the
+-- FIFO of waiters in the same atomic step, so the release that follows hands the lock to it.
+-- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters (list of "token|deadline ms"),
+-- KEYS[4] this token's grant list
 -- ARGV[1] token, ARGV[2] ttl (ms), ARGV[3] how long this caller will wait (ms; 0 = it won't),
--- ARGV[4] how long the fencing counter outlives the last acquisition (ms)
+-- ARGV[4] how long the fencing counter outlives the last acquisition (ms),
+-- ARGV[5] this token's entry in the waiters list from an earlier attempt ('' if none),
+-- ARGV[6] '1' when this token may hold the lock already (a retry, or a waiter coming back)
 -- Returns {1, fencing token} when held (also when this token already holds it: a retried call
--- whose first reply was lost), else {0, holder's remaining ttl in ms}.
+-- whose first reply was lost, or a hand-off this waiter has not popped yet), {0, holder's
+-- remaining ttl in ms, entry} when queued as entry, else {0, holder's remaining ttl in ms}.
 
 -- The next fencing token is max(last + 1, Redis time in µs). The counter key expires, and once
 -- it has, "last" is forgotten: but the key expired at least its TTL after the last token was
@@ -11,20 +16,33 @@
 -- µs (each acquisition takes an acquire and a release script, or a >= 1 ms expiry), so by a few
 -- µs at most: time alone then beats every earlier token. Redis expires keys by the same wall
 -- clock TIME reads, so a clock stepped back delays the expiry too. See doc/ARCHITECTURE.md.
+-- (release.lua issues tokens by the same rule for a hand-off.)
 local function issue()
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local last = tonumber(redis.call('GET', KEYS[2]) or 0) or 0
-  local fence = math.max(last + 1, now)
+  -- One round trip to the counter in the usual case: write Redis time, read what was there.
   -- %d keeps every digit (a plain number argument would be sent as "%.17g").
-  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[4])
-  return fence
+  local last = tonumber(redis.call('SET', KEYS[2], string.format('%d', now), 'PX', ARGV[4], 'GET') or 0) or 0
+  if last < now then
+    return now
+  end
+  redis.call('SET', KEYS[2], string.format('%d', last + 1), 'PX', ARGV[4])
+  return last + 1
 end
 
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+  if ARGV[5] ~= '' then
+    redis.call('LREM', KEYS[3], 1, ARGV[5])
+  end
   return {1, issue()}
 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+-- Only a caller that may hold it already asks (a first attempt by a fresh token cannot).
+if ARGV[6] == '1' and redis.call('GET', KEYS[1]) == ARGV[1] then
+  -- Ours already. A hand-off may have left a grant nobody will pop now.
+  redis.call('DEL', KEYS[4])
+  if ARGV[5] ~= '' then
+    redis.call('LREM', KEYS[3], 1, ARGV[5])
+  end
   -- The counter may have expired under a long-renewed hold: issuing anew is still in order,
   -- as this token is the latest holder.
   local fence = tonumber(redis.call('GET', KEYS[2]) or 0) or 0
@@ -33,10 +51,38 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
   end
   return {1, fence}
 end
--- Mark that someone waits, in the same atomic step as the failed attempt, so the release that
--- follows knows to signal and no wake-up falls between the two.
+local pttl = redis.call('PTTL', KEYS[1])
 local wait_ms = tonumber(ARGV[3])
-if wait_ms > 0 and redis.call('PTTL', KEYS[3]) < wait_ms then
-  redis.call('SET', KEYS[3], '1', 'PX', wait_ms)
+if wait_ms <= 0 then
+  return {0, pttl}
 end
-return {0, redis.call('PTTL', KEYS[1])}
+-- The entry's deadline (Redis time) is when this caller stops waiting for this turn: a release
+-- skips entries past it, so a waiter that died is never handed the lock later than that.
+local t = redis.call('TIME')
+local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local entry = ARGV[1] .. '|' .. string.format('%d', now_ms + wait_ms)
+-- A waiter coming back after its wait for this turn ended keeps its place in the line.
+local at = false
+if ARGV[5] ~= '' then
+  at = redis.call('LPOS', KEYS[3], ARGV[5])
+end
+local function push()
+  local length = redis.pcall('RPUSH', KEYS[3], entry)
+  if type(length) == 'table' and length.err then
+    -- An older version's string "someone waits" mark under this key: the line replaces it.
+    redis.call('DEL', KEYS[3])
+    length = redis.call('RPUSH', KEYS[3], entry)
+  end
+  return length
+end
+if at then
+  redis.call('LSET', KEYS[3], at, entry)
+else
+  push()
+end
+-- The list outlives every entry: a waiter plans at most one lock TTL (+ 1 s) per turn, so
+-- ttl + 1 s covers all waiters of this name's usual options without reading the list's TTL
+-- (PEXPIRE GT would need Redis 7). A waiter with a longer lease than the others' loses at
+-- worst its entry, and then attempts again after the holder's TTL, as after a lost wake-up.
+redis.call('PEXPIRE', KEYS[3], math.max(wait_ms, tonumber(ARGV[2]) + 1000))
+return {0, pttl, entry}

@@ -1,3 +1,4 @@
+pub mod admin;
 pub mod client;
 pub mod concurrent_limiter;
 pub mod dist_mutex;

@@ -1,0 +1,115 @@
+# frozen_string_literal: true
+
+require_relative "admin/key_space"
+require_relative "admin/scanner"
+require_relative "admin/reading"
+require_relative "admin/holder"
+require_relative "admin/mutex_info"
+require_relative "admin/dual_lock_info"
+require_relative "admin/limiter_info"
+require_relative "admin/marker_info"
+require_relative "admin/tenant_info"
+require_relative "admin/release"
+require_relative "admin/table"
+
+module Ferrolock
+  # What ferrolock holds in Redis, for operators (the Sidekiq Web "Locks" tab and the
+  # `ferrolock` command), and the force release.
+  #
+  #   admin = Ferrolock::Admin.new
+  #   page = admin.locks("report:*")        # DistMutex and DualLock locks, one SCAN page
+  #   page.items.each { |lock| puts lock.name }
+  #   admin.locks("report:*", cursor: page.cursor) unless page.last?
+  #   admin.force_release("report:42")      # => [#<struct Released kind=:dist_mutex, ...>]
+  #
+  # Listing uses SCAN with MATCH on the namespace and a bounded COUNT, never KEYS. It reads one
+  # Redis server (single node or the Sentinel primary); on a Redis Cluster it sees only the node
+  # the client's keyless commands go to.
+  class Admin
+    LOCK_PARTS = { "lock" => MutexInfo, "exec" => DualLockInfo, "wait" => DualLockInfo }.freeze
+
+    attr_reader :client
+
+    def initialize(client: nil)
+      @client = Validate.client!(client)
+      @keys = KeySpace.new(@client.namespace)
+      @scanner = Scanner.new(@client)
+    end
+
+    # DistMutex (MutexInfo) and DualLock (DualLockInfo) locks whose name matches the glob.
+    def locks(pattern = "*", cursor: "0", per_page: 25)
+      page(pattern, cursor, per_page, LOCK_PARTS.keys) do |name, part|
+        LOCK_PARTS.fetch(part).read(@client, @keys, name)
+      end
+    end
+
+    # ConcurrentLimiters (LimiterInfo) with a live slot or a waiter.
+    def limiters(pattern = "*", cursor: "0", per_page: 25)
+      page(pattern, cursor, per_page, %w[slots]) { |name, _| LimiterInfo.read(@client, @keys, name) }
+    end
+
+    # Shoryuken message markers (MarkerInfo); `pattern` matches the queue name.
+    def markers(queue_pattern = "*", cursor: "0", per_page: 25)
+      pattern = "#{MARKER_PREFIX}#{KeySpace.pattern!(queue_pattern)}:*"
+      page(pattern, cursor, per_page, %w[state]) { |name, _| MarkerInfo.read(@client, @keys, name) }
+    end
+
+    # A job class's tenants (TenantInfo), or every class's (job_class nil). `rules:` (the
+    # fair_tenant_queues Array) and `queue:` default to the class's sidekiq_options when it is loaded.
+    def tenants(job_class = nil, cursor: "0", per_page: 25, rules: nil, queue: nil)
+      prefix = job_class.nil? ? TENANT_PREFIX : KeySpace.escape(TenantInfo.class_name(job_class!(job_class)))
+      configs = Hash.new { |h, klass| h[klass] = tenant_config(klass, rules, queue) }
+      page("#{prefix}*", cursor, per_page, %w[z w], escaped: true) do |name, part|
+        klass = TenantInfo.split(name)&.first or next
+        TenantInfo.read(@client, @keys, name, part, configs[klass])
+      end
+    end
+
+    # Everything held under one exact name: MutexInfo, DualLockInfo, LimiterInfo (empty: none).
+    def show(name)
+      name = Validate.name!(:name, name)
+      [MutexInfo, DualLockInfo, LimiterInfo].filter_map { |reader| reader.read(@client, @keys, name) }
+    end
+
+    # Releases what holds `name` (see Release): `kind:` one of :dist_mutex, :dual_lock,
+    # :concurrent_limiter (default: all); `token:` only that holder. Returns the Released holds.
+    def force_release(name, kind: nil, token: nil)
+      name = Validate.name!(:name, name)
+      token = Validate.text!(:token, token) unless token.nil?
+      Release.new(@client, @keys).call(name, kind: kind, token: token)
+    end
+
+    private
+
+    # One SCAN page of items: keys of the given parts, each (name, part) read by the block into
+    # an item or nil. An item found under two keys of one page (a DualLock's exec and wait) is
+    # listed once.
+    def page(pattern, cursor, per_page, parts, escaped: false, &block)
+      pattern = KeySpace.pattern!(pattern) unless escaped
+      match = @keys.match(pattern, parts.size == 1 ? parts.first : "*")
+      found = @scanner.scan(match, cursor: Scanner.cursor!(cursor), per_page: Scanner.per_page!(per_page)) do |key|
+        parts.include?(@keys.parse(key)&.last)
+      end
+      items = found.items.map { |key| @keys.parse(key) }.uniq.filter_map(&block)
+      Scanner::Page.new(items: items.uniq { |item| [item.kind, item.name] }, cursor: found.cursor)
+    end
+
+    def job_class!(value)
+      Validate.text!(:job_class, value.is_a?(Symbol) ? value.to_s : value)
+    end
+
+    def tenant_config(job_class, rules, queue)
+      options = sidekiq_options(job_class)
+      [FairTenant::Rules.parse(rules || options["fair_tenant_queues"]), queue || options["queue"]]
+    rescue ArgumentError, TypeError
+      [nil, queue]
+    end
+
+    def sidekiq_options(job_class)
+      klass = Object.const_get(job_class)
+      klass.respond_to?(:get_sidekiq_options) ? klass.get_sidekiq_options : {}
+    rescue NameError
+      {}
+    end
+  end
+end

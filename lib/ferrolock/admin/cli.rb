@@ -1,0 +1,176 @@
+# frozen_string_literal: true
+
+require "uri"
+require_relative "cli_options"
+require_relative "cli_output"
+
+module Ferrolock
+  class Admin
+    # The `ferrolock` command (exe/ferrolock). Exit codes: 0 ok, 1 not found, 2 usage,
+    # 3 Redis unreachable. Only the redacted URL is ever printed, never a password.
+    class Cli
+      OK = 0
+      NOT_FOUND = 1
+      USAGE = 2
+      UNREACHABLE = 3
+
+      # What Cli#run raises to end with an exit code and a message on stderr.
+      class Exit < StandardError
+        attr_reader :code
+
+        def initialize(code, message = "")
+          super(message)
+          @code = code
+        end
+      end
+
+      COMMANDS = CliOptions::COMMANDS
+
+      def initialize(argv, out: $stdout, err: $stderr, env: ENV)
+        @argv = argv.dup
+        @out = out
+        @err = err
+        @env = env
+        @parsed = CliOptions.new
+        @options = @parsed.values
+      end
+
+      def run
+        @command = parse_command
+        args = @parsed.command_parser(@command).parse(@argv)
+        raise Exit, OK if help
+
+        send(:"run_#{@command}", *arity!(@command, args))
+      rescue Exit => e
+        @err.puts(e.message) unless e.message.empty?
+        e.code
+      rescue OptionParser::ParseError, ArgumentError, TypeError => e
+        @err.puts("ferrolock: #{redact(e.message)}")
+        @err.puts(usage_hint)
+        USAGE
+      rescue Ferrolock::Error => e
+        # Connection refused, timeouts, and refusals such as a wrong password: Redis cannot be used.
+        @err.puts("ferrolock: Redis unreachable at #{@client&.redacted_url || "the configured URL"}: " \
+                  "#{redact(e.message)}")
+        UNREACHABLE
+      end
+
+      private
+
+      def parse_command
+        global = @parsed.global_parser
+        global.order!(@argv)
+        command = @argv.shift
+        raise Exit, OK if command.nil? && help
+        raise Exit.new(USAGE, "ferrolock: no command given\n#{global}") if command.nil?
+        raise Exit.new(USAGE, "ferrolock: unknown command #{command.inspect}\n#{global}") unless COMMANDS.key?(command)
+
+        command
+      end
+
+      # Prints the help text if --help was given; true then.
+      def help
+        text = @options[:help] or return false
+        @out.puts(text)
+        true
+      end
+
+      def arity!(command, args)
+        wanted = CliOptions.arguments(command)
+        required = wanted.count { |word| !word.start_with?("[") }
+        return args if args.size.between?(required, wanted.size)
+
+        usage!("#{command}: expected #{wanted.join(" ")}, got #{args.size} argument(s)")
+      end
+
+      def run_locks(pattern = "*")
+        output.locks(all_pages { |cursor| admin.locks(pattern, cursor: cursor, per_page: 100) })
+        OK
+      end
+
+      def run_limiters(pattern = "*")
+        output.limiters(all_pages { |cursor| admin.limiters(pattern, cursor: cursor, per_page: 100) })
+        OK
+      end
+
+      def run_markers(pattern = "*")
+        output.markers(all_pages { |cursor| admin.markers(pattern, cursor: cursor, per_page: 100) })
+        OK
+      end
+
+      def run_tenants(job_class)
+        @options[:requires].each { |file| require File.expand_path(file) }
+        output.tenants(all_pages { |cursor| admin.tenants(job_class, cursor: cursor, per_page: 100) })
+        OK
+      end
+
+      def run_show(name)
+        items = admin.show(name)
+        raise Exit.new(NOT_FOUND, "ferrolock: nothing holds #{Table.text(name)}") if items.empty?
+
+        output.show(items)
+        OK
+      end
+
+      def run_release(name)
+        usage!("release: add --force (a forced release cannot be undone)") unless @options[:force]
+
+        released = admin.force_release(name)
+        raise Exit.new(NOT_FOUND, "ferrolock: nothing holds #{Table.text(name)}") if released.empty?
+
+        output.released(released)
+        OK
+      end
+
+      # Every SCAN page (up to --limit items; the rest is announced on stderr).
+      def all_pages
+        items = []
+        cursor = "0"
+        loop do
+          page = yield(cursor)
+          items.concat(page.items)
+          cursor = page.cursor
+          break if page.last? || items.size >= @options[:limit]
+        end
+        if items.size > @options[:limit] || cursor != "0"
+          @err.puts("ferrolock: showing the first #{@options[:limit]} (--limit N for more)")
+        end
+        items.first(@options[:limit])
+      end
+
+      def admin
+        @admin ||= begin
+          @client = Ferrolock::Client.new(url: @options[:url] || Ferrolock.config.redis_url,
+                                          namespace: @options[:namespace] || Ferrolock.config.namespace)
+          @client.ping
+          Admin.new(client: @client)
+        end
+      end
+
+      def output
+        @output ||= CliOutput.new(@out, json: @options[:json])
+      end
+
+      # An error message with the URL's password (if any) masked, however the message got it.
+      def redact(message)
+        password = password_of(@options[:url] || Ferrolock.config.redis_url)
+        password ? message.gsub(password, "***") : message
+      end
+
+      def password_of(url)
+        password = URI.parse(url.to_s).password
+        password && !password.empty? ? URI.decode_www_form_component(password) : nil
+      rescue URI::Error
+        nil
+      end
+
+      def usage!(message)
+        raise Exit.new(USAGE, "ferrolock: #{message}\n#{usage_hint}")
+      end
+
+      def usage_hint
+        @command ? "Run `ferrolock #{@command} --help` for usage." : "Run `ferrolock --help` for usage."
+      end
+    end
+  end
+end

@@ -1,0 +1,78 @@
+# frozen_string_literal: true
+
+require "optparse"
+
+module Ferrolock
+  class Admin
+    # The `ferrolock` command's options: the global ones (--url, --namespace, --json, --help)
+    # accepted before or after the command, plus each command's own.
+    class CliOptions
+      COMMANDS = {
+        "locks" => ["locks [PATTERN]", "DistMutex and DualLock locks whose name matches PATTERN (a Redis glob)"],
+        "show" => ["show NAME", "everything held under NAME: lock, DualLock stages, limiter slots"],
+        "release" => ["release NAME --force", "release what holds NAME; the next waiter gets it (needs --force)"],
+        "limiters" => ["limiters [PATTERN]", "ConcurrentLimiters with a live slot or a waiter"],
+        "tenants" => ["tenants CLASS", "FairTenant counts of a job class's tenants and the queue each goes to"],
+        "markers" => ["markers [QUEUE_PATTERN]", "Shoryuken message markers (in progress / processed)"]
+      }.freeze
+      URL_HELP = "Redis URL (default: FERROLOCK_REDIS_URL, REDIS_URL, redis://127.0.0.1:6379/0)"
+
+      # Parsed values; :help holds the help text when --help was given.
+      attr_reader :values
+
+      def initialize
+        @values = { json: false, force: false, limit: 1000, requires: [] }
+      end
+
+      def global_parser
+        OptionParser.new do |opts|
+          commands = COMMANDS.values.map { |use, text| format("    %<use>-26s %<text>s", use: use, text: text) }
+          opts.banner = "Usage: ferrolock [options] COMMAND [ARGS]\n\nCommands:\n#{commands.join("\n")}\n\nOptions:"
+          global_options(opts)
+          opts.separator("\nExit codes: 0 ok, 1 not found, 2 usage, 3 Redis unreachable.")
+        end
+      end
+
+      def command_parser(command)
+        use, text = COMMANDS.fetch(command)
+        OptionParser.new do |opts|
+          opts.banner = "Usage: ferrolock #{use} [options]\n\n#{text}.\n\nOptions:"
+          command_options(opts, command)
+          global_options(opts)
+        end
+      end
+
+      # The argument words of a command's usage ("NAME", "[PATTERN]").
+      def self.arguments(command)
+        COMMANDS.fetch(command).first.split.drop(1).reject { |word| word.start_with?("--") }
+      end
+
+      private
+
+      def command_options(opts, command)
+        opts.on("--force", "really release (required)") { @values[:force] = true } if command == "release"
+        if command == "tenants"
+          opts.on("-r", "--require FILE", "load FILE first (defines the job class and its rules)") do |file|
+            @values[:requires] << file
+          end
+        end
+        return if %w[show release].include?(command)
+
+        opts.on("--limit N", Integer, "list at most N (default 1000)") { |n| @values[:limit] = positive!(n) }
+      end
+
+      def global_options(opts)
+        opts.on("--url URL", URL_HELP) { |url| @values[:url] = url }
+        opts.on("--namespace NS", "key namespace (default: ferrolock)") { |ns| @values[:namespace] = ns }
+        opts.on("--json", "print JSON instead of a table") { @values[:json] = true }
+        opts.on("-h", "--help", "show this help") { @values[:help] = opts.to_s }
+      end
+
+      def positive!(number)
+        raise OptionParser::InvalidArgument, "--limit must be positive, got #{number}" unless number.positive?
+
+        number
+      end
+    end
+  end
+end

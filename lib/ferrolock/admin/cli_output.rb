@@ -1,0 +1,94 @@
+# frozen_string_literal: true
+
+require "json"
+require_relative "table"
+
+module Ferrolock
+  class Admin
+    # What each `ferrolock` command prints: a table (default) or JSON (--json).
+    class CliOutput
+      def initialize(out, json:)
+        @out = out
+        @json = json
+      end
+
+      def locks(items)
+        emit(items) { locks_table(items) }
+      end
+
+      def limiters(items)
+        emit(items) { limiters_table(items) }
+      end
+
+      def tenants(items)
+        emit(items) do
+          rows = items.map { |t| [t.job_class, t.tenant, t.mode, t.queue, rule_counts(t)] }
+          Table.render(%w[CLASS TENANT MODE ROUTED_TO COUNTS], rows)
+        end
+      end
+
+      def markers(items)
+        emit(items) do
+          Table.render(%w[QUEUE MESSAGE_ID STATE TOKEN TTL],
+                       items.map { |m| [m.queue, m.message_id, m.state, m.token, m.ttl] })
+        end
+      end
+
+      # `ferrolock show NAME`: every primitive held under the name.
+      def show(items)
+        emit(items) do
+          parts = []
+          locks = items.reject { |i| i.kind == :concurrent_limiter }
+          parts << locks_table(locks) unless locks.empty?
+          items.select { |i| i.kind == :concurrent_limiter }.each { |l| parts << limiters_table([l]) << slots_table(l) }
+          parts.join("\n\n")
+        end
+      end
+
+      def released(holds)
+        emit(holds) do
+          Table.render(%w[RELEASED NAME TOKEN], holds.map { |h| [h.kind, h.name, h.token] })
+        end
+      end
+
+      private
+
+      def locks_table(items)
+        rows = items.flat_map { |item| item.kind == :dist_mutex ? [mutex_row(item)] : dual_rows(item) }
+        Table.render(%w[KIND NAME TOKEN FENCE TTL WAITERS HOLDER SINCE], rows)
+      end
+
+      def limiters_table(items)
+        rows = items.map { |l| [l.name, l.limit, l.in_use, l.waiting, l.slots.map(&:ttl).min] }
+        Table.render(%w[NAME LIMIT IN_USE WAITING NEXT_EXPIRY], rows)
+      end
+
+      def slots_table(limiter)
+        rows = limiter.slots.map { |s| ["slot", limiter.name, s.token, s.ttl, Table.holder(s.holder)] }
+        Table.render(%w[KIND NAME TOKEN TTL HOLDER], rows)
+      end
+
+      def emit(items)
+        @out.puts(@json ? JSON.pretty_generate(items.map(&:to_h)) : yield)
+      end
+
+      def mutex_row(lock)
+        ["dist_mutex", lock.name, lock.token, lock.fencing_token, lock.ttl, lock.waiters,
+         Table.holder(lock.holder), lock.holder&.since]
+      end
+
+      def dual_rows(lock)
+        { "exec" => lock.exec, "wait" => lock.wait }.filter_map do |stage, held|
+          held && ["dual_lock:#{stage}", lock.name, held.token, nil, held.ttl, nil, Table.holder(held.holder),
+                   held.holder&.since]
+        end
+      end
+
+      def rule_counts(tenant)
+        return nil if tenant.rules.empty?
+
+        tenant.rules.map { |r| "#{r.queue} #{r.counted}/#{r.threshold} in #{Table.text(r.per.to_f)}" }.join(", ")
+      end
+    end
+  end
+end

@@ -1,0 +1,40 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  class Admin
+    # Conversions shared by the readers: Redis replies to Ruby values.
+    module Reading
+      module_function
+
+      # PTTL in seconds: nil when the key is gone (-2) or has no expiry (-1).
+      def ttl(pttl)
+        pttl.is_a?(Integer) && pttl >= 0 ? pttl / 1000.0 : nil
+      end
+
+      # Redis time in ms (scores of ferrolock's sorted sets are Redis time).
+      def now_ms(client)
+        seconds, micros = client.call("TIME")
+        (Integer(seconds) * 1000) + (Integer(micros) / 1000)
+      end
+
+      # A DistMutex's waiters: the length of its line (a list). A ConcurrentLimiter of the same
+      # name keeps a sorted set under the same key: not this mutex's.
+      # Entries are "token|deadline ms" (Redis time): one past its deadline is a waiter that gave
+      # up or died, and is skipped by the release too, so it is not counted (of the first 1,000).
+      def line_length(client, key)
+        return 0 unless client.call("TYPE", key) == "list"
+
+        now = now_ms(client)
+        client.call("LRANGE", key, 0, 999).count do |entry|
+          deadline = entry.rpartition("|").last
+          !deadline.match?(/\A\d+\z/) || Integer(deadline) > now
+        end
+      end
+
+      # A ConcurrentLimiter's live waiters (a sorted set by mark expiry); see line_length.
+      def live_waiters(client, key, live)
+        client.call("TYPE", key) == "zset" ? client.call("ZCOUNT", key, live, "+inf") : 0
+      end
+    end
+  end
+end

@@ -1,0 +1,69 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  class Admin
+    # One hold given up by a force release.
+    Released = Struct.new(:kind, :name, :token, keyword_init: true)
+
+    # An operator's release: reads the current holder's token, then runs the primitive's own
+    # token-checked release script with it (Native::Admin.force_release), so waiters are handed
+    # the lock or woken exactly as by the holder's release. A holder that changed meanwhile is
+    # left alone. The holder itself learns at its next renewal (LockLost / :lock_lost event).
+    class Release
+      KINDS = %i[dist_mutex dual_lock concurrent_limiter].freeze
+      # The lease a waiter is handed a DistMutex with when the holder's TTL is unknown (no
+      # expiry); the waiter's own lease then renews it.
+      DEFAULT_TTL = 30.0
+      MIN_TTL = 1.0
+
+      def initialize(client, keys)
+        @client = client
+        @keys = keys
+      end
+
+      # Array of Released (empty: nothing of `kind` held by `token`, or by anyone, under `name`).
+      def call(name, kind: nil, token: nil)
+        kinds = kind.nil? ? KINDS : [self.class.kind!(kind)]
+        kinds.flat_map { |k| send(k, name, token) }
+      end
+
+      def self.kind!(value)
+        kind = value.respond_to?(:to_sym) ? value.to_sym : value
+        return kind if KINDS.include?(kind)
+
+        raise ArgumentError, "kind must be one of #{KINDS.map(&:inspect).join(", ")}, got #{Validate.show(value)}"
+      end
+
+      private
+
+      # The next holder gets about the TTL the current one had: renewed holders sit between 2/3
+      # and all of their lease, and a waiter's own lease renews it before that runs out.
+      def dist_mutex(name, token)
+        key = @keys.key(name, "lock")
+        token ||= @client.call("GET", key) or return []
+        pttl = @client.call("PTTL", key)
+        ttl = pttl.positive? ? [pttl / 1000.0, MIN_TTL].max : DEFAULT_TTL
+        release(:dist_mutex, name, [token], ttl)
+      end
+
+      # EXEC's holder: the waiting duplicate (if any) is woken and runs.
+      def dual_lock(name, token)
+        token ||= @client.call("GET", @keys.key(name, "exec")) or return []
+        release(:dual_lock, name, [token], DEFAULT_TTL)
+      end
+
+      # Every live slot, or the one of `token`.
+      def concurrent_limiter(name, token)
+        now = Reading.now_ms(@client)
+        live = @client.call("ZRANGEBYSCORE", @keys.key(name, "slots"), "(#{now}", "+inf")
+        tokens = token ? live & [token] : live
+        release(:concurrent_limiter, name, tokens, DEFAULT_TTL, limit: [live.size, 1].max)
+      end
+
+      def release(kind, name, tokens, ttl, limit: 1)
+        tokens.select { |t| Native::Admin.force_release(@client.native, kind.to_s, name, t, ttl, limit) }
+              .map { |t| Released.new(kind: kind, name: name, token: t) }
+      end
+    end
+  end
+end

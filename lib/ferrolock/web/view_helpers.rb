@@ -1,0 +1,42 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  module Web
+    # Helpers for the tab's views (mixed into Sidekiq's WebAction). Every value shown goes
+    # through `fl` (escaped, "—" for nothing); every URL through `fl_url` (query-encoded).
+    module ViewHelpers
+      PAGES = [%w[locks Locks], %w[locks/limiters Limiters], %w[locks/tenants FairTenant],
+               %w[locks/markers Shoryuken]].freeze
+
+      def fl(value)
+        h(Ferrolock::Admin::Table.text(value))
+      end
+
+      def fl_holder(holder)
+        fl(Ferrolock::Admin::Table.holder(holder))
+      end
+
+      # An escaped URL of the tab: path under Sidekiq Web's root, with query parameters.
+      def fl_url(path, params = {})
+        query = ::Rack::Utils.build_query(params.compact.transform_values(&:to_s))
+        h("#{root_path}#{path}#{"?#{query}" unless query.empty?}")
+      end
+
+      # A link to the confirmation page of a force release (the release itself is a POST there).
+      def fl_release_button(kind, name, token)
+        url = fl_url("locks/release", "kind" => kind, "name" => name, "token" => token)
+        %(<a class="btn btn-danger btn-xs ferrolock-release" href="#{url}">Force release</a>)
+      end
+
+      def fl_pages
+        PAGES
+      end
+
+      # A request parameter as a String ("" when absent).
+      def fl_param(name)
+        value = request.params[name]
+        value.is_a?(String) ? value : ""
+      end
+    end
+  end
+end

@@ -1,0 +1,137 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require "json"
+require "open3"
+require "ferrolock/admin/cli"
+require_relative "support/web_fixture"
+require_relative "support/web_fixture_process"
+
+# The `ferrolock` executable, run as a real process against locks held by another process.
+RSpec.describe "ferrolock command" do
+  fixture = FerrolockTest::WebFixture
+  exe = File.join(FerrolockTest::ROOT, "exe", "ferrolock")
+
+  define_method(:ferrolock) do |*args, url: FerrolockTest.redis_server.url|
+    env = { "REDIS_URL" => url, "FERROLOCK_REDIS_URL" => nil }
+    out, err, status = Open3.capture3(env, RbConfig.ruby, "-I", FerrolockTest::LIB, exe, *args,
+                                      chdir: FerrolockTest::ROOT)
+    [out, err, status.exitstatus]
+  end
+
+  let(:admin) { Ferrolock::Admin.new }
+
+  context "with locks held by another process" do
+    before { @holder = FerrolockTest::WebFixtureProcess.new.start }
+    after { @holder.stop }
+
+    it "lists locks as a table and as JSON, filtered by pattern" do
+      out, _, code = ferrolock("locks")
+      expect(code).to eq(0)
+      expect(out.lines.first).to match(/\AKIND +NAME +TOKEN +FENCE +TTL +WAITERS +HOLDER +SINCE/)
+      expect(out).to include("dist_mutex", fixture::HOSTILE, "dual_lock:exec", "dual_lock:wait", fixture::DUAL)
+
+      out, _, code = ferrolock("locks", "invoice:*", "--json")
+      expect(code).to eq(0)
+      locks = JSON.parse(out)
+      expect(locks.map { |l| l["name"] }).to eq([fixture::MUTEX])
+      expect(locks.first).to include("kind" => "dist_mutex", "token" => admin.show(fixture::MUTEX).first.token,
+                                     "waiters" => 0, "holder" => nil)
+      expect(locks.first["fencing_token"]).to be_a(Integer)
+    end
+
+    it "shows limiters, tenants (with the class's rules) and markers" do
+      out, _, code = ferrolock("limiters")
+      expect(code).to eq(0)
+      expect(out).to match(/^#{Regexp.escape(fixture::LIMITER)} +— +2 +0 /)
+
+      out, _, code = ferrolock("tenants", fixture::JOB_CLASS, "--require", "spec/fixtures/fair_tenant_job.rb", "--json")
+      expect(code).to eq(0)
+      acme = JSON.parse(out).find { |t| t["tenant"] == "acme" }
+      expect(acme).to include("queue" => "slow", "mode" => "exact")
+      expect(acme["rules"]).to eq([{ "queue" => "slow", "threshold" => 2, "per" => 3600.0, "counted" => 3 }])
+
+      out, _, code = ferrolock("markers")
+      expect(code).to eq(0)
+      expect(out).to match(/^orders +m-processed +processed/).and match(/^orders +m-running +in_progress +\h{32}/)
+    end
+
+    it "shows one name, and releases it only with --force, handing it to the waiter" do
+      before = admin.show(fixture::HOSTILE).first
+      out, _, code = ferrolock("show", fixture::HOSTILE)
+      expect([code, out]).to match([0, include(before.token)])
+
+      _, err, code = ferrolock("release", fixture::HOSTILE)
+      expect([code, err]).to match([2, include("--force")])
+      expect(admin.show(fixture::HOSTILE).first.token).to eq(before.token)
+
+      out, _, code = ferrolock("release", fixture::HOSTILE, "--force")
+      expect([code, out]).to match([0, include("dist_mutex", before.token)])
+      after = admin.show(fixture::HOSTILE).first
+      expect(after.token).not_to eq(before.token) # the child's waiter holds it now
+      expect(after.fencing_token).to be > before.fencing_token
+    end
+
+    it "lists nothing in another namespace" do
+      out, _, code = ferrolock("--namespace", "elsewhere", "locks", "--json")
+      expect([code, JSON.parse(out)]).to eq([0, []])
+    end
+  end
+
+  it "escapes control characters of names in tables" do
+    mutex = Ferrolock::DistMutex.new("evil\nname\e[31m")
+    mutex.lock
+    out, _, code = ferrolock("locks")
+    expect(code).to eq(0)
+    expect(out).to include("evil\\x0Aname\\x1B[31m")
+    expect(out).not_to include("\e")
+  ensure
+    mutex&.unlock
+  end
+
+  it "exits 1 when nothing holds the name" do
+    expect(ferrolock("show", "nobody")).to match(["", include("nothing holds nobody"), 1])
+    expect(ferrolock("release", "nobody", "--force")).to match(["", include("nothing holds nobody"), 1])
+  end
+
+  it "exits 2 on usage errors, 0 with --help for every command" do
+    expect(ferrolock("frobnicate")[1..]).to match([include("unknown command"), 2])
+    expect(ferrolock[1..]).to match([include("no command given"), 2])
+    expect(ferrolock("show")[1..]).to match([include("show: expected NAME"), 2])
+    expect(ferrolock("locks", "--limit", "0")[1..]).to match([include("--limit must be positive"), 2])
+    expect(ferrolock("locks", "a{b")[1..]).to match([include("pattern must not contain"), 2])
+    expect(ferrolock("--bogus")[2]).to eq(2)
+    Ferrolock::Admin::Cli::COMMANDS.each do |command, (usage, _)|
+      out, _, code = ferrolock(command, "--help")
+      expect([code, out]).to match([0, include("Usage: ferrolock #{usage}")])
+    end
+    out, _, code = ferrolock("--help")
+    expect([code, out]).to match([0, include("Exit codes: 0 ok, 1 not found, 2 usage, 3 Redis unreachable")])
+  end
+
+  it "exits 3 when Redis is unreachable or refuses, never printing the password" do
+    closed = "redis://:s3cret-pw@127.0.0.1:#{FerrolockTest::RedisServer.free_port}/0"
+    out, err, code = ferrolock("locks", url: closed)
+    expect([code, out]).to eq([3, ""])
+    expect(err).to include("unreachable", "***").and(satisfy { |e| !e.include?("s3cret-pw") })
+
+    # The test server has no password: AUTH is refused, and the message must not echo it either.
+    wrong = FerrolockTest.redis_server.url.sub("redis://", "redis://:s3cret-pw@")
+    _, err, code = ferrolock("--url", wrong, "locks", url: closed)
+    expect(code).to eq(3)
+    expect(err).not_to include("s3cret-pw")
+  end
+
+  it "runs the README's shell examples" do
+    readme = File.read(File.join(FerrolockTest::ROOT, "README.md"))
+    section = readme[/^### The `ferrolock` command.*?(?=^##)/m] or raise "README has no `ferrolock` command section"
+    commands = section.scan(/```sh\n(.*?)```/m).flatten.flat_map(&:lines).map(&:strip).grep(/\Aferrolock /)
+    expect(commands).not_to be_empty
+    Ferrolock::DistMutex.new("report:42").lock
+    commands.each do |line|
+      args = line.sub(/\s+#.*\z/, "").split.drop(1).map { |arg| arg.delete("'") }
+      _, err, code = ferrolock(*args)
+      expect([line, code]).to eq([line, 0]), err
+    end
+  end
+end

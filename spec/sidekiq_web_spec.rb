@@ -1,0 +1,153 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require "rack/test"
+require_relative "support/sidekiq_web"
+require_relative "support/web_fixture"
+require_relative "support/web_fixture_process"
+
+FerrolockTest::SidekiqWeb.load!
+
+# The job class the FairTenant page looks up (its fair_tenant_queues give the rules).
+unless defined?(FerrolockWebHeavyJob)
+  class FerrolockWebHeavyJob
+    include Sidekiq::Worker
+    sidekiq_options queue: "default", fair_tenant_queues: FerrolockTest::WebFixture::RULES
+  end
+end
+
+# The "Locks" tab through Rack, on Sidekiq 6.4 Web and (bin/test rspec_sidekiq7) 7.3 Web, with
+# locks held by a child process (spec/support/web_fixture.rb).
+RSpec.describe "Sidekiq Web Locks tab" do
+  include Rack::Test::Methods
+
+  fixture = FerrolockTest::WebFixture
+  let(:app) { FerrolockTest::SidekiqWeb.app }
+  let(:admin) { Ferrolock::Admin.new }
+  let(:escaped_hostile) { Rack::Utils.escape_html(fixture::HOSTILE) }
+
+  # After the suite's `before` (which empties Redis).
+  before { |example| @holder = FerrolockTest::WebFixtureProcess.new.start if example.metadata[:fixture] }
+  after { @holder&.stop }
+
+  def page(path)
+    get(path)
+    expect(last_response.status).to eq(200), "#{path}: #{last_response.status} #{last_response.body[0, 300]}"
+    body = last_response.body
+    # User data never reaches the page unescaped.
+    expect(body).not_to include("<script>alert")
+    expect(body).not_to include("<b>tiny</b>")
+    body
+  end
+
+  it "registers the Locks tab" do
+    expect(Sidekiq::VERSION).to start_with(FerrolockTest::SidekiqVersion.seven? ? "7.3." : "6.4.")
+    expect(Sidekiq::Web.custom_tabs).to include("Locks" => "locks")
+  end
+
+  it "lists DistMutex and DualLock locks with tokens, fencing tokens, TTL and waiters", :fixture do
+    body = page("/locks")
+    hostile = admin.show(fixture::HOSTILE).first
+    expect(body).to include(escaped_hostile, "invoice:42", "sync:account-7", "DualLock running", "DualLock waiting")
+    expect(body).to include(hostile.token, hostile.fencing_token.to_s)
+    row = body[%r{<tr class="ferrolock-lock">(?:(?!</tr>).)*#{Regexp.escape(hostile.token)}.*?</tr>}m]
+    expect(row).to include("<td>1</td>") # one waiter
+    expect(row).to match(%r{<td>\d+\.\ds</td>}) # TTL left
+    expect(row).to include("—") # holder not recorded yet
+  end
+
+  it "searches by name pattern and rejects braces", :fixture do
+    body = page("/locks?q=invoice:*")
+    expect(body).to include("invoice:42")
+    expect(body).not_to include("sync:account-7", escaped_hostile)
+    get("/locks?q=a%7Bb")
+    expect(last_response.status).to eq(400)
+    expect(last_response.body).to include("pattern must not contain")
+    get("/locks?cursor=abc")
+    expect(last_response.status).to eq(400)
+  end
+
+  it "pages through many locks by SCAN cursor, every lock on some page" do
+    names = Array.new(120) { |i| "bulk:#{i}" }
+    mutexes = names.map { |name| Ferrolock::DistMutex.new(name).tap(&:lock) }
+    seen = []
+    path = "/locks?q=bulk:*"
+    pages = 0
+    loop do
+      body = page(path)
+      pages += 1
+      seen.concat(body.scan(%r{<code>(bulk:\d+)</code>}).flatten)
+      next_link = body[/href="([^"]+)"[^>]*>Next page/, 1] or break
+      path = CGI.unescapeHTML(next_link).delete_prefix("http://example.org")
+      raise "too many pages" if pages > 50
+    end
+    expect(pages).to be > 1
+    expect(seen.uniq.sort).to eq(names.sort)
+  ensure
+    mutexes&.each(&:unlock)
+  end
+
+  it "links within the path Sidekiq Web is mounted at" do
+    mounted = FerrolockTest::SidekiqWeb.app(mount: "/sidekiq")
+    response = Rack::MockRequest.new(mounted).get("/sidekiq/locks")
+    expect(response.status).to eq(200)
+    escaped = ->(path) { Rack::Utils.escape_html(path) } # "/" is escaped too, valid in attributes
+    expect(response.body).to include(%(href="#{escaped["/sidekiq/locks/limiters"]}"),
+                                     %(action="#{escaped["/sidekiq/locks"]}"))
+  end
+
+  it "shows limiters with each slot", :fixture do
+    body = page("/locks/limiters")
+    limiter = admin.show(fixture::LIMITER).first
+    expect(limiter.in_use).to eq(2)
+    expect(body).to include(fixture::LIMITER, *limiter.slots.map(&:token))
+  end
+
+  it "shows FairTenant counts per rule and the queue each tenant goes to now", :fixture do
+    body = page("/locks/tenants?q=FerrolockWebHeavyJob")
+    acme = body[%r{<tr class="ferrolock-tenant">(?:(?!</tr>).)*<code>acme</code>.*?</tr>}m]
+    tiny_name = Regexp.escape(Rack::Utils.escape_html("<b>tiny</b>"))
+    tiny = body[%r{<tr class="ferrolock-tenant">(?:(?!</tr>).)*#{tiny_name}.*?</tr>}m]
+    expect(acme).to include("slow: 3 / 2 in 3600.0s", "<code>slow</code>")
+    expect(tiny).to include("slow: 1 / 2 in 3600.0s", "<code>default</code>")
+    expect(page("/locks/tenants")).to include("<code>acme</code>")
+  end
+
+  it "shows Shoryuken message markers", :fixture do
+    body = page("/locks/markers")
+    expect(body).to include("m-processed", "processed", "m-running", "in progress")
+  end
+
+  it "force-releases through a confirmation page and a CSRF-protected POST; the waiter gets the lock", :fixture do
+    before = admin.show(fixture::HOSTILE).first
+    body = page("/locks/release?#{Rack::Utils.build_query("kind" => "dist_mutex", "name" => fixture::HOSTILE,
+                                                          "token" => before.token)}")
+    csrf = body[/name='authenticity_token' value='([^']+)'/, 1]
+    expect(csrf).not_to be_nil
+    form = { "name" => fixture::HOSTILE, "kind" => "dist_mutex", "token" => before.token }
+
+    post("/locks/release", form)
+    expect(last_response.status).to eq(403) # no CSRF token: refused, nothing released
+    expect(admin.show(fixture::HOSTILE).first.token).to eq(before.token)
+
+    post("/locks/release", form.merge("authenticity_token" => csrf))
+    expect(last_response.status).to eq(302)
+    after = admin.show(fixture::HOSTILE).first
+    # Handed to the child's waiter (a new holder with a larger fencing token), not just deleted.
+    expect(after.token).not_to be_nil
+    expect(after.token).not_to eq(before.token)
+    expect(after.fencing_token).to be > before.fencing_token
+    expect(after.waiters).to eq(0)
+    follow_redirect!
+    expect(last_response.body).to include("Released 1 hold(s)", escaped_hostile)
+  end
+
+  it "force-releases one limiter slot", :fixture do
+    slot = admin.show(fixture::LIMITER).first.slots.first
+    csrf = page("/locks/release?name=#{fixture::LIMITER}")[/name='authenticity_token' value='([^']+)'/, 1]
+    post("/locks/release", "name" => fixture::LIMITER, "kind" => "concurrent_limiter", "token" => slot.token,
+                           "authenticity_token" => csrf)
+    expect(last_response.status).to eq(302)
+    expect(admin.show(fixture::LIMITER).first.slots.map(&:token)).not_to include(slot.token)
+  end
+end

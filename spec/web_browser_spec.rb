@@ -1,0 +1,93 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require "fileutils"
+require "open3"
+require "tmpdir"
+require "rack"
+require_relative "support/web_fixture"
+require_relative "support/web_fixture_process"
+
+# The "Locks" tab in a real browser: Sidekiq::Web + the tab served by WEBrick on loopback
+# (spec/support/web_server.rb, a child process), locks held by another child process, each
+# page opened in headless Chromium, screenshotted (tmp/screenshots/) and its rendered DOM checked.
+module FerrolockTest
+  CHROMIUM = %w[chromium chromium-browser google-chrome].map { |name| `command -v #{name} 2>/dev/null`.strip }
+                                                        .find { |path| !path.empty? }
+end
+
+RSpec.describe "Locks tab in headless Chromium" do
+  fixture = FerrolockTest::WebFixture
+  let(:shots) { File.join(FerrolockTest::ROOT, "tmp", "screenshots") }
+
+  before do
+    skip "chromium is not installed (bin/setup installs Debian's chromium)" unless FerrolockTest::CHROMIUM
+    @holder = FerrolockTest::WebFixtureProcess.new.start
+    @port = FerrolockTest::RedisServer.free_port
+    env = { "REDIS_URL" => FerrolockTest.redis_server.url,
+            "RUBYLIB" => FerrolockTest::SidekiqVersion.rubylib(FerrolockTest::LIB) }
+    # Outside Bundler: WEBrick is Debian's ruby-webrick, not a bundled gem.
+    @server_in, @server_out, @server = unbundled do
+      Open3.popen2(env, RbConfig.ruby, "-I", FerrolockTest::LIB,
+                   File.join(FerrolockTest::ROOT, "spec/support/web_server.rb"), @port.to_s, pgroup: true)
+    end
+    ready = @server_out.wait_readable(30) && @server_out.gets
+    raise "the web server did not start within 30 s" unless ready == "listening\n"
+  end
+
+  after do
+    stop_server
+    @holder&.stop
+  end
+
+  def unbundled(&block)
+    defined?(Bundler) ? Bundler.with_unbundled_env(&block) : yield
+  end
+
+  def stop_server
+    return unless @server
+
+    Process.kill("TERM", -@server.pid) if @server.alive?
+    Process.kill("KILL", -@server.pid) unless @server.join(10)
+  rescue Errno::ESRCH
+    nil # already gone
+  end
+
+  # How Chromium serializes `text` inside an element (only &, < and > escaped).
+  def as_text(text)
+    text.gsub("&", "&amp;").gsub("<", "&lt;").gsub(">", "&gt;")
+  end
+
+  # Opens `path` in headless Chromium: saves a screenshot, returns the DOM after rendering.
+  def browse(path, shot)
+    FileUtils.mkdir_p(shots)
+    file = File.join(shots, "#{shot}.png")
+    FileUtils.rm_f(file)
+    dom, err, status = Dir.mktmpdir("ferrolock-chromium-") do |profile|
+      Open3.capture3(FerrolockTest::CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                     "--user-data-dir=#{profile}", "--window-size=1280,900", "--screenshot=#{file}", "--dump-dom",
+                     "http://127.0.0.1:#{@port}#{path}")
+    end
+    expect(status).to be_success, err
+    expect(File.size(file)).to be > 10_000 # a rendered page, not an empty image
+    dom
+  end
+
+  it "renders every page with live data, escaped, and the release confirmation with its CSRF token" do
+    hostile = as_text(fixture::HOSTILE)
+    dom = browse("/locks", "locks")
+    expect(dom.scan('<tr class="ferrolock-lock">').size).to eq(4) # 2 mutexes, DualLock running + waiting
+    expect(dom).to include(hostile, "invoice:42", "sync:account-7", "Force release")
+    # The name was rendered as text: no script element came from it.
+    expect(dom.scan(/<script\b/).size).to eq(dom.scan(%r{<script[^>]*src=[^>]*></script>}).size)
+
+    expect(browse("/locks/limiters", "limiters").scan('<tr class="ferrolock-limiter">').size).to eq(2)
+    tenants = browse("/locks/tenants?q=#{fixture::JOB_CLASS}", "tenants")
+    expect(tenants).to include("slow: 3 / 2 in 3600.0s", as_text("<b>tiny</b>"))
+    expect(browse("/locks/markers", "markers")).to include("m-processed", "m-running")
+
+    confirm = browse("/locks/release?#{Rack::Utils.build_query("kind" => "dist_mutex", "name" => fixture::HOSTILE)}",
+                     "confirm")
+    expect(confirm).to include("Force release <code>#{hostile}</code>?", 'name="authenticity_token"')
+  end
+end
