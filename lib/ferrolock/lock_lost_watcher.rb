@@ -22,7 +22,9 @@ module Ferrolock
 
           Native.listen_lost_leases
           @pid = Process.pid
-          @thread = Thread.new { watch }
+          # A new thread inherits its creator's handle_interrupt masks (an acquisition may run under
+          # one): start from a clean slate, so Thread#kill and exit end this one at once.
+          @thread = Thread.new { Thread.handle_interrupt(Object => :immediate) { watch } }
           @thread.name = "ferrolock-lock-lost"
           @thread.report_on_exception = false
         end

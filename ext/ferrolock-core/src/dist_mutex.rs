@@ -420,6 +420,7 @@ impl DistMutex {
             .key(&self.lock_key)
             .key(&self.fence_key)
             .key(&self.waiters_key)
+            .key(self.grant_key(token))
             .arg(token)
             .arg(crate::seconds::millis(self.ttl))
             .arg(crate::seconds::millis(self.fence_ttl()))
