@@ -64,8 +64,21 @@ module FerrolockTest
     # SENTINEL FAILOVER; returns the new primary once it is promoted and the old one follows it.
     def failover
       old = primary
-      sentinels.first.call("SENTINEL", "FAILOVER", NAME)
-      wait_for("a failover away from port #{old.port}") { primary != old && role(primary) == "master" }
+      wait_for("a replica in sync to promote") { replica_synced?(replica) }
+      asked = nil
+      wait_for("a failover away from port #{old.port}") do
+        # Sentinel may refuse (NOGOODSLAVE while its view of the replica is stale) or stall a
+        # failover: ask again every few seconds until the primary moved (INPROG is harmless).
+        if asked.nil? || Process.clock_gettime(Process::CLOCK_MONOTONIC) - asked > 4
+          asked = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+          begin
+            sentinels.first.call("SENTINEL", "FAILOVER", NAME)
+          rescue Redis::CommandError
+            nil
+          end
+        end
+        primary != old && role(primary) == "master"
+      end
       # The sentinels would demote the old primary themselves, but only ~10 s later.
       old.redis.call("REPLICAOF", RedisServer::HOST, primary.port)
       wait_for("port #{old.port} to follow the new primary") { replica_synced?(old) }
