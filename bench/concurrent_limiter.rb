@@ -130,7 +130,7 @@ module LimiterBench
     measured = measured.map do |impl, (workers, processes), (setup, section)|
       [[impl, [workers, processes]],
        Bench::Contention.measure(workers: workers, processes: processes, seconds: CONTENDED_SECONDS,
-                                 setup: setup, section: section, handoffs: false)]
+                                 setup: setup, section: section, slots: LIMIT)]
     end
     Bench::Contention.table("block", measured)
   end

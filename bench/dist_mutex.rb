@@ -123,6 +123,7 @@ Bench.define("dist_mutex") do
   end
 
   latency = ["", "| DistMutex waiting | ferrolock | 100 ms polling |", "|---|---:|---:|"]
-  latency << format("| lock held 2 s: commands per waiting thread per second | %.2f | %.2f |", idle_ours, idle_poll)
+  latency << format("| lock held 2 s: commands per waiting thread per second (4 threads, one process) | %.2f | %.2f |",
+                    idle_ours, idle_poll)
   "#{table}\n#{latency.join("\n")}\n\n#{contended}"
 end

@@ -2,8 +2,10 @@
 
 require "redis"
 require "fileutils"
+require "securerandom"
 require "sidekiq"
 require "tmpdir"
+require_relative "support/contention"
 
 Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
 
@@ -12,13 +14,21 @@ Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
 #   DualLockMiddleware, for 1,000 duplicates of one key and 1,000 distinct keys;
 # - Redis commands per second sent by one waiting job while its duplicate runs, beside the
 #   original sketch (SET NX on EXEC every 100 ms, keeping WAIT alive);
-# - hand-off latency: from the executor's release to the waiter's start, beside that poller.
+# - hand-off latency: from the executor's release to the waiter's start, beside that poller;
+# - contended: 8 workers in 2 processes and 32 in 4 on one key, empty runs, beside the sketch's
+#   two-lock loop: runs/s, Redis commands and CPU per run, hand-off latency, fairness
+#   (bench/support/contention.rb).
 module DualLockBench
   JOBS = 1_000
   THREADS = 10
   HANDOFFS = 60
   OURS_COMMANDS = %w[evalsha eval blpop client|unblock client|id].freeze
   POLL_COMMANDS = %w[set pexpire].freeze
+  # How long each contended run lasts (FERROLOCK_BENCH_SECONDS overrides).
+  CONTENDED_SECONDS = Float(ENV.fetch("FERROLOCK_BENCH_SECONDS", "5"))
+  # A skipped duplicate (another one already waits) triggers again after this pause, on both
+  # sides: a steady stream of duplicates, rather than a busy loop that only measures skips.
+  SKIP_PAUSE = 0.001
 
   # The Sidekiq app the bench runs (written to a temp file): a no-op job, so the numbers show
   # the lock's own cost, and an outermost middleware counting every finished job (ran or skipped).
@@ -217,9 +227,50 @@ module DualLockBench
       "| release -> waiter starts, p99 | #{ms(Bench.percentile(ours, 0.99))} | #{ms(Bench.percentile(poll, 0.99))} |"
     ].join("\n")
   end
+
+  # Both implementations in each configuration, in one run on the same Redis. A "section" is
+  # one duplicate that ran (its skipped attempts before it included in the cost).
+  def contended
+    measured = Bench::Contention::CONFIGS.flat_map do |config|
+      [["ferrolock", config, ours_section], ["redis-rb two-lock loop, 100 ms retry", config, sketch_section]]
+    end
+    results = measured.map do |impl, (workers, processes), (setup, section)|
+      [[impl, [workers, processes]],
+       Bench::Contention.measure(workers: workers, processes: processes, seconds: CONTENDED_SECONDS,
+                                 setup: setup, section: section)]
+    end
+    Bench::Contention.table("run", results)
+  end
+
+  def ours_section
+    setup = -> { Ferrolock::DualLock.new("bench:contended") }
+    [setup, lambda do |lock|
+      entered = left = nil
+      sleep SKIP_PAUSE until lock.run do
+        entered = Bench.monotonic
+        left = Bench.monotonic
+      end
+      [entered, left]
+    end]
+  end
+
+  # The original sketch: SET NX on WAIT (taken: skip), then SET NX on EXEC every 100 ms keeping
+  # WAIT alive, DEL WAIT, run, DEL EXEC.
+  def sketch_section
+    setup = -> { [Redis.new(url: Bench.redis_url), SecureRandom.hex(8)] }
+    [setup, lambda do |(raw, token)|
+      sleep SKIP_PAUSE until raw.set("bench:sketch:wait", token, nx: true, px: 60_000)
+      poll_until_exec(raw, "bench:sketch")
+      raw.del("bench:sketch:wait")
+      entered = Bench.monotonic
+      left = Bench.monotonic
+      raw.del("bench:sketch:exec")
+      [entered, left]
+    end]
+  end
 end
 
 Bench.define("dual_lock") do
   Ferrolock.configure { |c| c.redis_url = Bench.redis_url }
-  "#{DualLockBench.throughput}\n\n#{DualLockBench.waiting_table}"
+  "#{DualLockBench.throughput}\n\n#{DualLockBench.waiting_table}\n\n#{DualLockBench.contended}"
 end

@@ -4,7 +4,9 @@
 require "ferrolock"
 require_relative "harness"
 
-names = ARGV.empty? ? Dir[File.join(__dir__, "*.rb")].map { |f| File.basename(f, ".rb") } - %w[harness run] : ARGV
+# peers installs other languages' libraries under tmp/peers/ first: it runs only when named.
+not_by_default = %w[harness run peers]
+names = ARGV.empty? ? Dir[File.join(__dir__, "*.rb")].map { |f| File.basename(f, ".rb") } - not_by_default : ARGV
 names.sort.each do |name|
   path = File.join(__dir__, "#{name}.rb")
   abort "bin/bench: no benchmark #{name} (#{path})" unless File.exist?(path)

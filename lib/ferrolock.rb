@@ -13,6 +13,7 @@ end
 
 require_relative "ferrolock/client"
 require_relative "ferrolock/validate"
+require_relative "ferrolock/foreign_error"
 require_relative "ferrolock/clock"
 require_relative "ferrolock/interrupts"
 require_relative "ferrolock/lock_lost_watcher"
@@ -25,6 +26,7 @@ module Ferrolock
   PRIMITIVES = %w[
     dist_mutex
     concurrent_limiter
+    rate_limiter
     dual_lock
     fair_tenant
     shoryuken

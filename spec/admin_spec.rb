@@ -70,6 +70,42 @@ RSpec.describe Ferrolock::Admin do
     [holder, second].compact.each { |t| t.join(5) }
   end
 
+  it "shows a limiter's limit while it is in use: that of the latest caller to take a free slot" do
+    three = Ferrolock::ConcurrentLimiter.new("shown", 3)
+    five = Ferrolock::ConcurrentLimiter.new("shown", 5)
+    three.within_limit do
+      expect(admin.show("shown").first.limit).to eq(3)
+      five.within_limit do
+        expect(admin.limiters("shown").items.map(&:to_h)).to match([include(limit: 5, in_use: 2)])
+      end
+    end
+    expect(admin.show("shown")).to eq([])
+  end
+
+  it "shows this process's own limit beside a different stored one, in Admin, the table and status" do
+    three = Ferrolock::ConcurrentLimiter.new("mismatch", 3)
+    three.within_limit do
+      # Created after the slot was taken: this process now passes 5, Redis still says 3.
+      five = Ferrolock::ConcurrentLimiter.new("mismatch", 5)
+      info = admin.show("mismatch").first
+      expect(info.to_h).to include(limit: 3, local_limit: 5, in_use: 1)
+      expect(Ferrolock::Admin::Table.limit(info)).to eq("5 (stored 3)")
+      expect(five.status).to eq(limit: 5, in_use: 1, waiting: 0, stored_limit: 3)
+      expect(three.status).to eq(limit: 3, in_use: 1, waiting: 0) # the same limit: no second key
+      five.within_limit do
+        # Now 5 is stored too: one number again.
+        expect(Ferrolock::Admin::Table.limit(admin.show("mismatch").first)).to eq("5")
+      end
+      expect(five.status).not_to have_key(:stored_limit)
+      expect(three.status).to include(limit: 3, stored_limit: 5)
+    end
+    other = Ferrolock::Admin.new(client: Ferrolock::Client.new(namespace: "elsewhere"))
+    Ferrolock::ConcurrentLimiter.new("mismatch", 2, client: other.client).within_limit do
+      # Another namespace's "mismatch" is another limiter: its own local limit (2), not this one's 5.
+      expect(other.show("mismatch").first.to_h).to include(limit: 2, local_limit: 2)
+    end
+  end
+
   it "leaves a DistMutex alone when its holder changed (token-checked)" do
     mutex = Ferrolock::DistMutex.new("report:1")
     mutex.lock
@@ -110,6 +146,29 @@ RSpec.describe Ferrolock::Admin do
   ensure
     mutex&.unlock
     other&.unlock
+  end
+
+  it "lists the locks held on every master of a Redis Cluster, page by page" do
+    require_relative "support/redis_cluster"
+    cluster = FerrolockTest::RedisCluster.shared
+    cluster.flushall
+    client = Ferrolock::Client.new(cluster: cluster.urls)
+    names = cluster.names_on_each_master("spread") + Array.new(30) { |i| "many:#{i}" }
+    mutexes = names.map { |name| Ferrolock::DistMutex.new(name, client: client).tap(&:lock) }
+    cluster_admin = described_class.new(client: client)
+    seen = []
+    cursor = "0"
+    50.times do
+      page = cluster_admin.locks(cursor: cursor, per_page: 5)
+      seen.concat(page.items.map(&:name))
+      break if page.last?
+
+      cursor = page.cursor
+    end
+    expect(seen.uniq).to match_array(names) # every master's locks, the 3 "spread" names included
+    expect(cluster_admin.show(names.first).first.holder.pid).to eq(Process.pid)
+  ensure
+    mutexes&.each(&:unlock)
   end
 
   it "rejects bad arguments with errors naming them" do

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "spec_helper"
+require "socket"
 require "json"
 require "open3"
 require "ferrolock/admin/cli"
@@ -36,14 +37,27 @@ RSpec.describe "ferrolock command" do
       locks = JSON.parse(out)
       expect(locks.map { |l| l["name"] }).to eq([fixture::MUTEX])
       expect(locks.first).to include("kind" => "dist_mutex", "token" => admin.show(fixture::MUTEX).first.token,
-                                     "waiters" => 0, "holder" => nil)
+                                     "waiters" => 0)
+      expect(locks.first["holder"]).to include("host" => Socket.gethostname, "pid" => @holder.pid,
+                                               "job_class" => "InvoiceJob", "jid" => fixture::JOB[:jid],
+                                               "since_clock" => "redis")
       expect(locks.first["fencing_token"]).to be_a(Integer)
     end
 
     it "shows limiters, tenants (with the class's rules) and markers" do
       out, _, code = ferrolock("limiters")
       expect(code).to eq(0)
-      expect(out).to match(/^#{Regexp.escape(fixture::LIMITER)} +— +2 +0 /)
+      expect(out).to match(/^#{Regexp.escape(fixture::LIMITER)} +3 +2 +0 /)
+      out, _, code = ferrolock("limiters", "--json")
+      expect(code).to eq(0)
+      expect(JSON.parse(out)).to match([include("name" => fixture::LIMITER, "limit" => 3, "local_limit" => nil,
+                                                "in_use" => 2)])
+      # With the app's code loaded, its own (different) limit shows beside the stored one.
+      app = %w[--require spec/fixtures/partner_limiter.rb]
+      out, _, code = ferrolock("limiters", *app)
+      expect([code, out]).to match([0, match(/^#{Regexp.escape(fixture::LIMITER)} +7 \(stored 3\) +2 +0 /)])
+      out, _, code = ferrolock("show", fixture::LIMITER, "--json", *app)
+      expect([code, JSON.parse(out)]).to match([0, [include("limit" => 3, "local_limit" => 7)]])
 
       out, _, code = ferrolock("tenants", fixture::JOB_CLASS, "--require", "spec/fixtures/fair_tenant_job.rb", "--json")
       expect(code).to eq(0)
@@ -59,7 +73,7 @@ RSpec.describe "ferrolock command" do
     it "shows one name, and releases it only with --force, handing it to the waiter" do
       before = admin.show(fixture::HOSTILE).first
       out, _, code = ferrolock("show", fixture::HOSTILE)
-      expect([code, out]).to match([0, include(before.token)])
+      expect([code, out]).to match([0, include(before.token[0, 32], "pid=#{@holder.pid}")])
 
       _, err, code = ferrolock("release", fixture::HOSTILE)
       expect([code, err]).to match([2, include("--force")])
@@ -99,6 +113,8 @@ RSpec.describe "ferrolock command" do
     expect(ferrolock[1..]).to match([include("no command given"), 2])
     expect(ferrolock("show")[1..]).to match([include("show: expected NAME"), 2])
     expect(ferrolock("locks", "--limit", "0")[1..]).to match([include("--limit must be positive"), 2])
+    expect(ferrolock("limiters", "--require", "spec/fixtures/no_such_file.rb")[1..])
+      .to match([include("--require spec/fixtures/no_such_file.rb: cannot load such file"), 2])
     expect(ferrolock("locks", "a{b")[1..]).to match([include("pattern must not contain"), 2])
     expect(ferrolock("--bogus")[2]).to eq(2)
     Ferrolock::Admin::Cli::COMMANDS.each do |command, (usage, _)|

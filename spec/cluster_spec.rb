@@ -80,6 +80,28 @@ RSpec.describe "Redis Cluster" do
     end
   end
 
+  # Its scripts are routed by their key (not by the script's SHA, as a plain EVALSHA command is).
+  it "runs the Sidekiq uniqueness lock with digests on each of the 3 masters" do
+    digests = cluster.names_on_each_master("unique")
+    masters = digests.map { |digest| cluster.master_for(FerrolockTest::RedisCluster.slot(digest)) }
+    expect(masters.uniq.size).to eq(3)
+    digests.zip(masters).each do |digest, master|
+      lock = Ferrolock::Sidekiq::UniqueLock.new(digest)
+      expect(lock.take("jid-a", 60)).to be_nil
+      expect(keys_on(master, digest)).to eq([lock.key])
+      expect(Ferrolock::Sidekiq::UniqueLock.new(digest).take("jid-b", 60)).to eq("jid-a") # the duplicate
+      expect(lock.release("jid-b")).to be(false)
+      expect(lock.expire("jid-a", 30)).to be(true)
+      expect(master.redis.call("PTTL", lock.key)).to be_between(1, 30_000)
+      expect(lock.hand_over("jid-a", "jid-c", 60)).to be(true)
+      expect(lock.hand_over("jid-a", "jid-d", 60)).to be(false)
+      expect(lock.holder).to eq("jid-c")
+      expect(lock.release("jid-c")).to be(true)
+      expect(lock.holder).to be_nil
+      expect(keys_on(master, digest)).to be_empty
+    end
+  end
+
   it "keeps working in a forked child, and a Timeout ends a wait on another master at once" do
     names = cluster.names_on_each_master("fork")
     names.each { |name| Ferrolock::DistMutex.new(name).synchronize { nil } } # pools to every master in use

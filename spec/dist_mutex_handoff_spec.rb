@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "support/replicated_redis"
+
 # Contended DistMutex: a release hands the lock straight to the first process still waiting, in
 # the order they queued; a waiter killed after the hand-off blocks the others one lease at most.
 RSpec.describe "DistMutex hand-off across processes" do
@@ -22,21 +24,7 @@ RSpec.describe "DistMutex hand-off across processes" do
 
   # A child process that waits for the lock, then runs the block inside it.
   def waiting_child(name, lease:, &section)
-    fork do
-      m = Ferrolock::DistMutex.new(name, lease: lease, client: client)
-      m.synchronize(timeout: 30, &section)
-      exit!(0)
-    rescue Exception => e # rubocop:disable Lint/RescueException
-      warn "child failed: #{e.class}: #{e.message}"
-      exit!(1)
-    end
-  end
-
-  def wait_all(pids)
-    pids.each do |pid|
-      _, status = Timeout.timeout(40) { Process.wait2(pid) }
-      expect(status).to be_success
-    end
+    fork_child { Ferrolock::DistMutex.new(name, lease: lease, client: client).synchronize(timeout: 30, &section) }
   end
 
   it "hands the lock to waiting processes in the order they queued" do
@@ -48,8 +36,36 @@ RSpec.describe "DistMutex hand-off across processes" do
       pid
     end
     holder.unlock
-    wait_all(pids)
+    expect_children_succeed(pids)
     expect(redis.call("LRANGE", "entered", 0, -1)).to eq(%w[0 1 2 3])
+    expect(holder.locked?).to be(false)
+  end
+
+  # One waiter per process per name: the others wait in the process, and each release queues the
+  # next of them (DistMutex objects are built per call, so the line is the client's and name's).
+  it "keeps one entry per process in the Redis line while its threads wait" do
+    holder = Ferrolock::DistMutex.new("local", lease: 30, client: client)
+    holder.lock
+    started = Queue.new
+    entered = Queue.new
+    threads = Array.new(4) do |i|
+      Thread.new do
+        started << i
+        Ferrolock::DistMutex.new("local", lease: 30, client: client).synchronize(timeout: 30) { entered << i }
+      end
+    end
+    4.times { started.pop }
+    until_queued("local", 1)
+    # Long enough for every thread to have queued in Redis, had each its own entry.
+    longest = Array.new(50) do
+      sleep 0.01
+      queued("local")
+    end.max
+    expect(longest).to eq(1)
+    holder.unlock
+    threads.each(&:join)
+    expect(Array.new(entered.size) { entered.pop }.sort).to eq([0, 1, 2, 3])
+    expect(queued("local")).to eq(0)
     expect(holder.locked?).to be(false)
   end
 
@@ -72,24 +88,7 @@ RSpec.describe "DistMutex hand-off across processes" do
   end
 
   describe "with min_replicas_acked" do
-    # A primary of its own with one replica (the shared spec server stays replica-free).
-    before(:all) do
-      @primary = FerrolockTest::RedisServer.new.start
-      @replica = FerrolockTest::RedisServer.new(extra_args: ["--replicaof", "127.0.0.1", @primary.port.to_s]).start
-      deadline = Ferrolock.monotonic + 30
-      until @replica.redis.info("replication")["master_link_status"] == "up"
-        raise "the replica never synced" if Ferrolock.monotonic > deadline
-
-        sleep 0.05
-      end
-    end
-
-    after(:all) do
-      @replica&.destroy
-      @primary&.destroy
-    end
-
-    after { @replica.resume }
+    include_context "with a primary and one replica"
 
     let(:client) { Ferrolock::Client.new(url: @primary.url, namespace: "ho") }
     let(:redis) { @primary.redis }

@@ -14,13 +14,16 @@ module FerrolockTest
     A = ArgumentError
     T = TypeError
     STRINGS = ["\"5\"", "empty string", "\"\\0\"", "\"a\\nb\"", "10 MB string"].freeze
-    NUMBERS = (FerrolockTest::HostileInput::VALUES.keys - STRINGS - ["nil"]).freeze
+    NUMBERS = (FerrolockTest::HostileInput::VALUES.keys - STRINGS - %w[nil BasicObject]).freeze
     FLOATS = ["NaN", "+Infinity", "-Infinity", "1e30", "Float::MAX", "subnormal"].freeze
     # Values above the bound of their kind (the message must state the bound).
     TOO_BIG = ["+Infinity", "1e30", "Float::MAX", "MAX_SECONDS + 1", "2**100", "10 MB string"].freeze
 
+    # Every value ends as `default` unless overridden; a BasicObject, which is of no type an
+    # argument takes, in a TypeError (unless anything goes).
     def self.table(default, **overrides)
-      FerrolockTest::HostileInput::VALUES.keys.to_h { |label| [label, overrides.fetch(label, default)] }
+      basic = { "BasicObject" => default == :ok ? :ok : T }
+      FerrolockTest::HostileInput::VALUES.keys.to_h { |label| [label, default] }.merge(basic, overrides)
     end
 
     # A TTL, lease or connect/read timeout: 1 ms up to MAX_SECONDS.
@@ -40,8 +43,26 @@ module FerrolockTest
     URL_SETTING = NAME.merge("nil" => :ok, "10 MB string" => :ok)
     # Read only for rediss:// connections.
     TLS_CA_FILE = NAME.merge("nil" => :ok, "10 MB string" => :ok)
-    CALLABLE = table(T, "nil" => :ok)
-    DUAL_LOCK_KEY = NAME.merge("nil" => :ok, **(NUMBERS - FLOATS).to_h { |n| [n, :ok] }, **FLOATS.to_h { |f| [f, A] })
+    # Not run with a BasicObject yet: DualLockMiddleware / LimiterMiddleware call backoff.nil? on it
+    # (NoMethodError instead of a TypeError naming backoff), reported to their owner.
+    CALLABLE = table(T, "nil" => :ok).except("BasicObject")
+    DUAL_LOCK_KEY = NAME.merge("nil" => :ok, "BasicObject" => A)
+                        .merge((NUMBERS - FLOATS).to_h { |n| [n, :ok] }, FLOATS.to_h { |f| [f, A] })
+    # A whole job hash, a job class or its part that must be of one type: none of the values is.
+    ANY_TYPE = table(T)
+    # Bucket and leaky: at most one call per microsecond (said instead of the count bound).
+    COUNT_PER_SECOND = COUNT.merge("MAX_SECONDS" => A, "MAX_SECONDS + 1" => A)
+    # A boolean: none of the values is one.
+    BOOLEAN = table(T)
+    OPTIONAL_CLIENT = table(T, "nil" => :ok)
+    # A job hash's array of arguments (no value is one), and one argument: any JSON value.
+    JOB_ARGS = table(A, "BasicObject" => A)
+    JOB_ARG = table(:ok, "NaN" => A, "+Infinity" => A, "-Infinity" => A, "BasicObject" => A)
+    # A job's due time (epoch seconds): any finite number; a past one is now.
+    JOB_AT = table(:ok, "NaN" => A, "+Infinity" => A, "-Infinity" => A, "BasicObject" => T)
+             .merge(STRINGS.to_h { |s| [s, T] })
+    # A lock type or on_conflict strategy: one of a few names (nil: the class's, here none).
+    ONE_OF = table(A, "nil" => :ok, "BasicObject" => A)
     # Deadline paths against a holder that never lets go: only values that end quickly are run.
     HELD_WAIT = WAIT.merge("0" => Ferrolock::TimeoutError, "subnormal" => Ferrolock::TimeoutError)
                     .except("nil", "1", "MAX_SECONDS")
@@ -107,7 +128,41 @@ module FerrolockTest
       "LimiterMiddleware.new(backoff:)" => [:integration, "backoff", CALLABLE, nil],
       # A backoff proc's nonsense falls back to the default delay (about 1 s for a first reschedule).
       "LimiterMiddleware backoff proc returning" => [:integration, "backoff", table(:ok), nil],
-      "DualLockMiddleware backoff proc returning" => [:integration, "backoff", table(:ok), nil]
+      "DualLockMiddleware backoff proc returning" => [:integration, "backoff", table(:ok), nil],
+      "RateLimiter.window(name)" => [:rate_limiter, "name", NAME, NAME_BOUND],
+      "RateLimiter.window(count)" => [:rate_limiter, "count", COUNT, COUNT_BOUND],
+      "RateLimiter.window(interval)" => [:rate_limiter, "interval", TTL, SECONDS_BOUND],
+      "RateLimiter.window(wait_timeout:)" => [:rate_limiter, "wait_timeout", WAIT, SECONDS_BOUND],
+      "RateLimiter.window(sliding:)" => [:rate_limiter, "sliding", BOOLEAN, nil],
+      "RateLimiter.window(client:)" => [:rate_limiter, "client", OPTIONAL_CLIENT, nil],
+      "RateLimiter.window(sliding: true, count)" => [:rate_limiter, "count", COUNT, COUNT_BOUND],
+      "RateLimiter.bucket(count)" => [:rate_limiter, "count", COUNT, COUNT_BOUND],
+      "RateLimiter.bucket(count) per second" => [:rate_limiter, "count", COUNT_PER_SECOND, nil],
+      "RateLimiter.leaky(count) per second" => [:rate_limiter, "count", COUNT_PER_SECOND, nil],
+      "RateLimiter.bucket(interval)" => [:rate_limiter, "interval", TTL, SECONDS_BOUND],
+      "RateLimiter.leaky(count)" => [:rate_limiter, "count", COUNT, COUNT_BOUND],
+      "RateLimiter.leaky(interval)" => [:rate_limiter, "interval", TTL, SECONDS_BOUND],
+      "RateLimiter.leaky(burst:)" => [:rate_limiter, "burst", COUNT_FROM_ZERO, COUNT_BOUND],
+      "RateLimiter.points(points)" => [:rate_limiter, "points", COUNT, COUNT_BOUND],
+      # 1 to the limiter's 10 points.
+      "RateLimiter#within_limit(cost) of points" =>
+        [:rate_limiter, "cost", COUNT.merge("MAX_SECONDS" => A, "MAX_SECONDS + 1" => A), nil],
+      "RateLimiter#within_limit(wait_timeout:)" => [:rate_limiter, "wait_timeout", WAIT, SECONDS_BOUND],
+      "RateLimiter#within_limit(wait_timeout:) when full" => [:rate_limiter, "wait_timeout", FULL_WAIT, SECONDS_BOUND],
+      "UniqueClientMiddleware#call(job)" => [:unique, "job", ANY_TYPE, nil],
+      "UniqueClientMiddleware job class" => [:unique, "class", NAME, NAME_BOUND],
+      "UniqueClientMiddleware job args" => [:unique, "args", JOB_ARGS, nil],
+      "UniqueClientMiddleware job args: [value]" => [:unique, "args", JOB_ARG, nil],
+      "UniqueClientMiddleware job jid" => [:unique, "jid", NAME, NAME_BOUND],
+      "UniqueClientMiddleware job at" => [:unique, "at", JOB_AT, nil],
+      "UniqueClientMiddleware job lock" => [:unique, "lock", ONE_OF, nil],
+      "UniqueClientMiddleware job lock_ttl" => [:unique, "lock_ttl", OPTIONAL_TTL, SECONDS_BOUND],
+      "UniqueClientMiddleware job lock_timeout" => [:unique, "lock_timeout", OPTIONAL_WAIT, SECONDS_BOUND],
+      "UniqueClientMiddleware job lock_lease" => [:unique, "lock_lease", OPTIONAL_TTL, SECONDS_BOUND],
+      "UniqueClientMiddleware job on_conflict" => [:unique, "on_conflict", ONE_OF, nil],
+      "UniqueClientMiddleware job lock_args_method" => [:unique, "lock_args_method", ONE_OF, nil],
+      "UniqueServerMiddleware#call(job)" => [:unique, "job", ANY_TYPE, nil],
+      "UniqueServerMiddleware.validate!(job class)" => [:unique, "job class", ANY_TYPE, nil]
     }.freeze
 
     CHILD = <<~RUBY.freeze
@@ -115,6 +170,8 @@ module FerrolockTest
       require "ferrolock/shoryuken"
       require "ferrolock/sidekiq/dual_lock_middleware"
       require "ferrolock/sidekiq/limiter_middleware"
+      require "ferrolock/sidekiq/unique_client_middleware"
+      require "ferrolock/sidekiq/unique_server_middleware"
       require "logger"
       require #{File.join(__dir__, "support", "hostile_input").inspect}
       Ferrolock.config.logger = Logger.new(File::NULL)
@@ -157,7 +214,7 @@ RSpec.describe "hostile input" do
     expect(result["message"]).to include(bound), "#{label}: the message does not state #{bound}: #{result["message"]}"
   end
 
-  %i[client mutex limiter integration].each do |group|
+  %i[client mutex limiter integration rate_limiter unique].each do |group|
     it "survives every hostile value given to the #{group} entry points, each failing as listed" do
       results = run_group(group)
       planned = cases::EXPECTED.select { |_, (g, *)| g == group }.sum { |_, (_, _, expectations)| expectations.size }
@@ -173,7 +230,7 @@ RSpec.describe "hostile input" do
       expect(delays.slice("0", "subnormal", "1", "MAX_SECONDS"))
         .to eq("0" => 0.0, "subnormal" => 5e-324, "1" => 1.0, "MAX_SECONDS" => 315_360_000.0)
       nonsense = delays.except("0", "subnormal", "1", "MAX_SECONDS")
-      expect(nonsense.size).to eq(14)
+      expect(nonsense.size).to eq(FerrolockTest::HostileInput::VALUES.size - 4)
       expect(nonsense.values).to all(be_between(1.0, 1.5))
     end
   end

@@ -1,26 +1,12 @@
 # frozen_string_literal: true
 
+require "spec_helper"
+require_relative "support/replicated_redis"
+
 # min_replicas_acked: n: a grant must reach n replicas (WAIT, same round trip) before the caller
 # enters; otherwise it is given back and Ferrolock::ReplicationError raised.
 RSpec.describe "min_replicas_acked" do
-  # A primary of its own with one replica (the shared spec server stays replica-free).
-  before(:all) do
-    @primary = FerrolockTest::RedisServer.new.start
-    @replica = FerrolockTest::RedisServer.new(extra_args: ["--replicaof", "127.0.0.1", @primary.port.to_s]).start
-    deadline = Ferrolock.monotonic + 30
-    until @replica.redis.info("replication")["master_link_status"] == "up"
-      raise "the replica never synced" if Ferrolock.monotonic > deadline
-
-      sleep 0.05
-    end
-  end
-
-  after(:all) do
-    @replica&.destroy
-    @primary&.destroy
-  end
-
-  after { @replica.resume }
+  include_context "with a primary and one replica"
 
   let(:client) { Ferrolock::Client.new(url: @primary.url, namespace: "acks") }
   let(:primary) { @primary.redis }
@@ -37,7 +23,8 @@ RSpec.describe "min_replicas_acked" do
     end
 
     limiter = Ferrolock::ConcurrentLimiter.new("acked", 2, client: client, min_replicas_acked: 1)
-    expect(limiter.within_limit { @replica.redis.zcard("acks:{acked}:slots") }).to eq(1)
+    # Slot tokens only: the "{limit}" member scores -limit.
+    expect(limiter.within_limit { @replica.redis.zcount("acks:{acked}:slots", "(0", "+inf") }).to eq(1)
 
     lock = Ferrolock::DualLock.new("acked-run", client: client, min_replicas_acked: 1)
     ran = nil
@@ -61,7 +48,7 @@ RSpec.describe "min_replicas_acked" do
     ran = false
     expect { limiter.within_limit { ran = true } }.to raise_error(Ferrolock::ReplicationError)
     expect(ran).to be(false)
-    expect(primary.zcard("acks:{unacked}:slots")).to eq(0)
+    expect(primary.zcount("acks:{unacked}:slots", "(0", "+inf")).to eq(0)
 
     lock = Ferrolock::DualLock.new("unacked-run", client: client, min_replicas_acked: 1, exec_ttl: 3)
     expect { lock.run { ran = true } }.to raise_error(Ferrolock::ReplicationError)

@@ -32,13 +32,8 @@ RSpec.describe "A Rails 6.1 app on Sidekiq" do
   end
 
   # Waits for the block to be true (a slow, shared VM: a generous bound).
-  def wait_for(what, timeout: 60)
-    deadline = Ferrolock.monotonic + timeout
-    until yield
-      raise "timed out waiting for #{what}" if Ferrolock.monotonic > deadline
-
-      sleep 0.1
-    end
+  def wait_for(what, timeout: 60, &block)
+    wait_until(timeout: timeout, interval: 0.1, what: what, &block)
   end
 
   it "runs its jobs through DualLock, ConcurrentLimiter and FairTenant, with Rails.logger and the boot checks" do

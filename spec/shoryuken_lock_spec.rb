@@ -27,13 +27,7 @@ RSpec.describe Ferrolock::Shoryuken::Lock do
         $release = Queue.new
         id = "busy-\#{SecureRandom.hex(8)}"
         C.deliver(id)
-        # $entered also hears of a thread that ended early, so the pop below never hangs.
-        original = Thread.new do
-          R.process("slow", R.receive("slow").fetch(0))
-        ensure
-          $entered << :ended
-        end
-        $entered.pop
+        original = R.process_in_background("slow", $entered)
         copy = C.deliver(id)
         during = R.process("slow", R.receive("slow").fetch(0))
         touched_during = R.touched(copy)
@@ -58,17 +52,12 @@ RSpec.describe Ferrolock::Shoryuken::Lock do
         $entered = Queue.new
         id = "kill-\#{SecureRandom.hex(8)}"
         delivery = C.deliver(id)
-        thread = Thread.new do
-          R.process("stuck", R.receive("stuck").fetch(0))
-        ensure
-          $entered << :ended
-        end
-        $entered.pop
+        thread = R.process_in_background("stuck", $entered)
         during = R.state("stuck", id).first
         thread.kill.join
         R.report(during: during, after: R.state("stuck", id), touched: R.touched(delivery))
       RUBY
-      expect(result["during"]).to match(/\A\h{32}\z/) # the in-progress lease
+      expect(result["during"]).to match(/\A\h{32}~/) # the in-progress lease (token + holder)
       expect(result).to include("after" => [nil, -2], "touched" => [])
     end
 
@@ -88,12 +77,7 @@ RSpec.describe Ferrolock::Shoryuken::Lock do
         $entered = Queue.new
         id = "long-\#{SecureRandom.hex(8)}"
         C.deliver(id)
-        original = Thread.new do
-          R.process("long", R.receive("long").fetch(0))
-        ensure
-          $entered << :ended
-        end
-        $entered.pop
+        original = R.process_in_background("long", $entered)
         copies = []
         until original.join(0.03)
           copies << C.deliver(id)

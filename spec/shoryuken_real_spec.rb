@@ -48,13 +48,7 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
       $release = Queue.new
       id = "busy-\#{SecureRandom.hex(8)}"
       first = C.deliver(id)
-      # $entered also hears of a thread that ended early, so the pop below never hangs.
-      original = Thread.new do
-        R.process("slow", R.receive("slow").fetch(0))
-      ensure
-        $entered << :ended
-      end
-      $entered.pop
+      original = R.process_in_background("slow", $entered)
       copy = C.deliver(id)
       during = R.process("slow", R.receive("slow").fetch(0))
       runs_during = R.runs(id)
@@ -191,13 +185,7 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
       $release = Queue.new
       id = "long-\#{SecureRandom.hex(8)}"
       first = C.deliver(id)
-      # $entered also hears of a thread that ended early, so the pop below never hangs.
-      original = Thread.new do
-        R.process("long", R.receive("long").fetch(0))
-      ensure
-        $entered << :ended
-      end
-      $entered.pop
+      original = R.process_in_background("long", $entered)
       copy = C.deliver(id)
       during = R.process("long", R.receive("long").fetch(0))
       $release << true

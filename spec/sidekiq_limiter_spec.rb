@@ -100,6 +100,26 @@ RSpec.describe Ferrolock::Sidekiq::LimiterMiddleware do
     end
   end
 
+  describe "with a RateLimiter in a real Sidekiq process" do
+    it "reschedules over-limit jobs to the next window (retry_after beats a 0.1 s backoff), 2 per window" do
+      with_sidekiq(app, concurrency: 5, env: { "LIMITER_BACKOFF" => "0.1" }) do
+        4.times { |i| push("PacedJob", i) }
+        wait_until(timeout: 40) { redis.llen("paced:ran") == 4 }
+        runs = redis.lrange("paced:ran", 0, -1).map { |line| line.split.last.to_f }
+        # Windows are aligned to Redis time: window k is [5k, 5k + 5).
+        expect(runs.group_by { |at| (at / 5).floor }.values.map(&:size).max).to be <= 2
+        expect(runs.map { |at| (at / 5).floor }.uniq.size).to be >= 2
+        # Each refused job came back once its window had ended: one reschedule each, at most 2
+        # jobs refused. A 0.1 s delay would bring them back (about 1 s, Sidekiq's poll) into the
+        # same 5 s window, to be refused again.
+        calls = redis.lrange("backoff:calls", 0, -1)
+        expect(calls.size).to be_between(1, 2)
+        expect(calls).to all(start_with("paced "))
+        expect(Sidekiq::RetrySet.new.size).to eq(0)
+      end
+    end
+  end
+
   describe "in this process (pushes to the real test Redis)" do
     let(:limiter) { Ferrolock::ConcurrentLimiter.new("inline", 1, wait_timeout: 0) }
     let(:job) { { "class" => "SomeJob", "jid" => "abc123", "args" => [1], "queue" => "default", "retry" => true } }
@@ -160,6 +180,30 @@ RSpec.describe Ferrolock::Sidekiq::LimiterMiddleware do
       expect { middleware.call(nil, capped, "default") { over_limit } }.to raise_error(Ferrolock::OverLimit)
       expect(log.string).to include("after 1 reschedules; Sidekiq's retry takes over")
       expect(Sidekiq::ScheduledSet.new.size).to eq(0)
+    end
+
+    it "never reschedules a RateLimiter's job before its retry_after, whatever the backoff says" do
+      events = []
+      sub = Ferrolock.subscribe(:rescheduled) { |_, payload| events << payload }
+      daily = Ferrolock::RateLimiter.window("daily", 1, :day, wait_timeout: 0)
+      daily.within_limit { nil }
+      middleware = described_class.new(backoff: ->(_limiter, _job, _ex) { 0.1 })
+      middleware.call(nil, job, "default") { daily.within_limit { nil } }
+      Ferrolock.unsubscribe(sub)
+      entry = Sidekiq::ScheduledSet.new.find_job("abc123")
+      # The window ends at the next midnight of Redis time (UTC).
+      seconds = Ferrolock.client.call("TIME").first.to_i
+      expect(entry.at.to_f - Time.now.to_f).to be_within(5).of(86_400 - (seconds % 86_400))
+      expect(events.first).to include(primitive: :rate_limiter, kind: :window, name: "daily")
+    end
+
+    it "keeps the ConcurrentLimiter's events as they were (retry_after nil: the backoff alone)" do
+      events = []
+      sub = Ferrolock.subscribe(:rescheduled) { |_, payload| events << payload }
+      described_class.new(backoff: ->(_limiter, _job, _ex) { 0.5 }).call(nil, job, "default") { over_limit }
+      Ferrolock.unsubscribe(sub)
+      expect(events.first).to include(primitive: :concurrent_limiter, delay: 0.5)
+      expect(events.first).not_to have_key(:kind)
     end
 
     it "falls back to the default backoff when the proc answers nonsense" do

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "spec_helper"
+require "socket"
 require "rack/test"
 require_relative "support/sidekiq_web"
 require_relative "support/web_fixture"
@@ -45,7 +46,7 @@ RSpec.describe "Sidekiq Web Locks tab" do
     expect(Sidekiq::Web.custom_tabs).to include("Locks" => "locks")
   end
 
-  it "lists DistMutex and DualLock locks with tokens, fencing tokens, TTL and waiters", :fixture do
+  it "lists DistMutex and DualLock locks with tokens, fencing tokens, TTL, waiters and holders", :fixture do
     body = page("/locks")
     hostile = admin.show(fixture::HOSTILE).first
     expect(body).to include(escaped_hostile, "invoice:42", "sync:account-7", "DualLock running", "DualLock waiting")
@@ -53,7 +54,27 @@ RSpec.describe "Sidekiq Web Locks tab" do
     row = body[%r{<tr class="ferrolock-lock">(?:(?!</tr>).)*#{Regexp.escape(hostile.token)}.*?</tr>}m]
     expect(row).to include("<td>1</td>") # one waiter
     expect(row).to match(%r{<td>\d+\.\ds</td>}) # TTL left
-    expect(row).to include("—") # holder not recorded yet
+    holder = "#{Socket.gethostname} pid=#{@holder.pid} tid="
+    expect(row).to include(holder) # the child process holds it
+    expect(row).to include(Ferrolock::Admin::Table.text(hostile.holder.since)) # Redis time, from the fence
+    invoice = body[%r{<tr class="ferrolock-lock">(?:(?!</tr>).)*<code>invoice:42</code>.*?</tr>}m]
+    expect(invoice).to include(holder, "InvoiceJob jid=#{fixture::JOB[:jid]}")
+    running = body[%r{<tr class="ferrolock-lock">\s*<td>DualLock running</td>.*?</tr>}m]
+    expect(running).to include(holder).and match(/\d\d:\d\d:\d\d\.\d{3} UTC \(asked\)/)
+  end
+
+  it "shows the Sidekiq job a lock is taken in: the class and jid of Sidekiq's own job context" do
+    require "sidekiq/job_logger"
+    config = FerrolockTest::SidekiqVersion.seven? ? Sidekiq.default_configuration : Sidekiq.logger
+    logger = Sidekiq::JobLogger.new(config)
+    seen = logger.prepare({ "class" => "ReportJob", "wrapped" => "Reports::Monthly", "jid" => "0123abcd" }) do
+      Ferrolock::DistMutex.new("job:held").synchronize { admin.show("job:held").first.holder }
+    end
+    expect(seen.to_h).to include(job_class: "Reports::Monthly", jid: "0123abcd", pid: Process.pid,
+                                 host: Socket.gethostname, since_clock: :redis)
+    expect(seen.thread).to eq((Thread.current.object_id ^ Process.pid).to_s(36)) # Sidekiq's tid= in logs
+    plain = Ferrolock::DistMutex.new("job:none").synchronize { admin.show("job:none").first.holder }
+    expect(plain.to_h).not_to include(:job_class, :jid)
   end
 
   it "searches by name pattern and rejects braces", :fixture do
@@ -99,8 +120,21 @@ RSpec.describe "Sidekiq Web Locks tab" do
   it "shows limiters with each slot", :fixture do
     body = page("/locks/limiters")
     limiter = admin.show(fixture::LIMITER).first
-    expect(limiter.in_use).to eq(2)
+    expect([limiter.limit, limiter.in_use]).to eq([3, 2])
     expect(body).to include(fixture::LIMITER, *limiter.slots.map(&:token))
+    # Name, limit, in use, waiting: the first row's cells.
+    name = Regexp.escape(fixture::LIMITER)
+    limit = %(<td rowspan="2" class="ferrolock-limit">3</td>)
+    expect(body).to match(%r{#{name}</code></td>\s*#{limit}\s*<td rowspan="2">2</td>})
+    expect(body.scan("#{Socket.gethostname} pid=#{@holder.pid} tid=").size).to eq(2) # each slot's holder
+  end
+
+  it "shows the web process's own limit beside a different stored one", :fixture do
+    # The app (this process) now passes 7; the holder process stored 3.
+    Ferrolock::ConcurrentLimiter.new(fixture::LIMITER, 7)
+    expect(page("/locks/limiters")).to match(%r{<td rowspan="2" class="ferrolock-limit">7 \(stored 3\)</td>})
+  ensure
+    Ferrolock::ConcurrentLimiter.new(fixture::LIMITER, 3) # what the other examples expect this process to pass
   end
 
   it "shows FairTenant counts per rule and the queue each tenant goes to now", :fixture do
@@ -116,6 +150,8 @@ RSpec.describe "Sidekiq Web Locks tab" do
   it "shows Shoryuken message markers", :fixture do
     body = page("/locks/markers")
     expect(body).to include("m-processed", "processed", "m-running", "in progress")
+    running = body[%r{<tr class="ferrolock-marker">(?:(?!</tr>).)*m-running.*?</tr>}m]
+    expect(running).to include("#{Socket.gethostname} pid=#{@holder.pid} tid=")
   end
 
   it "force-releases through a confirmation page and a CSRF-protected POST; the waiter gets the lock", :fixture do

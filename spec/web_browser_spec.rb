@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "spec_helper"
+require "socket"
 require "fileutils"
 require "open3"
 require "tmpdir"
@@ -78,10 +79,17 @@ RSpec.describe "Locks tab in headless Chromium" do
     dom = browse("/locks", "locks")
     expect(dom.scan('<tr class="ferrolock-lock">').size).to eq(4) # 2 mutexes, DualLock running + waiting
     expect(dom).to include(hostile, "invoice:42", "sync:account-7", "Force release")
+    holder = "#{Socket.gethostname} pid=#{@holder.pid} tid="
+    expect(dom.scan(holder).size).to eq(4) # every row's holder: the fixture process
+    expect(dom).to include("InvoiceJob jid=#{fixture::JOB[:jid]}")
     # The name was rendered as text: no script element came from it.
     expect(dom.scan(/<script\b/).size).to eq(dom.scan(%r{<script[^>]*src=[^>]*></script>}).size)
 
-    expect(browse("/locks/limiters", "limiters").scan('<tr class="ferrolock-limiter">').size).to eq(2)
+    limiters = browse("/locks/limiters", "limiters")
+    expect(limiters.scan('<tr class="ferrolock-limiter">').size).to eq(2)
+    expect(limiters.scan(holder).size).to eq(2)
+    # Limit, in use.
+    expect(limiters).to match(%r{<td rowspan="2" class="ferrolock-limit">3</td>\s*<td rowspan="2">2</td>})
     tenants = browse("/locks/tenants?q=#{fixture::JOB_CLASS}", "tenants")
     expect(tenants).to include("slow: 3 / 2 in 3600.0s", as_text("<b>tiny</b>"))
     expect(browse("/locks/markers", "markers")).to include("m-processed", "m-running")

@@ -16,14 +16,15 @@ module Bench
 
     # `setup.call` builds a worker's state in its own thread; `section.call(state)` enters,
     # returns [entered, left] (Bench.monotonic, system-wide), and has left when it returns.
-    # `handoffs: false` (a semaphore, where sections overlap): no hand-off latency.
-    def measure(workers:, processes:, seconds:, setup:, section:, handoffs: true)
+    # `slots`: how many may be inside at once (a semaphore's limit): the k-th release (by time)
+    # hands over to the (k + slots)-th entry.
+    def measure(workers:, processes:, seconds:, setup:, section:, slots: 1)
       stats = Redis.new(url: Bench.redis_url)
       before = redis_counters(stats)
       started = Bench.monotonic
       spans = in_processes(processes, workers / processes, started + seconds, setup, section)
       after = redis_counters(stats)
-      summarize(spans, after.zip(before).map { |a, b| a - b }, handoffs)
+      summarize(spans, after.zip(before).map { |a, b| a - b }, slots)
     end
 
     # [commands run (excluding the INFO calls measuring them), Redis CPU seconds].
@@ -67,17 +68,24 @@ module Bench
       end.flat_map(&:value)
     end
 
-    def summarize(spans, deltas, handoffs)
-      spans = spans.sort_by(&:first)
+    def summarize(spans, deltas, slots)
       count = spans.size
-      wall = spans.last[1] - spans.first[0]
-      pairs = spans.each_cons(2)
-      gaps = handoffs ? pairs.map { |(_, left, _), (entered, _, _)| entered - left }.sort : nil
+      wall = spans.map { |s| s[1] }.max - spans.map(&:first).min
+      pairs = handoffs(spans, slots)
+      gaps = pairs.map { |(_, left, _), (entered, _, _)| entered - left }.sort
       moved = pairs.count { |(_, _, a), (_, _, b)| a != b }
       per_worker = spans.group_by(&:last).transform_values(&:size)
       { sections: count / wall, commands: deltas[0].fdiv(count), cpu_us: 1e6 * deltas[1] / count,
-        p50_ms: gaps && (1000 * Bench.percentile(gaps, 0.5)), p99_ms: gaps && (1000 * Bench.percentile(gaps, 0.99)),
-        moved: moved.fdiv([count - 1, 1].max), busiest: per_worker.values.max.fdiv(count) }
+        p50_ms: 1000 * Bench.percentile(gaps, 0.5), p99_ms: 1000 * Bench.percentile(gaps, 0.99),
+        moved: moved.fdiv([pairs.size, 1].max), busiest: per_worker.values.max.fdiv(count) }
+    end
+
+    # [release, the entry it let in] pairs: the k-th span to leave and the (k + slots)-th to enter
+    # (all slots busy throughout, which is what these runs keep them).
+    def handoffs(spans, slots)
+      leaving = spans.sort_by { |s| s[1] }
+      entering = spans.sort_by(&:first).drop(slots)
+      leaving.take(entering.size).zip(entering)
     end
 
     # One Markdown table: a row per measure, a column per (implementation, config); `title` is

@@ -22,9 +22,8 @@ module Ferrolock
   #   admin.locks("report:*", cursor: page.cursor) unless page.last?
   #   admin.force_release("report:42")      # => [#<struct Released kind=:dist_mutex, ...>]
   #
-  # Listing uses SCAN with MATCH on the namespace and a bounded COUNT, never KEYS. It reads one
-  # Redis server (single node or the Sentinel primary); on a Redis Cluster it sees only the node
-  # the client's keyless commands go to.
+  # Listing uses SCAN with MATCH on the namespace and a bounded COUNT, never KEYS. It reads the
+  # one server (single node or the Sentinel primary), or every master of a Redis Cluster in turn.
   class Admin
     LOCK_PARTS = { "lock" => MutexInfo, "exec" => DualLockInfo, "wait" => DualLockInfo }.freeze
 
@@ -57,7 +56,7 @@ module Ferrolock
     # A job class's tenants (TenantInfo), or every class's (job_class nil). `rules:` (the
     # fair_tenant_queues Array) and `queue:` default to the class's sidekiq_options when it is loaded.
     def tenants(job_class = nil, cursor: "0", per_page: 25, rules: nil, queue: nil)
-      prefix = job_class.nil? ? TENANT_PREFIX : KeySpace.escape(TenantInfo.class_name(job_class!(job_class)))
+      prefix = nil.equal?(job_class) ? TENANT_PREFIX : KeySpace.escape(TenantInfo.class_name(job_class!(job_class)))
       configs = Hash.new { |h, klass| h[klass] = tenant_config(klass, rules, queue) }
       page("#{prefix}*", cursor, per_page, %w[z w], escaped: true) do |name, part|
         klass = TenantInfo.split(name)&.first or next
@@ -75,7 +74,7 @@ module Ferrolock
     # :concurrent_limiter (default: all); `token:` only that holder. Returns the Released holds.
     def force_release(name, kind: nil, token: nil)
       name = Validate.name!(:name, name)
-      token = Validate.text!(:token, token) unless token.nil?
+      token = Validate.text!(:token, token) unless nil.equal?(token) # (a BasicObject has no nil?)
       Release.new(@client, @keys).call(name, kind: kind, token: token)
     end
 
@@ -95,7 +94,7 @@ module Ferrolock
     end
 
     def job_class!(value)
-      Validate.text!(:job_class, value.is_a?(Symbol) ? value.to_s : value)
+      Validate.text!(:job_class, Symbol === value ? value.to_s : value) # rubocop:disable Style/CaseEquality -- BasicObject-safe
     end
 
     def tenant_config(job_class, rules, queue)

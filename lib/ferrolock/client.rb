@@ -96,7 +96,7 @@ module Ferrolock
     end
 
     def string_option(name, value)
-      raise TypeError, "#{name} must be a String, got #{value.class}" unless value.is_a?(String)
+      raise TypeError, "#{name} must be a String, got #{Validate.class_of(value)}" unless String === value # rubocop:disable Style/CaseEquality -- BasicObject-safe
       raise ArgumentError, "#{name} must not be empty" if value.empty?
 
       value

@@ -1,17 +1,8 @@
 # frozen_string_literal: true
 
+require_relative "concurrent_limiter/local_limits"
+
 module Ferrolock
-  # Raised by ConcurrentLimiter#within_limit when no slot freed within wait_timeout. #limiter is
-  # the limiter that refused, so a backoff ->(limiter, job, ex) can depend on it.
-  class OverLimit
-    attr_reader :limiter
-
-    def initialize(message = nil, limiter: nil)
-      super(message)
-      @limiter = limiter
-    end
-  end
-
   # At most `count` blocks run at once, across threads, processes and hosts (Sidekiq Enterprise's
   # concurrent limiter API). Create it once (a constant) and reuse it; it is thread-safe.
   #
@@ -34,6 +25,7 @@ module Ferrolock
       @client = Validate.client!(client)
       @native = Native::ConcurrentLimiter.new(@client.native, @name, @count, @lock_timeout,
                                               Ferrolock.min_replicas_acked!(min_replicas_acked))
+      LocalLimits.record(@client.namespace, @name, @count)
     end
 
     # Runs the block in a slot and returns its value. Waits up to wait_timeout seconds for a slot
@@ -57,10 +49,14 @@ module Ferrolock
       end
     end
 
-    # { limit:, in_use:, waiting: } read from Redis: every process's slots and waiters.
+    # { limit:, in_use:, waiting: } read from Redis: every process's slots and waiters. `limit` is
+    # this object's; `stored_limit:` is added when the slots set holds another one (written by the
+    # latest caller to take a free slot: some process passes a different limit for this name).
     def status
       in_use, waiting = @native.status
-      { limit: @count, in_use: in_use, waiting: waiting }
+      status = { limit: @count, in_use: in_use, waiting: waiting }
+      stored = stored_limit
+      stored.nil? || stored == @count ? status : status.merge(stored_limit: stored)
     end
 
     def inspect
@@ -92,6 +88,13 @@ module Ferrolock
     rescue LockLost
       instrument(:lock_lost, detected: :release)
       raise if raise_lost
+    end
+
+    # The slots set's '{limit}' member, scored -limit (lua/concurrent_limiter/acquire.lua), or nil.
+    # A separate ZSCORE: status is an operator's read, not the hot path.
+    def stored_limit
+      score = @client.call("ZSCORE", "#{@client.namespace}:{#{@name}}:slots", "{limit}")
+      score && -Float(score).to_i
     end
 
     # :waited, as DistMutex and DualLock send it; :duration is its deprecated old name.

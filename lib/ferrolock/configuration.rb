@@ -42,7 +42,7 @@ module Ferrolock
     end
 
     def self.min_replicas_acked!(value)
-      raise TypeError, "min_replicas_acked must be an Integer, got #{value.class}" unless value.is_a?(Integer)
+      raise TypeError, "min_replicas_acked must be an Integer, got #{Validate.class_of(value)}" unless Integer === value # rubocop:disable Style/CaseEquality -- BasicObject-safe
       unless value.between?(0, MAX_REPLICAS_ACKED)
         raise ArgumentError, "min_replicas_acked must be between 0 and #{MAX_REPLICAS_ACKED}, got #{value}"
       end
@@ -62,7 +62,7 @@ module Ferrolock
     # `c.redis_url = ENV["FERROLOCK_REDIS_URL"]` works in an app that only sets REDIS_URL).
     # :sidekiq means Sidekiq's own Redis (its configured URL and password).
     def redis_url=(value)
-      @redis_url = value.nil? ? self.class.default_redis_url : self.class.redis_url!(value)
+      @redis_url = nil.equal?(value) ? self.class.default_redis_url : self.class.redis_url!(value)
     end
 
     # A PEM bundle of CAs to trust for rediss:// (a private CA); nil: the system's roots.
@@ -92,8 +92,8 @@ module Ferrolock
     end
 
     def logger=(value)
-      unless value.respond_to?(:info) && value.respond_to?(:warn)
-        raise TypeError, "logger must respond to #info and #warn, got #{value.class}"
+      unless Validate.responds_to?(value, :info) && Validate.responds_to?(value, :warn)
+        raise TypeError, "logger must respond to #info and #warn, got #{Validate.class_of(value)}"
       end
 
       @logger = value
@@ -112,7 +112,7 @@ module Ferrolock
     # A URL String, or :sidekiq (Sidekiq's own Redis, read when the client is built).
     def self.redis_url!(value)
       return value if value == :sidekiq
-      raise TypeError, "redis_url must be a String or :sidekiq, got #{value.class}" unless value.is_a?(String)
+      raise TypeError, "redis_url must be a String or :sidekiq, got #{Validate.class_of(value)}" unless String === value # rubocop:disable Style/CaseEquality -- BasicObject-safe
       raise ArgumentError, "redis_url must not be empty" if value.empty?
 
       value
@@ -197,7 +197,7 @@ module Ferrolock
 
     # A primitive's min_replicas_acked: keyword, checked; nil means the configured default.
     def min_replicas_acked!(value)
-      value.nil? ? config.min_replicas_acked : Configuration.min_replicas_acked!(value)
+      nil.equal?(value) ? config.min_replicas_acked : Configuration.min_replicas_acked!(value)
     end
   end
 end

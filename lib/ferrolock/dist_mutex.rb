@@ -24,7 +24,7 @@ module Ferrolock
     # configured default, see Configuration#min_replicas_acked).
     def initialize(name, expire: nil, auto_release: true, lease: 30, client: nil, min_replicas_acked: nil) # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
       @name = Validate.name!(:name, name)
-      expire = Validate.seconds!(:expire, expire) unless expire.nil?
+      expire = Validate.seconds!(:expire, expire) unless nil.equal?(expire) # (BasicObject-safe: no nil?)
       lease = Validate.seconds!(:lease, lease)
       @auto_release = Validate.boolean!(:auto_release, auto_release)
       if !auto_release && expire.nil?
@@ -47,7 +47,7 @@ module Ferrolock
 
       check_local_owners
 
-      timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless timeout.nil?
+      timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless nil.equal?(timeout)
       LockLostWatcher.ensure_started
       started = Ferrolock.monotonic
       # Granted and recorded, or interrupted holding nothing (see Interrupts).
@@ -106,7 +106,7 @@ module Ferrolock
     # process; another process's unlock does not end the sleep. If an exception (Timeout, say)
     # ends the sleep, the lock is taken again before it propagates, as with Mutex.
     def sleep(timeout = nil)
-      timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless timeout.nil?
+      timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless nil.equal?(timeout)
       unlock
       started = Ferrolock.monotonic
       begin

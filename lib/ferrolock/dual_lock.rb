@@ -21,7 +21,7 @@ module Ferrolock
       @key = Validate.name!(:key, key)
       @wait_ttl = Validate.seconds!(:wait_ttl, wait_ttl)
       @exec_ttl = Validate.seconds!(:exec_ttl, exec_ttl)
-      @max_wait = max_wait.nil? ? nil : Validate.seconds!(:max_wait, max_wait, allow_zero: true)
+      @max_wait = nil.equal?(max_wait) ? nil : Validate.seconds!(:max_wait, max_wait, allow_zero: true)
       @client = Validate.client!(client)
       @native = Native::DualLock.new(@client.native, @key, @wait_ttl, @exec_ttl,
                                      Ferrolock.min_replicas_acked!(min_replicas_acked))

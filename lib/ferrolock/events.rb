@@ -65,7 +65,7 @@ module Ferrolock
 
           begin
             subscription.call(event, payload)
-          rescue StandardError => e
+          rescue StandardError => e # only the subscriber's own: asynchronous ones are deferred (above)
             logger.warn("ferrolock: #{event} subscriber failed: #{e.class}: #{e.message}")
           end
         end
@@ -78,8 +78,9 @@ module Ferrolock
 
     def event_names!(events)
       events.map do |event|
-        unless event.is_a?(Symbol) || event.is_a?(String)
-          raise TypeError, "subscribe: event names must be Symbols, got #{event.inspect}"
+        case event
+        when Symbol, String then nil
+        else raise TypeError, "subscribe: event names must be Symbols, got #{Validate.show(event)}"
         end
 
         name = event.to_sym
@@ -93,7 +94,7 @@ module Ferrolock
       return unless defined?(::ActiveSupport::Notifications)
 
       ::ActiveSupport::Notifications.instrument("#{event}.ferrolock", payload)
-    rescue StandardError => e
+    rescue StandardError => e # runs inside instrument's deferral: only a listener's own failure lands here
       logger.warn("ferrolock: ActiveSupport::Notifications for #{event} failed: #{e.class}: #{e.message}")
     end
   end

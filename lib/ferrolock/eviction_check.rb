@@ -50,7 +50,7 @@ module Ferrolock
       warn_about(policy) if policy && policy != "noeviction"
     rescue ConnectionError, TimeoutError => e
       debug("ferrolock: could not read Redis' maxmemory-policy (#{e.class}: #{e.message}); will retry")
-    rescue StandardError => e
+    rescue StandardError => e # (this file runs on the check's own thread: nothing foreign lands here)
       @done = true # refused (ACL, managed Redis): asking again would not help
       debug("ferrolock: Redis refused CONFIG GET maxmemory-policy (#{e.class}: #{e.message})")
     end

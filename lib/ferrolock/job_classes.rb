@@ -10,8 +10,10 @@ module Ferrolock
       ObjectSpace.each_object(Class).select do |klass|
         klass.respond_to?(:get_sidekiq_options) && klass.get_sidekiq_options[option] &&
           klass.name && Object.const_get(klass.name).equal?(klass)
+      rescue ForeignError
+        raise # an outer timeout, not this class's failure: a boot check must not skip it silently
       rescue StandardError
-        false
+        false # a class whose get_sidekiq_options or name raises cannot be checked by name
       end
     end
 
@@ -24,6 +26,21 @@ module Ferrolock
                               "(Rails: config.eager_load = true, or Rails.application.eager_load!)")
       end
       classes
+    end
+
+    # Runs `check` (which raises ArgumentError/TypeError on bad options) for each of
+    # `job_classes`, or of every loaded class with `option` when none is given, and raises every
+    # error at once (raise_all!). A Sidekiq middleware's `validate!`.
+    def self.check_all!(job_classes, option, check_name)
+      job_classes = found(option, check_name) if job_classes.empty?
+      errors = job_classes.filter_map do |job_class|
+        yield job_class
+        nil
+      rescue ArgumentError, TypeError => e
+        e
+      end
+      raise_all!(errors)
+      true
     end
 
     # Raises the one error as is, or one ArgumentError listing several.

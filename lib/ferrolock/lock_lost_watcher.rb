@@ -56,7 +56,8 @@ module Ferrolock
           Ferrolock.instrument(:lock_lost, payload(*notice)) if notice
         end
       rescue StandardError => e
-        # The next ensure_started starts a fresh thread.
+        # The watcher's own thread (nothing foreign is raised into it). The next ensure_started
+        # starts a fresh thread.
         Ferrolock.logger.warn("ferrolock: lock_lost watcher stopped: #{e.class}: #{e.message}")
       end
     end

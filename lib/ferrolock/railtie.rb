@@ -5,7 +5,8 @@ module Ferrolock
   # - Ferrolock.logger defaults to Rails.logger (an app's own c.logger, set before or in an
   #   initializer, wins);
   # - configuration goes in config/initializers/ferrolock.rb (Ferrolock.configure);
-  # - in a Sidekiq server, the boot checks (DualLockMiddleware.validate!, FairTenant.verify!) run
+  # - in a Sidekiq server, the boot checks (DualLockMiddleware.validate!, FairTenant.verify!,
+  #   UniqueServerMiddleware.validate!) run
   #   on Sidekiq's :startup event, after the app (eager-)loaded its job classes. Turn them off with
   #   `c.boot_checks = false`.
   class Railtie < ::Rails::Railtie
@@ -47,8 +48,13 @@ module Ferrolock
                                 "fair_tenant_queues", "FairTenant.verify!", errors) do |classes|
           Ferrolock::FairTenant.verify!(classes)
         end
+        unique = run_check(sidekiq.server_middleware, Ferrolock::Sidekiq::UniqueServerMiddleware, "lock",
+                           "UniqueServerMiddleware.validate!", errors) do |classes|
+          Ferrolock::Sidekiq::UniqueServerMiddleware.validate!(*classes)
+        end
         raise_all!(errors)
         Ferrolock.logger.info("ferrolock: boot checks ran (DualLock: #{dual_lock}; FairTenant: #{fair_tenant}; " \
+                              "Unique: #{unique}; " \
                               "turn off with c.boot_checks = false)")
       end
 

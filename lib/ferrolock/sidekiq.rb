@@ -10,6 +10,16 @@ module Ferrolock
     autoload :DualLockSettings, File.expand_path("sidekiq/dual_lock_settings", __dir__)
     autoload :LimiterMiddleware, File.expand_path("sidekiq/limiter_middleware", __dir__)
     autoload :Reschedule, File.expand_path("sidekiq/reschedule", __dir__)
+    autoload :UniqueClientMiddleware, File.expand_path("sidekiq/unique_client_middleware", __dir__)
+    autoload :UniqueDigest, File.expand_path("sidekiq/unique_digest", __dir__)
+    autoload :UniqueLeases, File.expand_path("sidekiq/unique_leases", __dir__)
+    autoload :UniqueLock, File.expand_path("sidekiq/unique_lock", __dir__)
+    autoload :UniqueMiddleware, File.expand_path("sidekiq/unique_middleware", __dir__)
+    autoload :UniqueOnConflict, File.expand_path("sidekiq/unique_on_conflict", __dir__)
+    autoload :UniquePush, File.expand_path("sidekiq/unique_push", __dir__)
+    autoload :UniqueRetry, File.expand_path("sidekiq/unique_retry", __dir__)
+    autoload :UniqueServerMiddleware, File.expand_path("sidekiq/unique_server_middleware", __dir__)
+    autoload :UniqueSettings, File.expand_path("sidekiq/unique_settings", __dir__)
 
     # The job's class name for events and log lines: the wrapped class for ActiveJob jobs (whose
     # Sidekiq class is always ActiveJob's JobWrapper).

@@ -80,7 +80,7 @@ module Ferrolock
 
     # A non-empty Array of URLs / node hashes, as URLs.
     def nodes!(arg, nodes, default_port)
-      unless nodes.is_a?(Array)
+      unless Array === nodes # rubocop:disable Style/CaseEquality -- BasicObject-safe
         raise TypeError, "#{arg} must be an Array of redis:// URLs or {host:, port:} Hashes, " \
                          "got #{Validate.show(nodes)}"
       end

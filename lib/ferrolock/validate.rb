@@ -15,16 +15,23 @@ module Ferrolock
   MAX_COUNT = 1_000_000_000
 
   # Argument checks shared by the primitives: each error names the argument and, for a value
-  # out of range, the bound.
+  # out of range, the bound. Types are checked with `case`/`===` (Module#===), never by calling
+  # the value's own methods (is_a?, respond_to?, nil?, inspect): a BasicObject has none of them,
+  # and a bad argument must end in a TypeError naming it, not a NoMethodError.
   module Validate
+    # Kernel's methods, callable on any object (a BasicObject included).
+    KERNEL_TO_S = Kernel.instance_method(:to_s)
+    KERNEL_CLASS = Kernel.instance_method(:class)
+
     module_function
 
     # A lock/limiter name: a non-empty String or Symbol of at most MAX_NAME_BYTES of valid UTF-8,
     # without braces (they would break the Redis Cluster hash tag). NUL and newlines are fine:
     # Redis keys are binary-safe. Returns the name as a UTF-8 String.
     def name!(arg, value)
-      unless value.is_a?(String) || value.is_a?(Symbol)
-        raise TypeError, "#{arg} must be a String or Symbol, got #{show(value)}"
+      case value
+      when String, Symbol then nil
+      else raise TypeError, "#{arg} must be a String or Symbol, got #{show(value)}"
       end
 
       value = text!(arg, value.to_s)
@@ -36,7 +43,7 @@ module Ferrolock
     # A non-empty String of at most MAX_NAME_BYTES bytes of valid UTF-8 (the native layer takes
     # UTF-8 only), returned as UTF-8.
     def text!(arg, value)
-      raise TypeError, "#{arg} must be a String, got #{show(value)}" unless value.is_a?(String)
+      raise TypeError, "#{arg} must be a String, got #{show(value)}" unless string?(value)
       raise ArgumentError, "#{arg} must not be empty" if value.empty?
       if value.bytesize > MAX_NAME_BYTES
         raise ArgumentError, "#{arg} must be at most #{MAX_NAME_BYTES} bytes, got #{value.bytesize} bytes"
@@ -67,8 +74,8 @@ module Ferrolock
 
     # A number of seconds as a Float, not NaN (range checks are the caller's).
     def float!(arg, value)
-      value = value.to_f if defined?(ActiveSupport::Duration) && value.is_a?(ActiveSupport::Duration)
-      raise TypeError, "#{arg} must be a number of seconds, got #{show(value)}" unless value.is_a?(Numeric)
+      value = value.to_f if duration?(value)
+      raise TypeError, "#{arg} must be a number of seconds, got #{show(value)}" unless numeric?(value)
 
       float = value.to_f
       # Complex is Numeric too; its to_f raises RangeError unless the imaginary part is 0.
@@ -77,6 +84,14 @@ module Ferrolock
       float
     rescue RangeError, NoMethodError
       raise TypeError, "#{arg} must be a real number of seconds, got #{show(value)}"
+    end
+
+    # An ActiveSupport::Duration (when ActiveSupport is loaded). Not `defined?(ActiveSupport::Duration)`:
+    # Ruby wraps that in a hidden rescue-everything ("defined guard") that swallows an asynchronous
+    # exception (Thread#raise, Timeout) landing while it runs, and this runs on every call.
+    def duration?(value)
+      !numeric?(value) && Object.const_defined?(:ActiveSupport) &&
+        ::ActiveSupport.const_defined?(:Duration, false) && ::ActiveSupport::Duration === value # rubocop:disable Style/CaseEquality -- works on a BasicObject
     end
 
     def at_most!(arg, seconds)
@@ -92,7 +107,7 @@ module Ferrolock
 
     # An Integer from min (0 or 1) to MAX_COUNT.
     def count!(arg, value, min:)
-      raise TypeError, "#{arg} must be an Integer, got #{show(value)}" unless value.is_a?(Integer)
+      raise TypeError, "#{arg} must be an Integer, got #{show(value)}" unless integer?(value)
       raise ArgumentError, "#{arg} must be #{min.zero? ? "zero or more" : "positive"}, got #{value}" if value < min
       raise ArgumentError, "#{arg} must be at most #{MAX_COUNT}, got #{show(value)}" if value > MAX_COUNT
 
@@ -108,10 +123,10 @@ module Ferrolock
 
     # A file path (String or anything with #to_path), or nil.
     def path!(arg, value)
-      return nil if value.nil?
+      return nil if nil.equal?(value)
 
-      value = value.to_path if value.respond_to?(:to_path)
-      raise TypeError, "#{arg} must be a String path or nil, got #{show(value)}" unless value.is_a?(String)
+      value = value.to_path if !string?(value) && responds_to?(value, :to_path)
+      raise TypeError, "#{arg} must be a String path or nil, got #{show(value)}" unless string?(value)
       raise ArgumentError, "#{arg} must not be empty" if value.empty?
 
       value
@@ -125,16 +140,62 @@ module Ferrolock
 
     # The client to use: the one given, or Ferrolock.client.
     def client!(value)
-      return Ferrolock.client if value.nil?
-      raise TypeError, "client must be a Ferrolock::Client, got #{value.class}" unless value.is_a?(Ferrolock::Client)
-
-      value
+      case value
+      when nil then Ferrolock.client
+      when Ferrolock::Client then value
+      else raise TypeError, "client must be a Ferrolock::Client, got #{class_of(value)}"
+      end
     end
 
-    # value.inspect cut short, so a 10 MB argument does not become a 10 MB message.
+    # value.class, also for a BasicObject (for messages: "got Integer").
+    def class_of(value)
+      KERNEL_CLASS.bind_call(value)
+    end
+
+    # value.respond_to?(name); false for an object without respond_to? (a BasicObject). A proxy
+    # answering respond_to? through method_missing still answers for its target.
+    def responds_to?(value, name)
+      value.respond_to?(name)
+    rescue NoMethodError
+      false
+    end
+
+    # value.inspect cut short, so a 10 MB argument does not become a 10 MB message. An object
+    # without inspect (a BasicObject) shows as #<Class:0x…>.
     def show(value)
-      text = value.inspect
+      text = inspect_of(value)
       text.length > 80 ? "#{text[0, 60]}…(#{text.length} characters)" : text
     end
+
+    def inspect_of(value)
+      value.inspect
+    rescue NoMethodError
+      KERNEL_TO_S.bind_call(value)
+    end
+
+    # Type tests that call nothing on the value (Module#===, as `case` does).
+    def string?(value)
+      case value
+      when String then true
+      else false
+      end
+    end
+
+    def numeric?(value)
+      case value
+      when Numeric then true
+      else false
+      end
+    end
+
+    def integer?(value)
+      case value
+      when Integer then true
+      else false
+      end
+    end
+
+    private_class_method :inspect_of, :string?, :numeric?, :integer?
+    private_constant :KERNEL_TO_S, :KERNEL_CLASS
   end
 end

@@ -28,13 +28,21 @@ module FerrolockTest
       "empty string" => "",
       "\"\\0\"" => "\0",
       "\"a\\nb\"" => "a\nb",
-      "10 MB string" => "x" * (10 * 1024 * 1024)
+      "10 MB string" => "x" * (10 * 1024 * 1024),
+      # No is_a?, respond_to?, nil? or inspect: checks must not call the value's own methods.
+      "BasicObject" => BasicObject.new
     }.freeze
 
     # A stand-in for a Sidekiq job class with sidekiq_options.
     JobClass = Struct.new(:name, :options) do
       def get_sidekiq_options = options # rubocop:disable Naming/AccessorMethodName -- Sidekiq's name
       def to_s = name
+    end
+
+    # A loaded job class without uniqueness options of its own (the child does not load Sidekiq):
+    # the cases give the lock per push, in the job hash.
+    class UniqueJob
+      def self.get_sidekiq_options = {} # rubocop:disable Naming/AccessorMethodName -- Sidekiq's name
     end
 
     @serial = 0
@@ -122,6 +130,65 @@ module FerrolockTest
         }
       end
 
+      def rate_limiter_targets
+        {
+          "RateLimiter.window(name)" => ->(v) { used(Ferrolock::RateLimiter.window(v, 1, 1)) },
+          "RateLimiter.window(count)" => ->(v) { used(Ferrolock::RateLimiter.window(unique("w"), v, 1)) },
+          "RateLimiter.window(interval)" => ->(v) { used(Ferrolock::RateLimiter.window(unique("w"), 1, v)) },
+          "RateLimiter.window(wait_timeout:)" => ->(v) { used(window(wait_timeout: v)) },
+          "RateLimiter.window(sliding:)" => ->(v) { used(window(sliding: v)) },
+          "RateLimiter.window(client:)" => ->(v) { used(window(client: v)) },
+          "RateLimiter.window(sliding: true, count)" => lambda { |v|
+            used(Ferrolock::RateLimiter.window(unique("s"), v, 1, sliding: true))
+          },
+          # A day: a count up to MAX_COUNT stays under one call per microsecond.
+          "RateLimiter.bucket(count)" => ->(v) { used(Ferrolock::RateLimiter.bucket(unique("b"), v, :day)) },
+          # Per second: a count above a million asks for more than one call per microsecond.
+          "RateLimiter.bucket(count) per second" => ->(v) { used(Ferrolock::RateLimiter.bucket(unique("b"), v, 1)) },
+          "RateLimiter.leaky(count) per second" => ->(v) { used(Ferrolock::RateLimiter.leaky(unique("l"), v, 1)) },
+          "RateLimiter.bucket(interval)" => ->(v) { used(Ferrolock::RateLimiter.bucket(unique("b"), 1, v)) },
+          "RateLimiter.leaky(count)" => ->(v) { used(Ferrolock::RateLimiter.leaky(unique("l"), v, :day)) },
+          "RateLimiter.leaky(interval)" => ->(v) { used(Ferrolock::RateLimiter.leaky(unique("l"), 1, v)) },
+          "RateLimiter.leaky(burst:)" => ->(v) { used(Ferrolock::RateLimiter.leaky(unique("l"), 1, :day, burst: v)) },
+          "RateLimiter#within_limit(wait_timeout:)" => lambda { |v|
+            Ferrolock::RateLimiter.window(unique("w"), 1, 1).within_limit(wait_timeout: v) { 1 }
+          },
+          "RateLimiter.points(points)" => ->(v) { used(Ferrolock::RateLimiter.points(unique("p"), v, :day)) },
+          "RateLimiter#within_limit(cost) of points" => lambda { |v|
+            Ferrolock::RateLimiter.points(unique("p"), 10, 1).within_limit(v, wait_timeout: 0) { 1 }
+          },
+          # Full for a day: every wait ends at once in OverLimit.
+          "RateLimiter#within_limit(wait_timeout:) when full" => lambda { |v|
+            limiter = Ferrolock::RateLimiter.window(unique("full"), 1, :day)
+            limiter.within_limit { 1 }
+            limiter.within_limit(wait_timeout: v) { 1 }
+          }
+        }
+      end
+
+      # UniqueClientMiddleware#call with one part of an otherwise sane job hash replaced by the
+      # value (each case its own digest: nothing is a duplicate of an earlier case).
+      def unique_targets
+        {
+          "UniqueClientMiddleware#call(job)" => ->(v) { push_unique(v) },
+          "UniqueClientMiddleware job class" => ->(v) { push_unique(unique_job("class" => v), job_class: v) },
+          "UniqueClientMiddleware job args" => ->(v) { push_unique(unique_job("args" => v)) },
+          "UniqueClientMiddleware job args: [value]" => ->(v) { push_unique(unique_job("args" => [unique("a"), v])) },
+          "UniqueClientMiddleware job jid" => ->(v) { push_unique(unique_job("jid" => v)) },
+          "UniqueClientMiddleware job at" => ->(v) { push_unique(unique_job("at" => v)) },
+          "UniqueClientMiddleware job lock" => ->(v) { push_unique(unique_job("lock" => v)) },
+          "UniqueClientMiddleware job lock_ttl" => ->(v) { push_unique(unique_job("lock_ttl" => v)) },
+          "UniqueClientMiddleware job lock_timeout" => ->(v) { push_unique(unique_job("lock_timeout" => v)) },
+          "UniqueClientMiddleware job lock_lease" => ->(v) { push_unique(unique_job("lock_lease" => v)) },
+          "UniqueClientMiddleware job on_conflict" => ->(v) { push_unique(unique_job("on_conflict" => v)) },
+          "UniqueClientMiddleware job lock_args_method" => ->(v) { push_unique(unique_job("lock_args_method" => v)) },
+          "UniqueServerMiddleware#call(job)" => lambda { |v|
+            Ferrolock::Sidekiq::UniqueServerMiddleware.new.call(UniqueJob.new, v, "default") { :ran }
+          },
+          "UniqueServerMiddleware.validate!(job class)" => ->(v) { validate_unique(v) }
+        }
+      end
+
       def targets(group)
         public_send("#{group}_targets")
       end
@@ -140,8 +207,8 @@ module FerrolockTest
       end
 
       def outcome(call, value)
-        result = call.call(value.frozen? || !value.is_a?(String) ? value : value.dup)
-        { outcome: "ok", result: result.is_a?(Numeric) ? result.to_f : nil }
+        result = call.call(String === value && !value.frozen? ? value.dup : value) # rubocop:disable Style/CaseEquality -- BasicObject
+        { outcome: "ok", result: Numeric === result ? result.to_f : nil } # rubocop:disable Style/CaseEquality
       rescue Exception => e # rubocop:disable Lint/RescueException -- `fatal` is what we look for
         { outcome: e.class.name || e.class.inspect, message: e.message[0, 300] }
       end
@@ -177,9 +244,34 @@ module FerrolockTest
           Thread.new do
             Thread.current.report_on_exception = false
             other = Ferrolock::ConcurrentLimiter.new(name, 1, wait_timeout: ctor_wait)
-            wait.nil? ? other.within_limit { 1 } : other.within_limit(wait_timeout: wait) { 1 }
+            nil.equal?(wait) ? other.within_limit { 1 } : other.within_limit(wait_timeout: wait) { 1 }
           end.value
         end
+      end
+
+      def window(**options)
+        Ferrolock::RateLimiter.window(unique("w"), 1, 1, **options)
+      end
+
+      def validate_unique(job_class)
+        Ferrolock::Sidekiq::UniqueServerMiddleware.validate!(job_class)
+      end
+
+      # A limiter that was just built, used once and read: the native side sees the values too.
+      def used(limiter)
+        limiter.within_limit(wait_timeout: 0) { 1 }
+        limiter.status
+        nil
+      end
+
+      def unique_job(**parts)
+        { "class" => UniqueJob.name, "args" => [unique("a")], "jid" => unique("jid"), "queue" => "default",
+          "lock" => "until_executed" }.merge(parts.transform_keys(&:to_s))
+      end
+
+      # True when the push went ahead (the block ran).
+      def push_unique(job, job_class: UniqueJob.name)
+        Ferrolock::Sidekiq::UniqueClientMiddleware.new.call(job_class, job, "default") { true }
       end
 
       def limiter(**options)

@@ -35,6 +35,25 @@ module FerrolockTest
       out
     end
 
+    # A forked child running the block: exits 0, or 1 after printing what it raised.
+    def fork_child
+      fork do
+        yield
+        exit!(0)
+      rescue Exception => e # rubocop:disable Lint/RescueException
+        warn "child failed: #{e.class}: #{e.message}"
+        exit!(1)
+      end
+    end
+
+    # Fails the example unless every forked child exits 0 within `timeout` seconds each.
+    def expect_children_succeed(pids, timeout: 40)
+      pids.each do |pid|
+        _, status = Timeout.timeout(timeout) { Process.wait2(pid) }
+        raise "child #{pid} failed: #{status.inspect}" unless status.success?
+      end
+    end
+
     # Starts `sidekiq -r <app>` against the test Redis; yields it and stops it.
     def with_sidekiq(app, **options)
       process = SidekiqProcess.new(app, **options)

@@ -144,6 +144,19 @@ module RealShoryuken
     Shoryuken::Manager.allocate.send(:patch_batch!, receive(queue, count))
   end
 
+  # Processes the next message of `queue` in a thread and returns the thread once its job has
+  # pushed to `entered` (the job's own signal). `entered` also hears of a thread that ended
+  # early, so this never hangs.
+  def process_in_background(queue, entered)
+    thread = Thread.new do
+      process(queue, receive(queue).fetch(0))
+    ensure
+      entered << :ended
+    end
+    entered.pop
+    thread
+  end
+
   # Delivers message `id` and processes the one copy received.
   def deliver_and_process(queue, id, **options)
     CLIENT.deliver(id, **options)

@@ -2,12 +2,15 @@
 
 require "open3"
 require_relative "redis_server"
+require_relative "timing"
 
 module FerrolockTest
   # A throwaway Redis Cluster: 3 masters + 3 replicas on free loopback ports, each a RedisServer
   # with --cluster-enabled, joined by `redis-cli --cluster create`. Killed at exit. One per
   # process: RedisCluster.shared starts it on first use (specs and bin/bench share it).
   class RedisCluster
+    include Timing
+
     MASTERS = 3
     SLOTS = 16_384
     BOOT_TIMEOUT = 60
@@ -181,14 +184,8 @@ module FerrolockTest
       end
     end
 
-    def wait_for(what, timeout: BOOT_TIMEOUT)
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-      until yield
-        now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-        raise "Redis Cluster: timed out waiting for #{what}" if now > deadline
-
-        sleep 0.1
-      end
+    def wait_for(what, timeout: BOOT_TIMEOUT, &block)
+      wait_until(timeout: timeout, interval: 0.1, what: "Redis Cluster: #{what}", &block)
     end
   end
 end

@@ -3,6 +3,7 @@
 require "fileutils"
 require "tmpdir"
 require_relative "redis_server"
+require_relative "timing"
 
 module FerrolockTest
   # A throwaway Sentinel setup: a primary, one replica and 3 sentinels (`redis-server <conf>
@@ -10,6 +11,8 @@ module FerrolockTest
   # Killed at exit. With password:, the sentinels require it (requirepass) and authenticate to
   # each other with it.
   class RedisSentinel
+    include Timing
+
     NAME = "mymaster"
     SENTINELS = 3
     DOWN_AFTER_MS = 1000
@@ -125,14 +128,8 @@ module FerrolockTest
       false
     end
 
-    def wait_for(what, timeout: TIMEOUT)
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
-      until yield
-        now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
-        raise "Redis Sentinel: timed out waiting for #{what}" if now > deadline
-
-        sleep 0.1
-      end
+    def wait_for(what, timeout: TIMEOUT, &block)
+      wait_until(timeout: timeout, interval: 0.1, what: "Redis Sentinel: #{what}", &block)
     end
 
     # One sentinel process, its config file in its own directory (sentinels rewrite it).

@@ -14,11 +14,12 @@ module FerrolockTest
       monotonic - started
     end
 
-    # Polls the block until it returns truthy; fails after timeout seconds.
-    def wait_until(timeout: 5, interval: 0.01)
+    # Polls the block until it returns truthy; fails after timeout seconds, naming `what` (a
+    # String, or a Proc called then, to describe the state it found).
+    def wait_until(timeout: 5, interval: 0.01, what: "condition")
       deadline = monotonic + timeout
       until (result = yield)
-        raise "condition not met within #{timeout}s" if monotonic > deadline
+        raise "#{what.respond_to?(:call) ? what.call : what} not met within #{timeout}s" if monotonic > deadline
 
         sleep interval
       end

@@ -11,6 +11,8 @@ module FerrolockTest
   module WebFixture
     HOSTILE = %(report:<script>alert("x")</script>'q)
     MUTEX = "invoice:42"
+    # MUTEX is held inside this Sidekiq job (the thread-local Sidekiq's JobLogger sets).
+    JOB = { class: "InvoiceJob", jid: "b4a1c3e2d5f6a7b8c9d0e1f2" }.freeze
     DUAL = "sync:account-7"
     LIMITER = "api:partner"
     JOB_CLASS = "FerrolockWebHeavyJob"
@@ -27,6 +29,7 @@ module FerrolockTest
       release = Queue.new
       [HOSTILE, MUTEX].each do |name|
         threads << holder(gate, release) do |go|
+          Thread.current[:sidekiq_context] = JOB.dup if name == MUTEX
           Ferrolock::DistMutex.new(name).synchronize(&go)
         end
       end

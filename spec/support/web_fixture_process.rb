@@ -18,6 +18,10 @@ module FerrolockTest
       self
     end
 
+    def pid
+      @wait.pid
+    end
+
     def stop
       return unless @wait
 

@@ -64,14 +64,14 @@ pub fn release_call(
                 wait_ttl: params.ttl,
                 exec_ttl: params.ttl,
             };
-            DualLock::new(client, name, opts)?.release_call(token)
+            DualLock::new(client, name, opts)?.release_call(token, false)
         }
         Held::ConcurrentLimiter => {
             let opts = LimiterOptions {
                 limit: params.limit.max(1),
                 lease: params.ttl,
             };
-            ConcurrentLimiter::new(client, name, opts)?.release_call(token)
+            ConcurrentLimiter::new(client, name, opts)?.release_call(token, false)
         }
     })
 }
@@ -87,6 +87,48 @@ pub fn force_release(
 ) -> Result<bool> {
     let call = release_call(client, held, name, token, params)?;
     Ok(int(&client.eval(intr, &call)?)? == 1)
+}
+
+/// One page of keys from master `node` (see `Client::on_master`): `SCAN cursor MATCH pattern
+/// COUNT count` there. Returns the next cursor ("0": that node is done), the keys, and how many
+/// masters there are (a cluster's listing goes on with the next node).
+pub fn scan(
+    client: &Client,
+    intr: &Interrupt,
+    node: usize,
+    cursor: &str,
+    pattern: &str,
+    count: u32,
+) -> Result<(String, Vec<String>, usize)> {
+    if cursor.is_empty() || !cursor.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(Error::argument(format!(
+            "cursor: must be a SCAN cursor (digits), got {cursor:?}"
+        )));
+    }
+    let cmd = redis::cmd("SCAN")
+        .arg(cursor)
+        .arg("MATCH")
+        .arg(pattern)
+        .arg("COUNT")
+        .arg(count.max(1))
+        .get_packed_command();
+    let (reply, masters) = client.on_master(intr, node, |c| c.request(intr, &cmd))?;
+    let bad = || Error::Redis(format!("SCAN: unexpected reply {reply:?}"));
+    let redis::Value::Array(parts) = &reply else {
+        return Err(bad());
+    };
+    let text = |v: &redis::Value| match v {
+        redis::Value::BulkString(b) => Some(String::from_utf8_lossy(b).into_owned()),
+        redis::Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    };
+    let (Some(next), Some(redis::Value::Array(keys))) =
+        (parts.first().and_then(text), parts.get(1))
+    else {
+        return Err(bad());
+    };
+    let keys = keys.iter().filter_map(text).collect();
+    Ok((next, keys, masters))
 }
 
 #[cfg(test)]

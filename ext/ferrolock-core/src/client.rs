@@ -150,6 +150,11 @@ impl Client {
         self.inner.how.timeouts.read
     }
 
+    /// True on a Redis Cluster, where a script may find an undeclared key on another node.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.inner.topology, Topology::Cluster(_))
+    }
+
     pub fn keys(&self, name: &str) -> Result<Keys> {
         Keys::new(&self.inner.namespace, name)
     }
@@ -182,6 +187,33 @@ impl Client {
         self.inner
             .topology
             .run(&self.inner.how, intr, route, Duration::ZERO, f)
+    }
+
+    /// Runs `f` on master number `node` (a cluster's masters in address order; else the one
+    /// server or the Sentinel primary, node 0), with how many masters there are: for listings
+    /// that must visit every node (admin.rs SCAN). No redirects: the caller reads, per node.
+    pub(crate) fn on_master<R>(
+        &self,
+        intr: &Interrupt,
+        node: usize,
+        f: impl FnOnce(&mut Conn) -> Result<R>,
+    ) -> Result<(R, usize)> {
+        intr.check()?;
+        let how = &self.inner.how;
+        let no_such = || Error::argument(format!("node: no master number {node}"));
+        match &self.inner.topology {
+            Topology::Single(pool) if node == 0 => Ok((pool.with_conn(how, |c, _| f(c))?, 1)),
+            Topology::Cluster(cluster) => {
+                let masters = cluster.masters(how, intr)?;
+                let pool = masters.get(node).ok_or_else(no_such)?;
+                Ok((pool.with_conn(how, |c, _| f(c))?, masters.len()))
+            }
+            Topology::Sentinel(_) if node == 0 => {
+                let pool = self.inner.topology.pool_for(how, intr, Route::Any)?;
+                Ok((pool.with_conn(how, |c, _| f(c))?, 1))
+            }
+            _ => Err(no_such()),
+        }
     }
 
     /// Any Redis command, e.g. `["SET", "k", "v"]`.
@@ -328,8 +360,10 @@ impl Client {
             .collect())
     }
 
-    /// BLPOP on `key` for at most `timeout`. True when an element was popped.
-    pub fn blpop(&self, intr: &Interrupt, key: &str, timeout: Duration) -> Result<bool> {
+    /// BLPOP on `key` for at most `timeout`: the popped element, or `None` when the wait timed
+    /// out. Routed to the key's node (following MOVED/ASK), and ended by CLIENT UNBLOCK when the
+    /// caller is interrupted.
+    pub fn blpop(&self, intr: &Interrupt, key: &str, timeout: Duration) -> Result<Option<Value>> {
         // BLPOP 0 would block forever; Redis takes fractional seconds since 6.0.
         let secs = timeout.as_secs_f64().max(0.001);
         let packed = redis::cmd("BLPOP")
@@ -352,7 +386,7 @@ impl Client {
                     };
                 c.request_blocking(intr, &packed, timeout, unblock)
             })?;
-        Ok(!matches!(reply, Value::Nil))
+        popped_element(reply)
     }
 
     /// Redis' `maxmemory-policy` (`CONFIG GET`), asked once at boot by the Ruby client to warn
@@ -392,6 +426,15 @@ impl Client {
             }
             Err(e) => Err(e),
         }
+    }
+}
+
+/// BLPOP's reply: nil (timed out) or [key, element].
+fn popped_element(reply: Value) -> Result<Option<Value>> {
+    match reply {
+        Value::Nil => Ok(None),
+        Value::Array(mut kv) if kv.len() == 2 => Ok(kv.pop()),
+        other => Err(Error::Redis(format!("BLPOP: unexpected reply {other:?}"))),
     }
 }
 

@@ -85,6 +85,20 @@ impl Cluster {
         Ok(table.masters[owner as usize].clone())
     }
 
+    /// The masters serving at least one slot, in address order (a per-node listing's order).
+    pub(crate) fn masters(&self, how: &Connector, intr: &Interrupt) -> Result<Vec<Arc<NodePool>>> {
+        if self.table().owner.is_empty() {
+            self.reload(how, intr, true)?;
+        }
+        let table = self.table();
+        let mut masters: Vec<Arc<NodePool>> = (0..table.masters.len())
+            .filter(|&i| table.owner.iter().any(|&o| o as usize == i))
+            .map(|i| table.masters[i].clone())
+            .collect();
+        masters.sort_by(|a, b| a.addr.cmp(&b.addr));
+        Ok(masters)
+    }
+
     /// The pool for a node by address, made on first sight (a MOVED/ASK target).
     pub(crate) fn pool_at(&self, host: &str, port: u16) -> Arc<NodePool> {
         let addr = self.seeds[0].at(host, port);

@@ -1,16 +1,22 @@
 //! ConcurrentLimiter: at most `limit` holders at once across processes. Each slot is a member of
 //! a sorted set scored by its lease expiry (Redis time), renewed while held, so a block that runs
 //! past the lease keeps its slot; an expired member means a crashed holder and counts as free.
+//!
+//! Contended, waiters form a FIFO line in Redis: a failed attempt enqueues its token, and a
+//! release hands its slot straight to the first waiter still waiting
+//! (lua/concurrent_limiter/release.lua), which pops the grant from its own list and enters
+//! (handoff.rs): no second attempt, no barging.
 
 use crate::client::{int, ints, Client};
 use crate::error::{Error, Result};
+use crate::handoff::{ack_grant, wait_grant, CutShort};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
 use crate::lost_leases::LostLease;
 use crate::lua_script;
-use crate::replicas::{eval_grant, refuse};
+use crate::replicas::{ack_timeout, eval_grant, refuse};
 use crate::script::ScriptCall;
-use crate::wait::wait_turn;
+use redis::Value;
 use std::time::{Duration, Instant};
 
 lua_script!(ACQUIRE = "concurrent_limiter/acquire");
@@ -18,8 +24,8 @@ lua_script!(RELEASE = "concurrent_limiter/release");
 lua_script!(RENEW = "concurrent_limiter/renew");
 lua_script!(STATUS = "concurrent_limiter/status");
 
-/// A waiter's mark outlives its planned wait by this much, so a release that lands just as the
-/// wait ends still signals.
+/// A waiter's entry outlives its planned wait by this much, so a release that lands just as the
+/// wait ends still hands over (the waiter then finds the slot its own at its next attempt).
 const WAIT_MARK_MARGIN: Duration = Duration::from_secs(1);
 
 /// Between attempts a waiter blocks at least this long (unless its deadline is nearer): the
@@ -45,11 +51,16 @@ pub struct ConcurrentLimiter {
     client: Client,
     name: String,
     slots_key: String,
-    waiters_key: String,
-    signal_key: String,
+    line_key: String,
+    /// `<ns>:{name}:grant:`, followed by a waiter's token.
+    grant_prefix: String,
     limit: u32,
     lease: Duration,
     min_replicas_acked: u32,
+    /// Tokens of `acquire` calls cut short (interrupted, Redis unreachable), with their place in
+    /// line if any: a retry with the same token checks whether a slot is already its own and
+    /// takes its place back instead of queueing twice; `abandon` drops it.
+    cut_short: CutShort,
 }
 
 /// A held slot. Dropping it without `release` stops renewal; the slot then expires.
@@ -66,7 +77,11 @@ impl Slot {
 
 enum Attempt {
     Acquired,
-    Full { expires_in_ms: i64 },
+    /// `entry`: this token's place in the line, when it queued.
+    Full {
+        expires_in_ms: i64,
+        entry: Option<String>,
+    },
 }
 
 impl ConcurrentLimiter {
@@ -80,11 +95,13 @@ impl ConcurrentLimiter {
             client: client.clone(),
             name: name.to_string(),
             slots_key: keys.part("slots"),
-            waiters_key: keys.part("waiters"),
-            signal_key: keys.part("signal"),
+            // Not "waiters": older versions keep a sorted set there, DistMutex a list.
+            line_key: keys.part("line"),
+            grant_prefix: keys.part("grant:"),
             limit: opts.limit,
             lease: opts.lease,
             min_replicas_acked: 0,
+            cut_short: CutShort::default(),
         })
     }
 
@@ -112,42 +129,76 @@ impl ConcurrentLimiter {
         crate::seconds::millis(self.lease)
     }
 
-    fn attempt(&self, intr: &Interrupt, token: &str, wait_ms: u64) -> Result<Attempt> {
+    fn grant_key(&self, token: &str) -> String {
+        format!("{}{}", self.grant_prefix, token)
+    }
+
+    /// One round trip. Queues (as a new entry, or in the place of `queued`, this token's earlier
+    /// entry) unless `wait_ms` is 0. `maybe_ours`: the script checks whether the token holds a
+    /// slot already.
+    fn attempt(
+        &self,
+        intr: &Interrupt,
+        token: &str,
+        wait_ms: u64,
+        queued: Option<&str>,
+        maybe_ours: bool,
+    ) -> Result<Attempt> {
         let call = ScriptCall::new(&ACQUIRE)
             .key(&self.slots_key)
-            .key(&self.waiters_key)
+            .key(&self.line_key)
+            .key(self.grant_key(token))
             .arg(token)
             .arg(self.limit)
             .arg(self.lease_ms())
-            .arg(wait_ms);
+            .arg(wait_ms)
+            .arg(queued.unwrap_or(""))
+            .arg(if maybe_ours { "1" } else { "0" });
         let wanted = self.min_replicas_acked;
         let (reply, acked) = eval_grant(&self.client, intr, &call, wanted, self.lease)?;
-        match ints(&reply)?.as_slice() {
-            [1, _] if acked < i64::from(wanted) => Err(refuse(
+        let unexpected = || {
+            Error::Redis(format!(
+                "concurrent_limiter/acquire: unexpected reply {reply:?}"
+            ))
+        };
+        let Value::Array(items) = &reply else {
+            return Err(unexpected());
+        };
+        match (items.first().map(int), items.get(1).map(int), items.get(2)) {
+            (Some(Ok(1)), Some(Ok(_)), None) if acked < i64::from(wanted) => Err(refuse(
                 &self.client,
                 intr,
-                self.release_call(token),
+                self.release_call(token, false),
                 self.lease,
                 wanted,
                 acked,
             )),
-            [1, _] => Ok(Attempt::Acquired),
-            [0, ms] => Ok(Attempt::Full { expires_in_ms: *ms }),
-            other => Err(Error::Redis(format!(
-                "concurrent_limiter/acquire: unexpected reply {other:?}"
-            ))),
+            (Some(Ok(1)), Some(Ok(_)), None) => Ok(Attempt::Acquired),
+            (Some(Ok(0)), Some(Ok(expires_in_ms)), entry) => Ok(Attempt::Full {
+                expires_in_ms,
+                entry: match entry {
+                    None => None,
+                    Some(Value::BulkString(b)) => Some(String::from_utf8_lossy(b).into_owned()),
+                    Some(_) => return Err(unexpected()),
+                },
+            }),
+            _ => Err(unexpected()),
         }
     }
 
-    fn slot(&self, token: &str) -> Slot {
-        let renew = ScriptCall::new(&RENEW)
+    /// The token-checked renewal of a held slot (the lease's, and the hand-off's ack write).
+    fn renew_call(&self, token: &str) -> ScriptCall {
+        ScriptCall::new(&RENEW)
             .key(&self.slots_key)
             .arg(token)
-            .arg(self.lease_ms());
+            .arg(self.lease_ms())
+    }
+
+    fn slot(&self, token: &str) -> Slot {
         let report = LostLease::new("concurrent_limiter", &self.name);
         Slot {
             token: token.to_string(),
-            lease: Lease::start_reporting(&self.client, renew, self.lease, report),
+            lease: Lease::start_reporting(&self.client, self.renew_call(token), self.lease, report),
         }
     }
 
@@ -160,62 +211,111 @@ impl ConcurrentLimiter {
         token: &str,
         deadline: Instant,
     ) -> Result<Option<Slot>> {
-        // The longest a waiter blocks between two attempts: its mark must cover that.
+        // A retry of a call cut short takes its place in line back (and may be granted already).
+        self.cut_short.resume(token, |retried, queued| {
+            self.wait_in_line(intr, token, deadline, retried, queued)
+        })
+    }
+
+    /// Attempts, queueing on failure, then waits for the hand-off. One turn's wait never
+    /// outlasts the earliest live slot's expiry (at least `MIN_RECHECK`): a holder that crashed
+    /// hands over nothing, so then it attempts again, keeping its place in the line.
+    fn wait_in_line(
+        &self,
+        intr: &Interrupt,
+        token: &str,
+        deadline: Instant,
+        retried: bool,
+        queued: &mut Option<String>,
+    ) -> Result<Option<Slot>> {
+        // The longest a waiter blocks between two attempts: its entry must cover that.
         let max_block = self.lease.max(MIN_RECHECK);
-        let mut marked = false;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            let mark_ms = if left.is_zero() {
+            // A caller out of time makes its last attempt without joining the line.
+            let wait_ms = if left.is_zero() {
                 0
             } else {
                 crate::seconds::millis(left.min(max_block) + WAIT_MARK_MARGIN)
             };
-            marked |= mark_ms > 0;
-            match self.attempt(intr, token, mark_ms)? {
-                Attempt::Acquired => return Ok(Some(self.slot(token))),
-                Attempt::Full { expires_in_ms } => {
-                    let retry = Duration::from_millis(expires_in_ms.max(0) as u64).max(MIN_RECHECK);
-                    // wait_turn answers false once the deadline has passed; the attempt above
-                    // was then the last one.
-                    if left.is_zero()
-                        || !wait_turn(
-                            &self.client,
-                            intr,
-                            Some(&self.signal_key),
-                            retry,
-                            Some(deadline),
-                        )?
-                    {
-                        if marked {
-                            self.withdraw_mark(intr, token)?;
-                        }
-                        return Ok(None);
+            let maybe_ours = retried || queued.is_some();
+            let expires_in_ms =
+                match self.attempt(intr, token, wait_ms, queued.as_deref(), maybe_ours)? {
+                    Attempt::Acquired => {
+                        *queued = None;
+                        return Ok(Some(self.slot(token)));
                     }
-                }
+                    Attempt::Full {
+                        expires_in_ms,
+                        entry,
+                    } => {
+                        if entry.is_some() {
+                            *queued = entry;
+                        }
+                        expires_in_ms
+                    }
+                };
+            let now = Instant::now();
+            if left.is_zero() || now >= deadline {
+                self.give_up(intr, token, queued);
+                return Ok(None);
+            }
+            let wait = Duration::from_millis(expires_in_ms.max(0) as u64)
+                .max(MIN_RECHECK)
+                .min(deadline - now);
+            if wait_grant(&self.client, intr, &self.grant_key(token), wait)?.is_some() {
+                *queued = None;
+                return self.granted(intr, token).map(Some);
+            }
+            if Instant::now() >= deadline {
+                // One last attempt (it may find the slot a hand-off raced in), then leave.
+                continue;
             }
         }
     }
 
-    /// Removes the waiting mark our attempts left, so status stops counting us.
-    fn withdraw_mark(&self, intr: &Interrupt, token: &str) -> Result<()> {
-        self.client.command(
-            intr,
-            &[
-                b"ZREM".to_vec(),
-                self.waiters_key.clone().into_bytes(),
-                token.into(),
-            ],
-        )?;
-        Ok(())
+    /// A release handed this waiter a slot. With `min_replicas_acked` the grant's ack is
+    /// checked first (see handoff::ack_grant).
+    fn granted(&self, intr: &Interrupt, token: &str) -> Result<Slot> {
+        let wanted = self.min_replicas_acked;
+        if wanted > 0 {
+            let within = ack_timeout(&self.client, self.lease);
+            let acked = ack_grant(&self.client, intr, &self.renew_call(token), wanted, within)?;
+            if acked < i64::from(wanted) {
+                return Err(refuse(
+                    &self.client,
+                    intr,
+                    self.release_call(token, false),
+                    self.lease,
+                    wanted,
+                    acked,
+                ));
+            }
+        }
+        Ok(self.slot(token))
     }
 
-    /// Gives the slot back and wakes one waiter. `Error::LockLost` when the slot's lease had run
-    /// out (or Redis lost it) while held: the limit may have been exceeded meanwhile.
+    /// The deadline passed: leave the line. A hand-off that raced in is passed on to the next
+    /// waiter in the same script, so it never keeps a slot idle for a lease.
+    fn give_up(&self, intr: &Interrupt, token: &str, queued: &mut Option<String>) {
+        if queued.take().is_some() {
+            let _ = crate::lease::release_now(
+                &self.client,
+                intr,
+                self.release_call(token, true),
+                self.lease,
+            );
+        }
+    }
+
+    /// Gives the slot back (to the next waiter in line, if any). `Error::LockLost` when the
+    /// slot's lease had run out (or Redis lost it) while held: the limit may have been exceeded
+    /// meanwhile.
     pub fn release(&self, intr: &Interrupt, slot: Slot) -> Result<()> {
         let lost_before = slot.lease.is_lost();
         let token = slot.token.clone();
         drop(slot); // stop renewing before releasing
-        let call = self.release_call(&token);
+        let call = self.release_call(&token, false);
         let released = int(&crate::lease::release_now(
             &self.client,
             intr,
@@ -234,26 +334,35 @@ impl ConcurrentLimiter {
 
     /// After `acquire` failed (Redis unreachable, interrupted): Redis may still have given
     /// `token` a slot with the reply lost, so release it in the background rather than keep
-    /// the slot taken for a whole lock_timeout. `token` must not be used again.
+    /// the slot taken for a whole lock_timeout. `token` must not be used again. It also takes
+    /// the token out of the line, and passes on a hand-off that reached it.
     pub fn abandon(&self, token: &str) {
-        crate::lease::release_in_background(&self.client, self.release_call(token), self.lease);
+        self.cut_short.forget(token);
+        crate::lease::release_in_background(
+            &self.client,
+            self.release_call(token, true),
+            self.lease,
+        );
     }
 
-    /// The token-checked release of one slot, used by `release` and `abandon`.
-    pub(crate) fn release_call(&self, token: &str) -> ScriptCall {
+    /// The token-checked release of one slot (handing it to the next waiter), used by
+    /// `release` and `abandon`; `leave_line`: the token also leaves the line.
+    pub(crate) fn release_call(&self, token: &str, leave_line: bool) -> ScriptCall {
         ScriptCall::new(&RELEASE)
             .key(&self.slots_key)
-            .key(&self.waiters_key)
-            .key(&self.signal_key)
+            .key(&self.line_key)
+            .key(self.grant_key(token))
             .arg(token)
-            .arg(self.limit)
+            .arg(self.lease_ms())
+            .arg(self.grant_prefix.as_str())
+            .arg(if leave_line { "1" } else { "0" })
     }
 
     /// Live slots and waiting callers, across every process.
     pub fn status(&self, intr: &Interrupt) -> Result<LimiterStatus> {
         let call = ScriptCall::new(&STATUS)
             .key(&self.slots_key)
-            .key(&self.waiters_key);
+            .key(&self.line_key);
         match ints(&self.client.eval(intr, &call)?)?.as_slice() {
             [in_use, waiting] => Ok(LimiterStatus {
                 limit: self.limit,

@@ -6,20 +6,24 @@
 //! hands the lock straight to the first waiter still waiting (lua/dist_mutex/release.lua),
 //! which pops the grant from its own list and enters (handoff.rs): no second attempt, no
 //! barging.
+//!
+//! Threads of one process waiting for the same name queue in Redis one at a time (local_line.rs):
+//! the others wait in the process, and a release queues the releasing process's next local
+//! waiter at the tail of the Redis line in the same script (when the process has nobody there),
+//! so that waiter only pops its grant.
 
 use crate::client::{int, Client};
 use crate::error::{Error, Result};
-use crate::handoff::{ack_grant, wait_grant};
+use crate::handoff::{ack_grant, wait_grant, CutShort};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
+use crate::local_line::{self, Joined, Member, Turn};
 use crate::lost_leases::LostLease;
 use crate::lua_script;
 use crate::replicas::{ack_timeout, eval_grant, refuse};
 use crate::script::ScriptCall;
 use crate::wait::{retry_after, wait_turn};
 use redis::Value;
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 lua_script!(ACQUIRE = "dist_mutex/acquire");
@@ -65,7 +69,7 @@ pub struct DistMutex {
     /// Tokens of `lock` calls cut short (interrupted, Redis unreachable), with their place in
     /// line if any: a retry with the same token checks whether the lock is already its own and
     /// takes its place back instead of queueing twice; `abandon` drops it.
-    cut_short: Mutex<HashMap<String, Option<String>>>,
+    cut_short: CutShort,
 }
 
 /// One acquisition. Dropping it without `unlock` stops renewal; the lock then expires.
@@ -73,6 +77,9 @@ pub struct Held {
     token: String,
     fencing_token: i64,
     lease: Option<Lease>,
+    /// This holder's place among its process's active threads for the name, when it came
+    /// through the local line: its release queues the next local waiter.
+    member: Option<Member>,
 }
 
 impl Held {
@@ -116,7 +123,7 @@ impl DistMutex {
             ttl,
             auto_release: opts.auto_release,
             min_replicas_acked: 0,
-            cut_short: Mutex::new(HashMap::new()),
+            cut_short: CutShort::default(),
         })
     }
 
@@ -227,6 +234,7 @@ impl DistMutex {
             token: token.to_string(),
             fencing_token,
             lease,
+            member: None,
         }
     }
 
@@ -246,26 +254,75 @@ impl DistMutex {
         if !self.auto_release {
             return self.wait_out_expiry(intr, token, deadline);
         }
-        // A retry of a call cut short: the lock may be ours already, and a place in line.
-        let (retried, mut queued) = match self.take_cut_short(token) {
-            Some(entry) => (true, entry),
-            None => (false, None),
+        // A retry of a call cut short takes its place in line back (and may be granted already).
+        // It, and a grant that replicas must acknowledge (ack_grant's extra round trip), keep
+        // the plain path: one Redis entry per thread.
+        self.cut_short.resume(token, |retried, queued| {
+            if retried || self.min_replicas_acked > 0 {
+                self.wait_in_line(intr, token, deadline, retried, queued, false)
+            } else {
+                self.wait_in_process_line(intr, token, deadline, queued)
+            }
+        })
+    }
+
+    /// Which process-local line this name's waiters share: one per client and name.
+    fn line_id(&self) -> usize {
+        std::sync::Arc::as_ptr(&self.client.inner) as usize
+    }
+
+    /// Threads of this process waiting for this name behind the one in Redis (for tests).
+    pub fn local_waiters(&self) -> usize {
+        local_line::local_waiters(self.line_id(), &self.lock_key)
+    }
+
+    /// Waits behind the process's waiter in Redis for this name (if any) until passed on, then
+    /// in Redis: with the entry a release queued, or by an attempt of its own.
+    fn wait_in_process_line(
+        &self,
+        intr: &Interrupt,
+        token: &str,
+        deadline: Option<Instant>,
+        queued: &mut Option<String>,
+    ) -> Result<Held> {
+        let (turn, mut member) =
+            match local_line::join(self.line_id(), &self.lock_key, token, deadline) {
+                Joined::Active(member) => (Turn::Attempt { uncertain: false }, member),
+                Joined::Local(waiter) => waiter
+                    .wait(intr, self.ttl)
+                    .map_err(|why| local_line::left_error(why, &self.name))?,
+            };
+        // `member` lives until this returns: an error passes the turn on as it drops.
+        let queued_by_release = match turn {
+            Turn::Queued(entry) => {
+                *queued = Some(entry);
+                true
+            }
+            Turn::Attempt { uncertain } => {
+                if uncertain {
+                    // The release that was queueing this waiter failed: it may have left an
+                    // entry (or a grant) for this token, which nobody would take out later.
+                    crate::lease::release_now(
+                        &self.client,
+                        intr,
+                        self.release_call(token, true),
+                        self.ttl,
+                    )?;
+                }
+                false
+            }
         };
-        let outcome = self.wait_in_line(intr, token, deadline, retried, &mut queued);
-        if outcome.is_err() {
-            // Cut short (interrupted, Redis unreachable): a retry takes this place back; an
-            // `abandon` leaves the line instead.
-            self.cut_short
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(token.to_string(), queued);
-        }
-        outcome
+        let mut held =
+            self.wait_in_line(intr, token, deadline, false, queued, queued_by_release)?;
+        member.acquired();
+        held.member = Some(member);
+        Ok(held)
     }
 
     /// Attempts, queueing on failure, then waits for the hand-off. The wait for one turn never
     /// outlasts the holder's TTL (a holder that died hands over nothing): then it attempts again,
-    /// keeping its place in the line.
+    /// keeping its place in the line. `queued_by_release`: a release already queued this waiter
+    /// (as `queued`), so it starts with the wait, for at most a lock TTL.
     fn wait_in_line(
         &self,
         intr: &Interrupt,
@@ -273,28 +330,19 @@ impl DistMutex {
         deadline: Option<Instant>,
         retried: bool,
         queued: &mut Option<String>,
+        queued_by_release: bool,
     ) -> Result<Held> {
+        let mut skip_attempt = queued_by_release;
         loop {
-            let planned_wait = match deadline {
-                Some(d) => d.saturating_duration_since(Instant::now()).min(self.ttl),
-                None => self.ttl,
-            };
-            // A caller out of time makes its last attempt without joining the line.
-            let wait_ms = if deadline.is_some_and(|d| d <= Instant::now()) {
-                0
+            let pttl_ms = if std::mem::take(&mut skip_attempt) {
+                -1
             } else {
-                crate::seconds::millis(planned_wait + WAIT_MARK_MARGIN)
-            };
-            let pttl_ms = match self.attempt(intr, token, wait_ms, queued.as_deref(), retried)? {
-                Attempt::Acquired(fence) => {
-                    *queued = None;
-                    return Ok(self.held(token, fence));
-                }
-                Attempt::Busy { pttl_ms, entry } => {
-                    *queued = entry;
-                    pttl_ms
+                match self.turn_attempt(intr, token, deadline, retried, queued)? {
+                    Ok(held) => return Ok(held),
+                    Err(pttl_ms) => pttl_ms,
                 }
             };
+            // -1 (a release queued this waiter): at most a lock TTL, as for a key without expiry.
             let mut wait = retry_after(pttl_ms, self.ttl);
             if let Some(d) = deadline {
                 let now = Instant::now();
@@ -330,6 +378,45 @@ impl DistMutex {
                 return Err(self.give_up(intr, token, queued));
             }
         }
+    }
+
+    /// How long a waiter plans to wait for its next turn (ms; 0: it is out of time and won't),
+    /// which its entry in the line records.
+    fn planned_wait_ms(&self, deadline: Option<Instant>) -> u64 {
+        let planned_wait = match deadline {
+            Some(d) => d.saturating_duration_since(Instant::now()).min(self.ttl),
+            None => self.ttl,
+        };
+        // A caller out of time makes its last attempt without joining the line.
+        if deadline.is_some_and(|d| d <= Instant::now()) {
+            0
+        } else {
+            crate::seconds::millis(planned_wait + WAIT_MARK_MARGIN)
+        }
+    }
+
+    /// One attempt of `wait_in_line`: the lock, or the holder's remaining TTL (queued).
+    fn turn_attempt(
+        &self,
+        intr: &Interrupt,
+        token: &str,
+        deadline: Option<Instant>,
+        retried: bool,
+        queued: &mut Option<String>,
+    ) -> Result<std::result::Result<Held, i64>> {
+        let wait_ms = self.planned_wait_ms(deadline);
+        Ok(
+            match self.attempt(intr, token, wait_ms, queued.as_deref(), retried)? {
+                Attempt::Acquired(fence) => {
+                    *queued = None;
+                    Ok(self.held(token, fence))
+                }
+                Attempt::Busy { pttl_ms, entry } => {
+                    *queued = entry;
+                    Err(pttl_ms)
+                }
+            },
+        )
     }
 
     /// The deadline passed: leave the line. A hand-off that raced in is passed on to the next
@@ -372,28 +459,31 @@ impl DistMutex {
         }
     }
 
-    fn take_cut_short(&self, token: &str) -> Option<Option<String>> {
-        self.cut_short
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(token)
-    }
-
     /// Releases a held lock. Without auto_release this is a no-op (the lock expires by itself).
     /// `Error::LockLost` when the lock was no longer ours: the section was not exclusive.
-    pub fn unlock(&self, intr: &Interrupt, held: Held) -> Result<()> {
+    pub fn unlock(&self, intr: &Interrupt, mut held: Held) -> Result<()> {
         if !self.auto_release {
             return Ok(());
         }
         let lost_before = held.lease.as_ref().is_some_and(Lease::is_lost);
         let token = held.token.clone();
+        let member = held.member.take();
         drop(held); // stop renewing before releasing
-        let released = crate::client::int(&crate::lease::release_now(
-            &self.client,
-            intr,
-            self.release_call(&token, false),
-            self.ttl,
-        )?)? == 1;
+
+        // The member is kept until the release is done (a newcomer meanwhile waits locally and
+        // is then passed on), or handed to the local successor this release queues.
+        let successor = member.map(Member::take_successor);
+        let released = match successor {
+            Some(Ok(successor)) => self.release_queueing(intr, &token, successor)?,
+            _ => {
+                crate::client::int(&crate::lease::release_now(
+                    &self.client,
+                    intr,
+                    self.release_call(&token, false),
+                    self.ttl,
+                )?)? == 1
+            }
+        };
         if released && !lost_before {
             Ok(())
         } else {
@@ -404,12 +494,55 @@ impl DistMutex {
         }
     }
 
+    /// The release that also queues the process's next local waiter for this name (see
+    /// local_line.rs). True when the lock was still ours.
+    fn release_queueing(
+        &self,
+        intr: &Interrupt,
+        token: &str,
+        successor: local_line::Successor,
+    ) -> Result<bool> {
+        let wait_ms = self.planned_wait_ms(successor.deadline);
+        let call = self
+            .release_call(token, false)
+            .arg(successor.token.as_str())
+            .arg(wait_ms);
+        let reply = self.client.eval(intr, &call).inspect_err(|e| {
+            if matches!(
+                e,
+                Error::Connection { .. } | Error::Timeout(_) | Error::Interrupted
+            ) {
+                // As `release_now`, but without the successor: it attempts on its own now
+                // (dropped untold below), so a repeated release must not queue it again.
+                let plain = self.release_call(token, false);
+                crate::lease::release_in_background(&self.client, plain, self.ttl);
+            }
+        })?;
+        match &reply {
+            Value::Array(items) => match (items.first().map(int), items.get(1)) {
+                (Some(Ok(1)), Some(Value::BulkString(entry))) => {
+                    let entry = String::from_utf8_lossy(entry).into_owned();
+                    successor.tell(Turn::Queued(entry));
+                    Ok(true)
+                }
+                _ => Err(Error::Redis(format!(
+                    "dist_mutex/release: unexpected reply {reply:?}"
+                ))),
+            },
+            other => {
+                // Not ours any more: nothing was queued.
+                successor.tell(Turn::Attempt { uncertain: false });
+                Ok(int(other)? == 1)
+            }
+        }
+    }
+
     /// After a lock call failed (Redis unreachable, interrupted, timed out): Redis may still have
     /// granted `token` with the reply lost, so release it in the background rather than let it
     /// block others for a whole lease. `token` must not be used again.
     /// It also takes the token out of the waiters' line, and passes on a hand-off that reached it.
     pub fn abandon(&self, token: &str) {
-        self.take_cut_short(token);
+        self.cut_short.forget(token);
         crate::lease::release_in_background(&self.client, self.release_call(token, true), self.ttl);
     }
 
@@ -426,6 +559,7 @@ impl DistMutex {
             .arg(crate::seconds::millis(self.fence_ttl()))
             .arg(self.grant_prefix.as_str())
             .arg(if leave_line { "1" } else { "0" })
+            .arg(if self.client.is_cluster() { "1" } else { "0" })
     }
 
     /// True when anyone holds the lock.

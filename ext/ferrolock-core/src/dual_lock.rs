@@ -1,20 +1,23 @@
 //! DualLock: "until and while executing" uniqueness per key. At most one duplicate executes
 //! (EXEC lock) and at most one waits (WAIT lock); a duplicate arriving while one already waits
 //! is skipped, because that waiter starts after it arrived and so covers its trigger. The
-//! waiter is woken by the executor's release (a signal list it BLPOPs), and only it can promote
-//! itself to EXEC: every transition is one script (`dual_lock/enter`, `dual_lock/release`).
+//! executor's release hands EXEC straight to the waiter (`dual_lock/release`), which pops the
+//! grant from its own list and runs without another attempt (handoff.rs); a waiter whose turn
+//! ends without a grant (the executor crashed) promotes itself (`dual_lock/enter`). Every
+//! transition is one script.
 //! Both locks are leases renewed while their holder lives, so a crashed waiter or executor
 //! frees its lock within its TTL and a long run never lets a second executor in.
 
 use crate::client::{int, ints, Client};
 use crate::error::{Error, Result};
+use crate::handoff::{ack_grant, wait_grant};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
 use crate::lost_leases::LostLease;
 use crate::lua_script;
-use crate::replicas::{eval_grant, refuse};
+use crate::replicas::{ack_timeout, eval_grant, refuse};
 use crate::script::ScriptCall;
-use crate::wait::{retry_after, wait_turn};
+use crate::wait::retry_after;
 use std::time::{Duration, Instant};
 
 lua_script!(ENTER = "dual_lock/enter");
@@ -58,6 +61,9 @@ pub struct Ticket {
     /// that long.
     exec_pttl_ms: i64,
     lease: Option<Lease>,
+    /// A wait for the grant was cut short: the pop may have taken it with the reply lost, so
+    /// the retried wait asks Redis (`enter`) before blocking again.
+    maybe_granted: bool,
 }
 
 impl Ticket {
@@ -75,7 +81,8 @@ pub struct DualLock {
     key: String,
     wait_key: String,
     exec_key: String,
-    signal_key: String,
+    /// `<ns>:{key}:grant:`, followed by the waiter's token.
+    grant_prefix: String,
     opts: DualLockOptions,
     min_replicas_acked: u32,
 }
@@ -91,8 +98,7 @@ impl DualLock {
             key: key.to_string(),
             wait_key: keys.part("wait"),
             exec_key: keys.part("exec"),
-            // Not "signal": a DistMutex of the same name would share the list and steal wake-ups.
-            signal_key: keys.part("wake"),
+            grant_prefix: keys.part("grant:"),
             opts,
             min_replicas_acked: 0,
         })
@@ -120,16 +126,24 @@ impl DualLock {
     /// let it turn duplicates away for a whole TTL. `token` must not be used again.
     pub fn abandon(&self, token: &str) {
         let ttl = self.opts.wait_ttl.max(self.opts.exec_ttl);
-        crate::lease::release_in_background(&self.client, self.release_call(token), ttl);
+        crate::lease::release_in_background(&self.client, self.release_call(token, true), ttl);
     }
 
-    /// The token-checked release of WAIT and/or EXEC, used by `leave` and `abandon`.
-    pub(crate) fn release_call(&self, token: &str) -> ScriptCall {
+    /// The token-checked release of WAIT and/or EXEC (handing EXEC to the waiter), used by
+    /// `leave` and `abandon`; `waited`: the token was waiting, so a grant not popped goes too.
+    pub(crate) fn release_call(&self, token: &str, waited: bool) -> ScriptCall {
         ScriptCall::new(&RELEASE)
             .key(&self.wait_key)
             .key(&self.exec_key)
-            .key(&self.signal_key)
+            .key(self.grant_key(token))
             .arg(token)
+            .arg(crate::seconds::millis(self.opts.exec_ttl))
+            .arg(self.grant_prefix.as_str())
+            .arg(if waited { "1" } else { "0" })
+    }
+
+    fn grant_key(&self, token: &str) -> String {
+        format!("{}{}", self.grant_prefix, token)
     }
 
     /// Arrives: the ticket says whether to run now, wait, or skip. `token` should stay the same
@@ -141,6 +155,7 @@ impl DualLock {
             stage: Stage::Skipped,
             exec_pttl_ms: 0,
             lease: None,
+            maybe_granted: false,
         };
         self.turn(intr, &mut ticket)?;
         Ok(ticket)
@@ -157,13 +172,58 @@ impl DualLock {
         deadline: Option<Instant>,
     ) -> Result<Stage> {
         while ticket.stage == Stage::Waiting {
-            let retry = retry_after(ticket.exec_pttl_ms, self.opts.exec_ttl);
-            if !wait_turn(&self.client, intr, Some(&self.signal_key), retry, deadline)? {
-                break;
+            if ticket.maybe_granted {
+                self.turn(intr, ticket)?;
+                ticket.maybe_granted = false;
+                continue;
             }
-            self.turn(intr, ticket)?;
+            let mut wait = retry_after(ticket.exec_pttl_ms, self.opts.exec_ttl);
+            if let Some(d) = deadline {
+                let now = Instant::now();
+                if now >= d {
+                    break;
+                }
+                wait = wait.min(d - now);
+            }
+            // The turn's wait never outlasts EXEC's TTL: an executor that crashed hands over
+            // nothing, and then `enter` promotes this waiter once EXEC has expired.
+            ticket.maybe_granted = true;
+            let popped = wait_grant(&self.client, intr, &self.grant_key(&ticket.token), wait)?;
+            ticket.maybe_granted = false;
+            match popped {
+                Some(_) => self.promote(intr, ticket)?,
+                None => self.turn(intr, ticket)?,
+            }
         }
         Ok(ticket.stage)
+    }
+
+    /// The executor handed EXEC to this waiter: it runs now. With `min_replicas_acked` the
+    /// grant's ack is checked first (see handoff::ack_grant).
+    fn promote(&self, intr: &Interrupt, ticket: &mut Ticket) -> Result<()> {
+        ticket.lease = None; // WAIT is gone: the release deleted it
+        let wanted = self.min_replicas_acked;
+        if wanted > 0 {
+            let renew = self.renew_call(&self.exec_key, &ticket.token, self.opts.exec_ttl);
+            let within = ack_timeout(&self.client, self.opts.exec_ttl);
+            let acked = ack_grant(&self.client, intr, &renew, wanted, within)?;
+            if acked < i64::from(wanted) {
+                ticket.stage = Stage::Skipped;
+                let ttl = self.opts.wait_ttl.max(self.opts.exec_ttl);
+                let release = self.release_call(&ticket.token, false);
+                return Err(refuse(&self.client, intr, release, ttl, wanted, acked));
+            }
+        }
+        let report = LostLease::new("dual_lock", &self.key);
+        ticket.lease = Some(self.lease(
+            &self.exec_key,
+            &ticket.token,
+            self.opts.exec_ttl,
+            Some(report),
+        ));
+        ticket.stage = Stage::Running;
+        ticket.exec_pttl_ms = 0;
+        Ok(())
     }
 
     /// Runs the enter script and moves the ticket (and its lease) to the stage it reports.
@@ -171,7 +231,7 @@ impl DualLock {
         let call = ScriptCall::new(&ENTER)
             .key(&self.wait_key)
             .key(&self.exec_key)
-            .key(&self.signal_key)
+            .key(self.grant_key(&ticket.token))
             .arg(&ticket.token)
             .arg(crate::seconds::millis(self.opts.wait_ttl))
             .arg(crate::seconds::millis(self.opts.exec_ttl));
@@ -182,7 +242,7 @@ impl DualLock {
                 ticket.lease = None;
                 ticket.stage = Stage::Skipped;
                 let ttl = self.opts.wait_ttl.max(self.opts.exec_ttl);
-                let release = self.release_call(&ticket.token);
+                let release = self.release_call(&ticket.token, false);
                 return Err(refuse(&self.client, intr, release, ttl, wanted, acked));
             }
             [1, _] => (Stage::Running, 0),
@@ -220,14 +280,19 @@ impl DualLock {
 
     /// A renewed lease of `key`; `report` names it in the `:lock_lost` event if it is lost.
     fn lease(&self, key: &str, token: &str, ttl: Duration, report: Option<LostLease>) -> Lease {
-        let renew = ScriptCall::new(&RENEW_KEY)
-            .key(key)
-            .arg(token)
-            .arg(crate::seconds::millis(ttl));
+        let renew = self.renew_call(key, token, ttl);
         match report {
             Some(report) => Lease::start_reporting(&self.client, renew, ttl, report),
             None => Lease::start(&self.client, renew, ttl),
         }
+    }
+
+    /// The token-checked renewal of `key` (the lease's, and the hand-off's ack write).
+    fn renew_call(&self, key: &str, token: &str, ttl: Duration) -> ScriptCall {
+        ScriptCall::new(&RENEW_KEY)
+            .key(key)
+            .arg(token)
+            .arg(crate::seconds::millis(ttl))
     }
 
     /// Gives up whatever the ticket holds: ends a run (waking the waiter) or a wait.
@@ -245,7 +310,7 @@ impl DualLock {
             return Ok(());
         }
         let ttl = self.opts.wait_ttl.max(self.opts.exec_ttl);
-        let call = self.release_call(&token);
+        let call = self.release_call(&token, stage == Stage::Waiting);
         let released = int(&crate::lease::release_now(&self.client, intr, call, ttl)?)? == 1;
         if stage == Stage::Running && (!released || lost_before) {
             return Err(Error::LockLost(format!(

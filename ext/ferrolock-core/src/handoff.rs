@@ -3,38 +3,26 @@
 //! The popped value is the grant, so the waiter enters without another attempt.
 
 use crate::client::{int, Client};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::script::ScriptCall;
-use redis::Value;
+use std::collections::HashMap;
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Blocks on `grant_key` for at most `timeout`: the fencing token of the lock a release handed
-/// to this waiter, or `None` when nothing came.
+/// to this waiter, or `None` when nothing came. `Client::blpop` routes the pop to the key's node
+/// and ends it with CLIENT UNBLOCK when the thread is interrupted.
 pub fn wait_grant(
     client: &Client,
     intr: &Interrupt,
     grant_key: &str,
     timeout: Duration,
 ) -> Result<Option<i64>> {
-    let packed = blpop(grant_key, timeout);
-    let popped = client.with_conn(intr, |c| {
-        popped_fence(c.request_blocking(intr, &packed, timeout, None)?)
-    });
-    match popped {
-        // A cluster node that does not own the key: pop through the routed client instead,
-        // in slices the read timeout allows (the caller's loop comes back for the rest).
-        Err(e) if crate::topology::Retry::of(&e).is_some() => {
-            let slice = timeout.min(client.read_timeout() / 2);
-            let args = [
-                b"BLPOP".to_vec(),
-                grant_key.as_bytes().to_vec(),
-                secs(slice).into_bytes(),
-            ];
-            popped_fence(client.command(intr, &args)?)
-        }
-        other => other,
-    }
+    client
+        .blpop(intr, grant_key, timeout)?
+        .map(|fence| int(&fence))
+        .transpose()
 }
 
 /// `min_replicas_acked` for a handed-over lock: the grant was written by the releaser's
@@ -53,23 +41,38 @@ pub fn ack_grant(
     Ok(if int(&renewed)? == 1 { acked } else { 0 })
 }
 
-fn blpop(key: &str, timeout: Duration) -> Vec<u8> {
-    redis::cmd("BLPOP")
-        .arg(key)
-        .arg(secs(timeout))
-        .get_packed_command()
-}
+/// Waits cut short (interrupted, Redis unreachable), by owner token: whether the waiter had
+/// queued, and its line entry. A retry with the same token takes its place back (and may find
+/// the lock or slot already granted to it); `abandon` forgets it.
+#[derive(Default)]
+pub struct CutShort(Mutex<HashMap<String, Option<String>>>);
 
-/// BLPOP 0 would block forever; Redis takes fractional seconds since 6.0.
-fn secs(timeout: Duration) -> String {
-    format!("{:.3}", timeout.as_secs_f64().max(0.001))
-}
+impl CutShort {
+    /// Runs one wait for `token`: `wait(retried, queued)`, where `retried` says a previous wait
+    /// with this token was cut short and `queued` is its line entry (kept up to date by the
+    /// wait). When the wait fails, its place is remembered for a retry.
+    pub fn resume<T>(
+        &self,
+        token: &str,
+        wait: impl FnOnce(bool, &mut Option<String>) -> Result<T>,
+    ) -> Result<T> {
+        let (retried, mut queued) = match self.forget(token) {
+            Some(entry) => (true, entry),
+            None => (false, None),
+        };
+        let outcome = wait(retried, &mut queued);
+        if outcome.is_err() {
+            self.map().insert(token.to_string(), queued);
+        }
+        outcome
+    }
 
-/// BLPOP's reply: nil (timed out) or [key, fencing token].
-fn popped_fence(reply: Value) -> Result<Option<i64>> {
-    match reply {
-        Value::Nil => Ok(None),
-        Value::Array(mut kv) if kv.len() == 2 => int(&kv.pop().expect("two items")).map(Some),
-        other => Err(Error::Redis(format!("BLPOP: unexpected reply {other:?}"))),
+    /// Drops `token`'s remembered place (the caller leaves the line itself).
+    pub fn forget(&self, token: &str) -> Option<Option<String>> {
+        self.map().remove(token)
+    }
+
+    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Option<String>>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -1,4 +1,4 @@
-//! Owner tokens: a random uuid v4 per acquisition. The random bits come from a generator seeded
+//! Owner tokens: a random uuid v4 per acquisition, followed by who asked (`holder.rs`). The random bits come from a generator seeded
 //! from the OS once per process (and again in every forked child, so a child never repeats its
 //! parent's tokens), which saves a `getrandom` system call on every lock.
 
@@ -41,8 +41,15 @@ fn key() -> [u64; 2] {
     }
 }
 
-/// A fresh owner token: 32 hex digits of a uuid v4.
+/// A fresh owner token: 32 hex digits of a uuid v4, then the holder (see holder.rs).
 pub fn new_token() -> String {
+    let mut token = random_hex();
+    token.push_str(&crate::holder::suffix());
+    token
+}
+
+/// 32 hex digits of a uuid v4 (also a rate limiter call's id).
+pub(crate) fn random_hex() -> String {
     let [a, b] = key();
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let hi = splitmix(a ^ n);
@@ -63,10 +70,17 @@ mod tests {
 
     #[test]
     fn tokens_are_distinct_v4_uuids() {
-        let tokens: HashSet<String> = (0..10_000).map(|_| new_token()).collect();
+        let tokens: HashSet<String> = (0..10_000).map(|_| random_hex()).collect();
         assert_eq!(tokens.len(), 10_000);
         let t = tokens.iter().next().unwrap();
         let u = uuid::Uuid::parse_str(t).unwrap();
         assert_eq!(u.get_version_num(), 4);
+    }
+
+    #[test]
+    fn tokens_carry_their_holder() {
+        let t = new_token();
+        assert!(crate::holder::decode(&t).is_some(), "{t}");
+        assert!(!t.contains(['|', '{', '}', ' ', '*']), "{t}");
     }
 }

@@ -38,9 +38,12 @@ fn waiters_enter_in_the_order_they_queued_with_growing_tokens() {
     let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
     let first_fence = held.fencing_token();
     let entered = Arc::new(Mutex::new(Vec::new()));
+    // A client per waiter, as in separate processes: threads of one client share one entry in
+    // the Redis line (tests/local_line.rs covers their order).
     let waiters: Vec<_> = (0..6)
         .map(|i| {
-            let (m, entered) = (m.clone(), entered.clone());
+            let m = DistMutex::new(&server.client("t"), "fifo", lease(30_000)).unwrap();
+            let entered = entered.clone();
             let waiter = std::thread::spawn(move || {
                 let intr = Interrupt::new();
                 let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();

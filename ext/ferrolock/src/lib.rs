@@ -38,6 +38,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     ruby_api::dual_lock::init(ruby, native)?;
     ruby_api::message_lock::init(ruby, native)?;
     ruby_api::lost_leases::init(ruby, native)?;
+    ruby_api::rate_limiter::init(ruby, native)?;
+    ruby_api::unique_lock::init(ruby, native)?;
     nogvl::init(ruby, native)?;
     native.define_module_function("panic_for_test", function!(guard::f0(panic_for_test), 0))?;
     native.define_module_function(

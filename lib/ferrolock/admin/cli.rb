@@ -40,7 +40,9 @@ module Ferrolock
         args = @parsed.command_parser(@command).parse(@argv)
         raise Exit, OK if help
 
-        send(:"run_#{@command}", *arity!(@command, args))
+        args = arity!(@command, args)
+        load_requires
+        send(:"run_#{@command}", *args)
       rescue Exit => e
         @err.puts(e.message) unless e.message.empty?
         e.code
@@ -83,6 +85,15 @@ module Ferrolock
         usage!("#{command}: expected #{wanted.join(" ")}, got #{args.size} argument(s)")
       end
 
+      # --require FILE: the app's code (job classes, limiters) before reading Redis.
+      def load_requires
+        @options[:requires].each do |file|
+          require File.expand_path(file)
+        rescue LoadError => e # a ScriptError: no rescue below would turn it into an exit code
+          usage!("--require #{Table.text(file)}: #{e.message}")
+        end
+      end
+
       def run_locks(pattern = "*")
         output.locks(all_pages { |cursor| admin.locks(pattern, cursor: cursor, per_page: 100) })
         OK
@@ -99,7 +110,6 @@ module Ferrolock
       end
 
       def run_tenants(job_class)
-        @options[:requires].each { |file| require File.expand_path(file) }
         output.tenants(all_pages { |cursor| admin.tenants(job_class, cursor: cursor, per_page: 100) })
         OK
       end

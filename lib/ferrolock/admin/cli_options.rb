@@ -15,6 +15,12 @@ module Ferrolock
         "tenants" => ["tenants CLASS", "FairTenant counts of a job class's tenants and the queue each goes to"],
         "markers" => ["markers [QUEUE_PATTERN]", "Shoryuken message markers (in progress / processed)"]
       }.freeze
+      # Commands taking --require FILE, and what loading the app's code adds.
+      REQUIRES = {
+        "tenants" => "defines the job class and its rules",
+        "limiters" => "defines the app's limiters: a limit of theirs shows beside a different stored one",
+        "show" => "defines the app's limiters: a limit of theirs shows beside a different stored one"
+      }.freeze
       URL_HELP = "Redis URL (default: FERROLOCK_REDIS_URL, REDIS_URL, redis://127.0.0.1:6379/0)"
 
       # Parsed values; :help holds the help text when --help was given.
@@ -51,8 +57,8 @@ module Ferrolock
 
       def command_options(opts, command)
         opts.on("--force", "really release (required)") { @values[:force] = true } if command == "release"
-        if command == "tenants"
-          opts.on("-r", "--require FILE", "load FILE first (defines the job class and its rules)") do |file|
+        if REQUIRES.key?(command)
+          opts.on("-r", "--require FILE", "load FILE first (#{REQUIRES[command]})") do |file|
             @values[:requires] << file
           end
         end

@@ -29,8 +29,11 @@ module Ferrolock
 
       def markers(items)
         emit(items) do
-          Table.render(%w[QUEUE MESSAGE_ID STATE TOKEN TTL],
-                       items.map { |m| [m.queue, m.message_id, m.state, m.token, m.ttl] })
+          Table.render(%w[QUEUE MESSAGE_ID STATE TOKEN TTL HOLDER SINCE],
+                       items.map do |m|
+                         [m.queue, m.message_id, m.state, Table.token(m.token), m.ttl, Table.holder(m.holder),
+                          Table.since(m.holder)]
+                       end)
         end
       end
 
@@ -59,13 +62,15 @@ module Ferrolock
       end
 
       def limiters_table(items)
-        rows = items.map { |l| [l.name, l.limit, l.in_use, l.waiting, l.slots.map(&:ttl).min] }
+        rows = items.map { |l| [l.name, Table.limit(l), l.in_use, l.waiting, l.slots.map(&:ttl).min] }
         Table.render(%w[NAME LIMIT IN_USE WAITING NEXT_EXPIRY], rows)
       end
 
       def slots_table(limiter)
-        rows = limiter.slots.map { |s| ["slot", limiter.name, s.token, s.ttl, Table.holder(s.holder)] }
-        Table.render(%w[KIND NAME TOKEN TTL HOLDER], rows)
+        rows = limiter.slots.map do |s|
+          ["slot", limiter.name, Table.token(s.token), s.ttl, Table.holder(s.holder), Table.since(s.holder)]
+        end
+        Table.render(%w[KIND NAME TOKEN TTL HOLDER SINCE], rows)
       end
 
       def emit(items)
@@ -73,14 +78,14 @@ module Ferrolock
       end
 
       def mutex_row(lock)
-        ["dist_mutex", lock.name, lock.token, lock.fencing_token, lock.ttl, lock.waiters,
-         Table.holder(lock.holder), lock.holder&.since]
+        ["dist_mutex", lock.name, Table.token(lock.token), lock.fencing_token, lock.ttl, lock.waiters,
+         Table.holder(lock.holder), Table.since(lock.holder)]
       end
 
       def dual_rows(lock)
         { "exec" => lock.exec, "wait" => lock.wait }.filter_map do |stage, held|
-          held && ["dual_lock:#{stage}", lock.name, held.token, nil, held.ttl, nil, Table.holder(held.holder),
-                   held.holder&.since]
+          held && ["dual_lock:#{stage}", lock.name, Table.token(held.token), nil, held.ttl, nil,
+                   Table.holder(held.holder), Table.since(held.holder)]
         end
       end
 

@@ -6,7 +6,7 @@ require_relative "holder"
 module Ferrolock
   class Admin
     # One DualLock stage (EXEC: the duplicate running; WAIT: the one waiting): its token, the
-    # TTL left (seconds) and holder (nil until holder metadata is recorded).
+    # TTL left (seconds) and holder (Holder).
     Stage = Struct.new(:token, :ttl, :holder, keyword_init: true) do
       def to_h
         super.merge(holder: holder&.to_h)
@@ -36,7 +36,7 @@ module Ferrolock
       def self.stage(client, keys, name, part)
         token = client.call("GET", keys.key(name, part)) or return nil
         Stage.new(token: token, ttl: Reading.ttl(client.call("PTTL", keys.key(name, part))),
-                  holder: Holder.read(client, keys, name, token))
+                  holder: Holder.from_token(token))
       end
       private_class_method :stage
     end

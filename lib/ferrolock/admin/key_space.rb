@@ -37,8 +37,12 @@ module Ferrolock
 
       # A name pattern from the user: a Redis glob, no braces (they would leave the hash tag).
       def self.pattern!(value)
-        value = "*" if value.nil?
-        raise TypeError, "pattern must be a String, got #{Validate.show(value)}" unless value.is_a?(String)
+        value = "*" if nil.equal?(value)
+        # `case`, not value.is_a?: a BasicObject has no is_a? (Validate's rule).
+        case value
+        when String then nil
+        else raise TypeError, "pattern must be a String, got #{Validate.show(value)}"
+        end
         raise ArgumentError, "pattern must not contain '{' or '}' (got #{Validate.show(value)})" if value.match?(/[{}]/)
 
         value.empty? ? "*" : value

@@ -12,9 +12,17 @@ module Ferrolock
       end
     end
 
-    # A ConcurrentLimiter as Redis has it. `limit` is not stored in Redis (each caller passes
-    # its own), so it is nil until holder metadata records it.
-    LimiterInfo = Struct.new(:name, :limit, :slots, :waiting, keyword_init: true) do
+    # A ConcurrentLimiter as Redis has it. `limit` is the slots set's '{limit}' member (scored
+    # -limit), written by each acquisition that takes a free slot: with callers passing
+    # different limits, the latest such caller's; nil when no slot key exists (only waiters
+    # left, or a version that did not write it). `local_limit` is what this process's own
+    # limiter of that name passes (ConcurrentLimiter::LocalLimits; nil when it made none), so a
+    # process running the app's code shows a mismatch with the stored one.
+    # The slots set's member holding the limit (not a token: tokens have no braces); see
+    # lua/concurrent_limiter/acquire.lua.
+    LIMIT_MEMBER = "{limit}"
+
+    LimiterInfo = Struct.new(:name, :limit, :local_limit, :slots, :waiting, keyword_init: true) do
       def kind
         :concurrent_limiter
       end
@@ -28,7 +36,8 @@ module Ferrolock
       end
 
       def to_h
-        { kind: kind, name: name, limit: limit, in_use: in_use, waiting: waiting, slots: slots.map(&:to_h) }
+        { kind: kind, name: name, limit: limit, local_limit: local_limit, in_use: in_use, waiting: waiting,
+          slots: slots.map(&:to_h) }
       end
 
       # Live entries only (a slot whose lease ran out is free, as the scripts count it); nil when
@@ -37,14 +46,16 @@ module Ferrolock
         now = Reading.now_ms(client)
         live = "(#{now}"
         entries = client.call("ZRANGEBYSCORE", keys.key(name, "slots"), live, "+inf", "WITHSCORES")
-        waiting = Reading.live_waiters(client, keys.key(name, "waiters"), live)
+        waiting = Reading.line_length(client, keys.key(name, "line"))
         return nil if entries.empty? && waiting.zero?
 
+        limit = client.call("ZSCORE", keys.key(name, "slots"), LIMIT_MEMBER)
         slots = entries.each_slice(2).map do |token, expiry|
           SlotInfo.new(token: token, ttl: (Float(expiry) - now) / 1000.0,
-                       holder: Holder.read(client, keys, name, token))
+                       holder: Holder.from_token(token))
         end
-        new(name: name, limit: nil, slots: slots, waiting: waiting)
+        new(name: name, limit: limit && -Float(limit).to_i,
+            local_limit: ConcurrentLimiter::LocalLimits[client.namespace, name], slots: slots, waiting: waiting)
       end
     end
   end

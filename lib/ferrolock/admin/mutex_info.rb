@@ -6,8 +6,8 @@ require_relative "holder"
 module Ferrolock
   class Admin
     # A DistMutex as Redis has it: the holder's token, its fencing token (the fence counter's
-    # last value), the TTL left (seconds), the waiters in line, and who holds it (nil until
-    # holder metadata is recorded).
+    # last value), the TTL left (seconds), the waiters in line, and who holds it (Holder; nil for
+    # a token without holder metadata).
     MutexInfo = Struct.new(:name, :token, :fencing_token, :ttl, :waiters, :holder, keyword_init: true) do
       def kind
         :dist_mutex
@@ -28,9 +28,10 @@ module Ferrolock
         return nil if token.nil? && waiters.zero?
 
         fence = client.call("GET", keys.key(name, "fence"))
-        new(name: name, token: token, fencing_token: fence && Integer(fence, exception: false),
+        fence &&= Integer(fence, exception: false)
+        new(name: name, token: token, fencing_token: fence,
             ttl: Reading.ttl(client.call("PTTL", keys.key(name, "lock"))), waiters: waiters,
-            holder: Holder.read(client, keys, name, token))
+            holder: Holder.from_token(token, fencing_token: fence))
       end
     end
   end

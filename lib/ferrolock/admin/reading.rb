@@ -17,8 +17,8 @@ module Ferrolock
         (Integer(seconds) * 1000) + (Integer(micros) / 1000)
       end
 
-      # A DistMutex's waiters: the length of its line (a list). A ConcurrentLimiter of the same
-      # name keeps a sorted set under the same key: not this mutex's.
+      # The live waiters in a line (a list: a DistMutex's `waiters`, a ConcurrentLimiter's `line`);
+      # a key of another type under that name is not a line (an older version's sorted set).
       # Entries are "token|deadline ms" (Redis time): one past its deadline is a waiter that gave
       # up or died, and is skipped by the release too, so it is not counted (of the first 1,000).
       def line_length(client, key)
@@ -29,11 +29,6 @@ module Ferrolock
           deadline = entry.rpartition("|").last
           !deadline.match?(/\A\d+\z/) || Integer(deadline) > now
         end
-      end
-
-      # A ConcurrentLimiter's live waiters (a sorted set by mark expiry); see line_length.
-      def live_waiters(client, key, live)
-        client.call("TYPE", key) == "zset" ? client.call("ZCOUNT", key, live, "+inf") : 0
       end
     end
   end

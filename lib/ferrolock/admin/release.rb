@@ -23,12 +23,14 @@ module Ferrolock
 
       # Array of Released (empty: nothing of `kind` held by `token`, or by anyone, under `name`).
       def call(name, kind: nil, token: nil)
-        kinds = kind.nil? ? KINDS : [self.class.kind!(kind)]
+        kinds = nil.equal?(kind) ? KINDS : [self.class.kind!(kind)] # (a BasicObject has no nil?)
         kinds.flat_map { |k| send(k, name, token) }
       end
 
       def self.kind!(value)
-        kind = value.respond_to?(:to_sym) ? value.to_sym : value
+        kind = case value # not value.respond_to?: a BasicObject has none (Validate's rule)
+               when String, Symbol then value.to_sym
+               end
         return kind if KINDS.include?(kind)
 
         raise ArgumentError, "kind must be one of #{KINDS.map(&:inspect).join(", ")}, got #{Validate.show(value)}"

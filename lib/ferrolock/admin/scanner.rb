@@ -7,7 +7,9 @@ module Ferrolock
     # takes whole SCAN replies until it has `per_page` wanted keys (the block says which),
     # MAX_CALLS calls were made, or the iteration ended. A page may hold more than per_page keys
     # (a reply is never cut: its cursor would skip the rest), and SCAN may return a key twice
-    # across pages (Redis' guarantee is "at least once").
+    # across pages (Redis' guarantee is "at least once"). On a Redis Cluster every master is
+    # scanned in turn (Native::Admin.scan runs SCAN on master number `node`): the cursor is then
+    # "<node>.<SCAN cursor>" past the first master.
     class Scanner
       MAX_CALLS = 20
 
@@ -23,22 +25,40 @@ module Ferrolock
       end
 
       def scan(match, cursor: "0", per_page: 25, &wanted)
+        node, position = cursor.include?(".") ? cursor.split(".", 2) : ["0", cursor]
+        node = Integer(node, 10)
         keys = []
+        done = false
         MAX_CALLS.times do
-          cursor, batch = @client.call("SCAN", cursor, "MATCH", match, "COUNT", [per_page * 4, 40].max)
+          position, batch, masters = Native::Admin.scan(@client.native, node, position, match, [per_page * 4, 40].max)
           keys.concat(wanted ? batch.select(&wanted) : batch)
-          break if cursor == "0" || keys.size >= per_page
+          if position == "0" # this master is done: on to the next one, if any
+            node += 1
+            done = node >= masters
+          end
+          break if done || keys.size >= per_page
         end
-        Page.new(items: keys.uniq, cursor: cursor)
+        Page.new(items: keys.uniq, cursor: Scanner.cursor(done, node, position))
+      end
+
+      # "0" when every master was scanned; "<SCAN cursor>" on the first, "<node>.<cursor>" after.
+      def self.cursor(done, node, position)
+        return "0" if done
+
+        node.zero? ? position : "#{node}.#{position}"
       end
 
       def self.cursor!(value)
-        value = "0" if value.nil? || value == ""
-        value = value.to_s if value.is_a?(Integer)
-        raise ArgumentError, "cursor must be a SCAN cursor (digits), got #{Validate.show(value)}" unless
-          value.is_a?(String) && value.match?(/\A\d{1,20}\z/)
-
-        value
+        # `case`, not value.is_a?: a BasicObject has no is_a? (Validate's rule).
+        value = case value
+                when nil, "" then "0"
+                when Integer then value.to_s
+                else value
+                end
+        case value
+        when String then return value if value.match?(/\A(\d{1,4}\.)?\d{1,20}\z/)
+        end
+        raise ArgumentError, "cursor must be a SCAN cursor (digits), got #{Validate.show(value)}"
       end
 
       def self.per_page!(value)

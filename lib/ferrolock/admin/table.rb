@@ -21,15 +21,40 @@ module Ferrolock
         case value
         when nil then NONE
         when Float then format("%.1fs", value)
+        when Time then value.utc.strftime("%Y-%m-%d %H:%M:%S.%L UTC")
         else value.to_s.gsub(/[[:cntrl:]]/) { |char| format("\\x%02X", char.ord) }
         end
       end
 
-      # "host pid/thread" of a Holder, or nil.
+      # "host pid=… tid=… fid=… JobClass jid=…" of a Holder (Sidekiq's log names), or nil.
       def holder(holder)
         return nil if holder.nil?
 
-        [holder.host, [holder.pid, holder.thread].compact.join("/"), holder.job_class, holder.jid].compact.join(" ")
+        [holder.host, "pid=#{holder.pid}", "tid=#{holder.thread}", "fid=#{holder.fiber}", holder.job_class,
+         holder.jid && "jid=#{holder.jid}"].compact.join(" ")
+      end
+
+      # A LimiterInfo's limit: the stored one, or this process's own first when it differs
+      # ("5 (stored 3)"; "5 (none stored)" with only waiters left).
+      def limit(limiter)
+        stored = limiter.limit
+        local = limiter.local_limit
+        return text(stored) if local.nil? || local == stored
+
+        "#{local} (#{stored.nil? ? "none stored" : "stored #{stored}"})"
+      end
+
+      # A Holder's since: Redis time, or "(asked)" when it is the holder's clock at its request.
+      def since(holder)
+        return nil if holder&.since.nil?
+
+        holder.since_clock == :redis ? text(holder.since) : "#{text(holder.since)} (asked)"
+      end
+
+      # The random part of a token (what tables show; the whole token is in --json and the
+      # release form).
+      def token(token)
+        token&.split("~", 2)&.first
       end
     end
   end

@@ -31,7 +31,7 @@ module Ferrolock
     end
 
     def redis_cluster=(value)
-      Topology.nodes!(:redis_cluster, value, Topology::DEFAULT_PORTS[:cluster]) unless value.nil?
+      Topology.nodes!(:redis_cluster, value, Topology::DEFAULT_PORTS[:cluster]) unless nil.equal?(value)
       @redis_cluster = value&.dup&.freeze
     end
 
@@ -42,7 +42,7 @@ module Ferrolock
     end
 
     def redis_sentinels=(value)
-      Topology.nodes!(:redis_sentinels, value, Topology::DEFAULT_PORTS[:sentinels]) unless value.nil?
+      Topology.nodes!(:redis_sentinels, value, Topology::DEFAULT_PORTS[:sentinels]) unless nil.equal?(value)
       @redis_sentinels = value&.dup&.freeze
     end
 
@@ -53,7 +53,7 @@ module Ferrolock
        redis_password].each do |setting|
       define_method(setting) { instance_variable_get(:"@#{setting}") || env_text(setting) }
       define_method(:"#{setting}=") do |value|
-        instance_variable_set(:"@#{setting}", value.nil? ? nil : Validate.text!(setting, value))
+        instance_variable_set(:"@#{setting}", nil.equal?(value) ? nil : Validate.text!(setting, value))
       end
     end
 
@@ -67,7 +67,7 @@ module Ferrolock
     end
 
     def redis_db=(value)
-      @redis_db = value.nil? ? nil : Validate.count!(:redis_db, value, min: 0)
+      @redis_db = nil.equal?(value) ? nil : Validate.count!(:redis_db, value, min: 0)
     end
 
     private

@@ -72,6 +72,10 @@ module Ferrolock
             lost = true
           end
           report(ownership, lost)
+        rescue ForeignError
+          # DistMutex#lock runs this too, on the caller's thread: its Timeout.timeout must fire
+          # (the hold is out of Owners already and expires after its lease).
+          raise
         rescue StandardError => e
           Ferrolock.logger.warn("ferrolock: releasing DistMutex #{ownership.key.last.inspect} of an ended owner " \
                                 "failed (it expires after its lease): #{e.class}: #{e.message}")

@@ -27,9 +27,14 @@ module Ferrolock
 
       # nil when there are no rules (nil or an empty Array); else Rules, or ArgumentError /
       # TypeError naming the bad rule and key.
+      # Types are tested with `case` (Module#===), never raw.is_a?: a BasicObject has none.
       def self.parse(raw)
-        return nil if raw.nil? || (raw.is_a?(Array) && raw.empty?)
-        return raw if raw.is_a?(Rules)
+        case raw
+        when nil then return nil
+        when Rules then return raw
+        when Array then return nil if raw.empty?
+        else raise TypeError, "#{ARG} must be an Array of Hashes, got #{Validate.class_of(raw)}"
+        end
 
         cached = CACHE[raw]
         return cached if cached
@@ -40,7 +45,10 @@ module Ferrolock
       end
 
       def initialize(raw)
-        raise TypeError, "#{ARG} must be an Array of Hashes, got #{raw.class}" unless raw.is_a?(Array)
+        case raw
+        when Array then nil
+        else raise TypeError, "#{ARG} must be an Array of Hashes, got #{Validate.class_of(raw)}"
+        end
 
         parsed = raw.each_with_index.map { |rule, index| parse_rule(rule, "#{ARG}[#{index}]") }
         @queues = parsed.map { |rule| rule[:queue] }.freeze
@@ -67,8 +75,9 @@ module Ferrolock
       private
 
       def parse_rule(rule, arg)
-        unless rule.is_a?(Hash)
-          raise TypeError, "#{arg} must be a Hash with queue:, threshold: and per:, got #{rule.inspect}"
+        case rule
+        when Hash then nil
+        else raise TypeError, "#{arg} must be a Hash with queue:, threshold: and per:, got #{Validate.show(rule)}"
         end
 
         rule = rule.transform_keys(&:to_s)
@@ -85,14 +94,17 @@ module Ferrolock
       # A Duration in a job that went through Sidekiq's JSON comes back as a String of seconds
       # ("3600"): take such numeric Strings, nothing else.
       def per(value)
-        value.is_a?(String) && value.match?(NUMERIC) ? Float(value) : value
+        case value
+        when String then value.match?(NUMERIC) ? Float(value) : value
+        else value
+        end
       end
 
       def queue!(arg, value)
-        raise ArgumentError, "#{arg} is missing" if value.nil?
-
-        unless value.is_a?(String) || value.is_a?(Symbol)
-          raise TypeError, "#{arg} must be a String or Symbol, got #{value.inspect}"
+        case value
+        when nil then raise ArgumentError, "#{arg} is missing"
+        when String, Symbol then nil
+        else raise TypeError, "#{arg} must be a String or Symbol, got #{Validate.show(value)}"
         end
         raise ArgumentError, "#{arg} must not be empty" if value.to_s.empty?
 

@@ -36,8 +36,10 @@ module Ferrolock
               "(README, \"Supported versions\"). Use Sidekiq 6.4 to 7.x."
       end
 
+      # Runs for every job (check!): not `defined?(::Sidekiq::VERSION)`, whose hidden rescue would
+      # swallow a Sidekiq::Shutdown (Thread#raise) landing inside it (see Validate.duration?).
       def loaded_version
-        ::Sidekiq::VERSION if defined?(::Sidekiq::VERSION)
+        ::Sidekiq::VERSION if Object.const_defined?(:Sidekiq) && ::Sidekiq.const_defined?(:VERSION, false)
       end
 
       # Every queue this Sidekiq server process fetches: on 7+, the queues of every capsule
@@ -59,7 +61,7 @@ module Ferrolock
       # whatever Sidekiq resolved (its `config.redis = {...}`, REDIS_URL, REDIS_PROVIDER...).
       def redis_url
         raise Ferrolock::Error, "redis_url :sidekiq: Sidekiq is not loaded (require \"sidekiq\" first)" unless
-          defined?(::Sidekiq.redis)
+          Object.const_defined?(:Sidekiq) && ::Sidekiq.respond_to?(:redis)
 
         check!
         if ::Sidekiq.respond_to?(:default_configuration)

@@ -50,15 +50,9 @@ module Ferrolock
       # none logs a warning). Every bad class is reported: one error raises as is, several raise one
       # ArgumentError listing them all.
       def self.validate!(*job_classes)
-        job_classes = JobClasses.found("dual_lock", "DualLockMiddleware.validate!") if job_classes.empty?
-        errors = job_classes.filter_map do |job_class|
+        JobClasses.check_all!(job_classes, "dual_lock", "DualLockMiddleware.validate!") do |job_class|
           DualLockSettings.for(job_class)
-          nil
-        rescue ArgumentError, TypeError => e
-          e
         end
-        JobClasses.raise_all!(errors)
-        true
       end
 
       def call(worker, job, queue, &block)

@@ -82,17 +82,18 @@ module Ferrolock
                              "#{unknown.map(&:inspect).join(", ")} (known: #{OPTION_KEYS.join(", ")})"
       end
 
+      # (nil.equal?, Validate.responds_to?: safe on a BasicObject, which has neither nil? nor respond_to?)
       def key_option(key)
-        return nil if key.nil?
+        return nil if nil.equal?(key)
         return key.to_s if valid_key?(key)
 
-        if key.respond_to?(:call)
+        if Validate.responds_to?(key, :call)
           raise ArgumentError, "#{class_name}: a dual_lock key: proc would be copied into every job payload " \
                                "(as \"#<Proc…>\"); define `def self.#{KEY_METHOD}(*args)` on the class instead"
         end
 
         raise ArgumentError, "#{class_name}: dual_lock key: must be a non-empty String without '{' or '}' " \
-                             "(or define self.#{KEY_METHOD}(*args)), got #{key.inspect}"
+                             "(or define self.#{KEY_METHOD}(*args)), got #{Validate.show(key)}"
       end
 
       # True when the class computes its keys (def self.dual_lock_key); a fixed key: besides is ambiguous.
@@ -111,13 +112,18 @@ module Ferrolock
 
       def call_key_method(args)
         @job_class.public_send(KEY_METHOD, *args)
+      rescue ForeignError
+        raise # an outer timeout keeps its class, or the Timeout.timeout that sent it would miss it
       rescue StandardError => e
         raise Ferrolock::Error, "#{class_name}.#{KEY_METHOD} raised #{e.class}: #{e.message}"
       end
 
       def valid_key?(value)
-        (value.is_a?(String) || value.is_a?(Symbol) || value.is_a?(Integer)) &&
-          !value.to_s.empty? && value.to_s.bytesize <= MAX_NAME_BYTES && !value.to_s.match?(/[{}]/)
+        case value
+        when String, Symbol, Integer then nil
+        else return false
+        end
+        !value.to_s.empty? && value.to_s.bytesize <= MAX_NAME_BYTES && !value.to_s.match?(/[{}]/)
       end
 
       # Job class + SHA-256 of the arguments as canonical JSON (object keys sorted), so the same

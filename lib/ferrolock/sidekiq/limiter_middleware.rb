@@ -8,9 +8,11 @@ Ferrolock::Sidekiq::Compat.check!
 
 module Ferrolock
   module Sidekiq
-    # Sidekiq server middleware: a job whose ConcurrentLimiter raised Ferrolock::OverLimit is pushed
-    # again for later (same jid, a counter in the payload) instead of failing, and without counting a
-    # retry. After max_reschedules the OverLimit goes to Sidekiq's normal retry handling.
+    # Sidekiq server middleware: a job whose limiter (ConcurrentLimiter or RateLimiter) raised
+    # Ferrolock::OverLimit is pushed again for later (same jid, a counter in the payload) instead of
+    # failing, and without counting a retry. The delay is never below the OverLimit's retry_after
+    # (a rate limiter's next slot): the job does not come back before it could run. After
+    # max_reschedules the OverLimit goes to Sidekiq's normal retry handling.
     #
     #   Sidekiq.configure_server do |config|
     #     config.server_middleware do |chain|
@@ -76,14 +78,22 @@ module Ferrolock
         Ferrolock.instrument(:rescheduled, **payload(job, queue, error, count: count, delay: delay))
       end
 
-      # The backoff proc's answer, or the default (see Reschedule.delay).
+      # The backoff proc's answer, or the default (see Reschedule.delay), but at least retry_after.
       def delay_for(job, count, error)
-        Reschedule.delay(count, @backoff, "limiter") { @backoff.call(error.limiter, job, error) }
+        delay = Reschedule.delay(count, @backoff, "limiter") { @backoff.call(error.limiter, job, error) }
+        [delay, error.retry_after || 0].max
       end
 
       def payload(job, queue, error, **extra)
-        { primitive: :concurrent_limiter, name: limiter_name(error), reason: :over_limit,
-          class: Sidekiq.job_class_name(job), jid: job["jid"], queue: queue, **extra }
+        { name: limiter_name(error), reason: :over_limit, class: Sidekiq.job_class_name(job), jid: job["jid"],
+          queue: queue, **limiter_kind(error.limiter), **extra }
+      end
+
+      # primitive: (and for a RateLimiter kind:) of the limiter that refused.
+      def limiter_kind(limiter)
+        return { primitive: :rate_limiter, kind: limiter.kind } if limiter.is_a?(RateLimiter)
+
+        { primitive: :concurrent_limiter }
       end
 
       def limiter_name(error)

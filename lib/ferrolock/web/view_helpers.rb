@@ -16,6 +16,15 @@ module Ferrolock
         fl(Ferrolock::Admin::Table.holder(holder))
       end
 
+      def fl_since(holder)
+        fl(Ferrolock::Admin::Table.since(holder))
+      end
+
+      # The token's random part; the whole token as a tooltip.
+      def fl_token(token)
+        %(<code title="#{fl(token)}">#{fl(Ferrolock::Admin::Table.token(token))}</code>)
+      end
+
       # An escaped URL of the tab: path under Sidekiq Web's root, with query parameters.
       def fl_url(path, params = {})
         query = ::Rack::Utils.build_query(params.compact.transform_values(&:to_s))

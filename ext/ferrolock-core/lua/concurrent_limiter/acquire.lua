@@ -1,35 +1,85 @@
--- Takes one slot of a concurrency limiter for a token if fewer than `limit` are live.
--- KEYS[1] slots (zset token -> lease expiry, ms of Redis time), KEYS[2] waiters (zset token -> mark expiry)
--- ARGV[1] token, ARGV[2] limit, ARGV[3] lease (ms), ARGV[4] how long this caller may wait before its
--- next attempt (ms; 0 = it will not wait)
--- Returns {1, 0} when the token holds a slot (also when it already did: a retried call whose first
--- reply was lost), else {0, ms until the earliest live slot expires}.
+-- Takes one slot of a concurrency limiter for a token if fewer than `limit` are live; a caller
+-- that will wait joins the FIFO line in the same atomic step, so the release that follows hands
+-- it a slot (release.lua) and no wake-up can fall between the failed attempt and the wait.
+-- KEYS[1] slots (zset token -> lease expiry, ms of Redis time; and '{limit}' -> -limit),
+-- KEYS[2] line (list of "token|deadline ms"), KEYS[3] this token's grant list
+-- ARGV[1] token, ARGV[2] limit, ARGV[3] lease (ms), ARGV[4] how long this caller will wait before
+-- its next attempt (ms; 0 = it will not wait), ARGV[5] this token's entry in the line from an
+-- earlier attempt ('' if none), ARGV[6] '1' when the token may hold a slot already (a retried
+-- call whose reply was lost, or a waiter coming back whose grant raced its timeout)
+-- Returns {1, 0} when the token holds a slot, {0, ms until the earliest live slot expires, entry}
+-- when queued as entry, else {0, ms until the earliest live slot expires}.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token, limit, lease, wait_ms = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local queued = ARGV[5]
 
--- A slot whose lease ran out belongs to a holder that stopped renewing (crashed): it is free.
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-
-local function keep_for(key, ms)
-  if redis.call('PTTL', key) < ms then
-    redis.call('PEXPIRE', key, ms)
+local function held()
+  if queued ~= '' then
+    redis.call('LREM', KEYS[2], 1, queued)
   end
-end
-
-if redis.call('ZSCORE', KEYS[1], token) or redis.call('ZCARD', KEYS[1]) < limit then
-  redis.call('ZADD', KEYS[1], now + lease, token)
-  keep_for(KEYS[1], lease)
-  redis.call('ZREM', KEYS[2], token)
   return {1, 0}
 end
 
--- Full. Mark this caller as waiting in the same atomic step, so the release that follows knows
--- to signal and no wake-up can fall between the failed attempt and the wait.
-if wait_ms > 0 then
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-  redis.call('ZADD', KEYS[2], now + wait_ms, token)
-  keep_for(KEYS[2], wait_ms)
+-- Only a caller that may hold a slot already asks (a fresh token's first attempt cannot).
+if ARGV[6] == '1' then
+  local expiry = redis.call('ZSCORE', KEYS[1], token)
+  if expiry and tonumber(expiry) > now then
+    -- A hand-off may have left a grant nobody will pop now.
+    redis.call('DEL', KEYS[3])
+    return held()
+  end
 end
-local earliest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-return {0, tonumber(earliest[2]) - now}
+
+-- Live slots only: one whose lease ran out belongs to a holder that stopped renewing (crashed)
+-- and is free. A small limit reads the live slots themselves (count and earliest expiry in one
+-- command); a large one counts them, and reads the earliest only when full.
+local live = '(' .. now
+local in_use, earliest
+if limit <= 16 then
+  local slots = redis.call('ZRANGEBYSCORE', KEYS[1], live, '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
+  in_use, earliest = #slots / 2, slots[2]
+else
+  in_use = redis.call('ZCOUNT', KEYS[1], live, '+inf')
+end
+
+if in_use < limit then
+  -- Expired members are dropped here, so a busy name does not collect crashed holders.
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  -- The limit rides along as member '{limit}' scored -limit (never live, never a token: tokens
+  -- have no braces), for the operators' view: no extra command, gone with the key (the latest
+  -- caller to take a free slot wins when callers pass different limits).
+  redis.call('ZADD', KEYS[1], now + lease, token, -limit, '{limit}')
+  if redis.call('PTTL', KEYS[1]) < lease then
+    redis.call('PEXPIRE', KEYS[1], lease)
+  end
+  return held()
+end
+
+if not earliest then
+  earliest = redis.call('ZRANGEBYSCORE', KEYS[1], live, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]
+end
+local expires_in = tonumber(earliest) - now
+if wait_ms <= 0 then
+  return {0, expires_in}
+end
+
+-- Full: join the line. The entry's deadline (Redis time) is when this caller stops waiting for
+-- this turn: a release skips entries past it, so a waiter that died is never handed a slot later.
+local entry = token .. '|' .. string.format('%d', now + wait_ms)
+-- A waiter coming back after its turn's wait ended keeps its place in the line.
+local at = false
+if queued ~= '' then
+  at = redis.call('LPOS', KEYS[2], queued)
+end
+if at then
+  redis.call('LSET', KEYS[2], at, entry)
+else
+  redis.call('RPUSH', KEYS[2], entry)
+end
+-- The line outlives every entry: a waiter plans at most max(lease, 1 s) + 1 s per turn, so that
+-- covers all waiters of this name's usual options (PEXPIRE GT would need Redis 7). One with a
+-- longer lease than the others' loses at worst its entry, then attempts again after its turn's
+-- wait, as after a lost wake-up.
+redis.call('PEXPIRE', KEYS[2], math.max(wait_ms, math.max(lease, 1000) + 1000))
+return {0, expires_in, entry}

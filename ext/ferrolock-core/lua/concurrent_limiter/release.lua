@@ -1,20 +1,103 @@
--- Gives a slot back if the token still holds it, and wakes one waiter if anyone waits.
--- KEYS[1] slots, KEYS[2] waiters, KEYS[3] signal list; ARGV[1] token, ARGV[2] limit
--- Returns 1 released, 0 the token held no live slot (its lease was lost). ZREM removes a token at
--- most once, so releasing twice never frees two slots.
+-- Gives a slot back if the token still holds a live one, handing it straight to the first waiter
+-- in line whose wait has not ended (FIFO): the slot's member becomes that waiter's token and a
+-- grant is pushed to the waiter's own list, so it enters without another attempt.
+-- KEYS[1] slots, KEYS[2] line (list of "token|deadline ms"), KEYS[3] this token's grant list
+-- ARGV[1] token, ARGV[2] lease (ms), ARGV[3] grant list key prefix (a waiter's token follows),
+-- ARGV[4] '1' when the token also leaves the line (a waiter that gave up: its entries and any
+-- grant not popped yet go, and a slot that reached it is handed on)
+-- Returns 1 released (or handed on), 0 the token held no live slot (its lease was lost). The
+-- member is removed at most once, so releasing twice never frees two slots.
+--
+-- The next waiter's grant list cannot be declared in KEYS (who waits is read here). On a Redis
+-- Cluster slot being migrated, touching a key that is not on this node fails the script where it
+-- stands, so the grant push (a pcall) comes before every other write but the line's pop: if the
+-- key cannot be reached here, the popped waiter goes back to the head of the line and the script
+-- returns TRYAGAIN, and the client sends it again (to the new owner once the migration ends).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local expired = redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local released = redis.call('ZREM', KEYS[1], ARGV[1])
-if released + expired == 0 then
-  return released
+local token, lease = ARGV[1], tonumber(ARGV[2])
+local leaving = ARGV[4] == '1'
+
+local expiry = redis.call('ZSCORE', KEYS[1], token)
+expiry = expiry and tonumber(expiry)
+local holds = expiry and expiry > now
+
+-- An entry splits at its LAST '|', so a token may contain one.
+local function parse(entry)
+  local who, deadline = string.match(entry, '^(.*)|(%d+)$')
+  return who, tonumber(deadline or 0)
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-local last = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-if last[2] then
-  -- One signal per freed slot, at most `limit` pending; they live as long as the longest wait.
-  redis.call('LPUSH', KEYS[3], '1')
-  redis.call('LTRIM', KEYS[3], 0, tonumber(ARGV[2]) - 1)
-  redis.call('PEXPIRE', KEYS[3], math.max(1, tonumber(last[2]) - now))
+
+-- The next waiter, taken off the line: the first entry (not this token's own) whose wait has
+-- not ended; the dead and own entries ahead of it go with it. Returns its token, deadline and
+-- entry.
+local function pop_next()
+  while true do
+    local entry = redis.call('LPOP', KEYS[2])
+    if not entry then
+      return nil
+    end
+    local who, deadline = parse(entry)
+    if who and who ~= token and deadline > now then
+      return who, deadline, entry
+    end
+  end
 end
-return released
+
+-- A token that gives up reads the whole line (rare): its own entries go wherever they are.
+local function leave_line()
+  for _, entry in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
+    if parse(entry) == token then
+      redis.call('LREM', KEYS[2], 0, entry)
+    end
+  end
+  redis.call('DEL', KEYS[3])
+end
+
+if not holds then
+  if leaving then
+    leave_line()
+  end
+  if expiry then
+    -- Expired: others may have counted it as free already, so it must not come back.
+    redis.call('ZREM', KEYS[1], token)
+  end
+  return 0
+end
+
+local next_token, next_deadline, next_entry = pop_next()
+if next_token then
+  local grant = ARGV[3] .. next_token
+  local pushed = redis.pcall('RPUSH', grant, string.format('%d', expiry))
+  if type(pushed) == 'table' and pushed.err then
+    -- Nothing else written yet: the waiter goes back to the head of its line (dead entries
+    -- popped before it stay gone).
+    redis.call('LPUSH', KEYS[2], next_entry)
+    if redis.call('PTTL', KEYS[2]) < next_deadline - now + 1000 then
+      redis.call('PEXPIRE', KEYS[2], next_deadline - now + 1000)
+    end
+    return redis.error_reply('TRYAGAIN the next waiter\'s grant key is not on this node yet')
+  end
+  -- The waiter pops it within its wait (or removes it when it gives up): the TTL only catches
+  -- a waiter that died.
+  redis.call('PEXPIRE', grant, next_deadline - now + 1000)
+end
+if leaving then
+  leave_line()
+end
+if next_token then
+  -- The waiter takes the slot with this lease's expiry (the slots key already outlives it): it
+  -- starts renewing within a third of its lease. A lease nearly run out (renewals failed) is
+  -- given a whole one instead. Added before this token's member goes, so the key (and its TTL)
+  -- never vanishes in between.
+  local until_ms = expiry
+  if until_ms - now < lease / 2 then
+    until_ms = now + lease
+    if redis.call('PTTL', KEYS[1]) < lease then
+      redis.call('PEXPIRE', KEYS[1], lease)
+    end
+  end
+  redis.call('ZADD', KEYS[1], until_ms, next_token)
+end
+redis.call('ZREM', KEYS[1], token)
+return 1

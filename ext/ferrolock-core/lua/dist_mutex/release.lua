@@ -5,14 +5,29 @@
 -- KEYS[4] this token's own grant list
 -- ARGV[1] token, ARGV[2] ttl (ms), ARGV[3] fencing counter ttl (ms), ARGV[4] grant list key
 -- prefix (the waiter's token follows), ARGV[5] '1' when the token also leaves the line (a waiter
--- that gave up: its entries and any grant not popped yet go)
--- Returns 1 released (or handed on), 0 not held by this token (lost).
+-- that gave up: its entries and any grant not popped yet go), ARGV[6] '1' on a Redis Cluster,
+-- ARGV[7] the releasing process's next local waiter ('' if none; see src/local_line.rs) and
+-- ARGV[8] how long it will wait (ms): its entry joins the TAIL of the line before the hand-off
+-- (so other processes keep their turns), and it never runs an attempt of its own.
+-- Returns 1 released (or handed on), 0 not held by this token (lost), {1, entry} when the local
+-- waiter was queued as entry (it may be the one handed the lock).
 --
 -- The next waiter's grant list cannot be declared in KEYS (who waits is read here). On a Redis
 -- Cluster slot being migrated, touching a key that is not on this node fails the script where it
--- stands, so that key is probed before anything is written: if it cannot be reached here, the
--- script returns TRYAGAIN having changed nothing, and the client sends it again (to the new
--- owner once the migration ends).
+-- stands, so on a cluster that key is probed before the lock is written: if it cannot be reached
+-- here, the waiter's entry goes back where it was and the script returns TRYAGAIN with the lock
+-- unchanged; the client sends it again (to the new owner once the migration ends). Off a cluster
+-- every key is on this one server, and the probe is skipped.
+--
+-- Commands when handing over: LPOP, TIME, SET (lock, GET: the token check), SET (fence), RPUSH,
+-- PEXPIRE; queueing a local waiter adds RPUSH (its entry) and, when others still wait after it,
+-- PEXPIRE (the line). When nobody waits: LPOP, GET, DEL.
+--
+-- The token check rides on the SET that hands the lock over (SET ... GET returns what was there).
+-- When it was not this token's (its lease was lost), everything is put back: the lock's value
+-- (with a fresh lease of this name's TTL: its remaining TTL was overwritten, so a holder that
+-- died meanwhile may block up to one lease longer), the chosen entry at the head, the local
+-- waiter's entry out.
 
 -- An older version kept a string "someone waits" mark under the waiters key: read as no line.
 local function line_call(...)
@@ -23,73 +38,129 @@ local function line_call(...)
   return reply
 end
 
-local holds = redis.call('GET', KEYS[1]) == ARGV[1]
-local leaving = ARGV[5] == '1'
-if not holds and not leaving then
-  return 0
-end
-
-local t = redis.call('TIME')
-local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local now_ms = math.floor(now_us / 1000)
-
--- Read-only first: the first entry of the line (not this token's own) whose wait has not ended,
--- and what lies ahead of it (dead entries, this token's own).
 local mine = ARGV[1] .. '|'
-local entries = line_call('LRANGE', KEYS[3], 0, -1) or {}
-local next_token, next_deadline, dead_ahead, mine_ahead = nil, nil, 0, 0
-if holds then
-  for _, entry in ipairs(entries) do
-    local sep = string.find(entry, '|', 1, true)
-    local deadline = sep and tonumber(string.sub(entry, sep + 1)) or 0
-    if string.sub(entry, 1, #mine) == mine then
-      mine_ahead = mine_ahead + 1
-    elseif deadline > now_ms then
-      next_token, next_deadline = string.sub(entry, 1, sep - 1), deadline
-      break
-    else
-      dead_ahead = dead_ahead + 1
-    end
-  end
-end
-local grant = next_token and (ARGV[4] .. next_token)
-if grant then
-  local probe = redis.pcall('EXISTS', grant)
-  if type(probe) == 'table' and probe.err then
-    return redis.error_reply('TRYAGAIN the next waiter\'s grant key is not on this node yet')
-  end
-end
-
--- Now the writes.
-local ahead = dead_ahead + mine_ahead
-if leaving then
-  for _, entry in ipairs(entries) do
+-- Only a waiter leaving the line reads the lock first (it must clean up whether it holds or not).
+local checked = ARGV[5] == '1'
+if checked then
+  local holds = redis.call('GET', KEYS[1]) == ARGV[1]
+  -- Leaving the line (rare: a waiter that gave up): its entries and any grant not popped yet.
+  for _, entry in ipairs(line_call('LRANGE', KEYS[3], 0, -1) or {}) do
     if string.sub(entry, 1, #mine) == mine then
       redis.call('LREM', KEYS[3], 0, entry)
     end
   end
   redis.call('DEL', KEYS[4])
-  ahead = dead_ahead
+  if not holds then
+    return 0
+  end
 end
-if not holds then
-  return 0
+
+local now_us
+local function read_time()
+  local t = redis.call('TIME')
+  now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-if next_token then
-  -- Drop what lies ahead of the next waiter, then the waiter itself.
-  line_call('LTRIM', KEYS[3], ahead + 1, -1)
-else
-  -- Nobody waits any more: the line holds only dead entries (and this token's own, unless it left).
-  line_call('LTRIM', KEYS[3], ahead, -1)
-  redis.call('DEL', KEYS[1])
+
+-- The local successor's entry, at the tail, as acquire.lua would queue it.
+local queued, length
+if ARGV[7] and ARGV[7] ~= '' then
+  read_time()
+  queued = ARGV[7] .. '|' .. string.format('%d', math.floor(now_us / 1000) + tonumber(ARGV[8]))
+  length = redis.pcall('RPUSH', KEYS[3], queued)
+  if type(length) == 'table' and length.err then
+    redis.call('DEL', KEYS[3])
+    length = redis.call('RPUSH', KEYS[3], queued)
+  end
+end
+local function done()
+  if queued then
+    return {1, queued}
+  end
   return 1
 end
-redis.call('SET', KEYS[1], next_token, 'PX', ARGV[2])
--- The fencing rule of acquire.lua: max(last + 1, Redis time in µs).
-local last = tonumber(redis.call('GET', KEYS[2]) or 0) or 0
-local fence = math.max(now_us, last + 1)
-redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[3])
+
+-- Pop up to the first entry (not this token's own) whose wait has not ended. Redis time is read
+-- only once somebody waits; the entries popped before it are dead (or this holder's own).
+local popped = 0
+local next_entry, next_token, next_deadline
+while true do
+  local entry = line_call('LPOP', KEYS[3])
+  if not entry then
+    break
+  end
+  popped = popped + 1
+  if not now_us then
+    read_time()
+  end
+  -- Split on the last '|': a token never contains one, but its metadata might in future.
+  local sep = string.find(entry, '|[^|]*$')
+  local deadline = sep and tonumber(string.sub(entry, sep + 1)) or 0
+  if string.sub(entry, 1, #mine) ~= mine and deadline > math.floor(now_us / 1000) then
+    next_entry, next_token, next_deadline = entry, string.sub(entry, 1, sep - 1), deadline
+    break
+  end
+end
+if not next_token then
+  -- Nobody waits any more (the popped dead entries are gone with the list). A local waiter
+  -- queued above would have been chosen, so nothing is to be undone when the lock is not ours.
+  if not checked and redis.call('GET', KEYS[1]) ~= ARGV[1] then
+    return 0
+  end
+  redis.call('DEL', KEYS[1])
+  return done()
+end
+
+-- Puts the line back as it was before this script (but the dead entries popped).
+local function undo_line()
+  if queued and next_entry ~= queued then
+    redis.call('LREM', KEYS[3], -1, queued)
+  end
+  if next_entry ~= queued then
+    redis.call('LPUSH', KEYS[3], next_entry)
+  end
+  -- Never shorter than acquire.lua sets it: other entries may outlive the chosen one.
+  local outlives = math.max(next_deadline - math.floor(now_us / 1000), tonumber(ARGV[2])) + 1000
+  redis.call('PEXPIRE', KEYS[3], outlives)
+end
+local grant = ARGV[4] .. next_token
+if ARGV[6] == '1' then
+  local probe = redis.pcall('EXISTS', grant)
+  if type(probe) == 'table' and probe.err then
+    -- Undone as it was: the client sends the script again, queueing the local waiter anew.
+    undo_line()
+    return redis.error_reply('TRYAGAIN the next waiter\'s grant key is not on this node yet')
+  end
+end
+
+if checked then
+  redis.call('SET', KEYS[1], next_token, 'PX', ARGV[2])
+else
+  local was = redis.call('SET', KEYS[1], next_token, 'PX', ARGV[2], 'GET')
+  if was ~= ARGV[1] then
+    if was then
+      redis.call('SET', KEYS[1], was, 'PX', ARGV[2])
+    else
+      redis.call('DEL', KEYS[1])
+    end
+    undo_line()
+    return 0
+  end
+end
+
+-- The fencing rule of acquire.lua: max(last + 1, Redis time in µs), usually in one command.
+local fence = now_us
+local last = tonumber(redis.call('SET', KEYS[2], string.format('%d', now_us), 'PX', ARGV[3], 'GET') or 0) or 0
+if last >= now_us then
+  fence = last + 1
+  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[3])
+end
 redis.call('RPUSH', grant, string.format('%d', fence))
 -- The waiter pops it within its wait (or removes it when it gives up): the TTL only catches a
 -- waiter that died.
-redis.call('PEXPIRE', grant, next_deadline - now_ms + 1000)
-return 1
+redis.call('PEXPIRE', grant, next_deadline - math.floor(now_us / 1000) + 1000)
+-- The local waiter's entry outlives its wait, as acquire.lua keeps the line (only when others
+-- still wait: a line just emptied is gone).
+if queued and popped < length then
+  redis.call('PEXPIRE', KEYS[3], math.max(tonumber(ARGV[8]), tonumber(ARGV[2]) + 1000))
+end
+return done()

@@ -1,13 +1,16 @@
 -- One turn of a duplicate: run now, wait, or skip. Called on arrival and again by the waiter
--- after each wake-up, so the same rules decide both (only the WAIT owner can promote itself).
--- KEYS[1] wait lock, KEYS[2] exec lock, KEYS[3] signal list
+-- when its wait for a turn ends without a hand-off, so the same rules decide both (only the WAIT
+-- owner can promote itself).
+-- KEYS[1] wait lock, KEYS[2] exec lock, KEYS[3] this token's grant list
 -- ARGV[1] token, ARGV[2] wait ttl (ms), ARGV[3] exec ttl (ms)
 -- Returns {1, 0} run (EXEC is ours), {0, exec pttl} wait (WAIT is ours), {-1, 0} skip (another
 -- duplicate already waits).
 local token = ARGV[1]
 local exec = redis.call('GET', KEYS[2])
 if exec == token then
-  -- A retried call whose first reply was lost: we already run.
+  -- A retried call whose first reply was lost, or a hand-off the waiter has not popped (its
+  -- grant would never be popped now).
+  redis.call('DEL', KEYS[3])
   return {1, 0}
 end
 local wait = redis.call('GET', KEYS[1])
@@ -16,15 +19,10 @@ if exec == false and (wait == false or wait == token) then
   if wait == token then
     redis.call('DEL', KEYS[1])
   end
-  -- A signal left by an earlier release is stale now that we run; drop it so the next waiter
-  -- does not wake up for nothing.
-  redis.call('DEL', KEYS[3])
   return {1, 0}
 end
 if wait == false then
   redis.call('SET', KEYS[1], token, 'PX', ARGV[2])
-  -- EXEC is held, so any signal in the list predates its holder and would wake us too early.
-  redis.call('DEL', KEYS[3])
   return {0, redis.call('PTTL', KEYS[2])}
 end
 if wait == token then

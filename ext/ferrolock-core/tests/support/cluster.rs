@@ -4,11 +4,14 @@
 //! dropped).
 #![allow(dead_code)]
 
-use std::net::TcpListener;
+#[path = "servers.rs"]
+mod servers;
+
+pub use servers::{free_port, wait_until};
+use servers::{query_url, remove_at_exit, spawn_listening, temp_dir};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
 
 /// `cluster-node-timeout`: how soon a replica replaces a dead master.
 pub const NODE_TIMEOUT_MS: u64 = 2000;
@@ -19,86 +22,26 @@ pub struct TestCluster {
     dir: PathBuf,
 }
 
-static PIDS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-static SHARED_DIR: OnceLock<PathBuf> = OnceLock::new();
-
-extern "C" fn kill_at_exit() {
-    if let Ok(pids) = PIDS.lock() {
-        for pid in pids.iter() {
-            // SAFETY: plain kill(2) of a child we started.
-            unsafe { libc::kill(*pid as libc::pid_t, libc::SIGKILL) };
-        }
-    }
-    if let Some(dir) = SHARED_DIR.get() {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-}
-
-/// Starts a server on a free port and waits until it listens. A port asked from the OS may be
-/// taken by another test before the server binds it: then it tries again on another.
-pub fn spawn_listening(command: impl Fn(u16) -> Command) -> (u16, Child) {
-    for _ in 0..5 {
-        let port = free_port();
-        let mut child = command(port)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed");
-        PIDS.lock().unwrap().push(child.id());
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            // Ours, not another test's server that took the port first.
-            let info: String = query(port, &["INFO", "server"]).unwrap_or_default();
-            if info.contains(&format!("process_id:{}\r", child.id())) {
-                return (port, child);
-            }
-            if child.try_wait().ok().flatten().is_some() || Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    panic!("could not start a server on a free port");
-}
-
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl TestCluster {
     /// One cluster per test binary, for tests that do not kill nodes.
     pub fn shared() -> &'static TestCluster {
         static SHARED: OnceLock<TestCluster> = OnceLock::new();
         SHARED.get_or_init(|| {
-            // SAFETY: registering a plain function.
-            unsafe { libc::atexit(kill_at_exit) };
             let cluster = TestCluster::start();
-            let _ = SHARED_DIR.set(cluster.dir.clone());
+            remove_at_exit(cluster.dir.clone());
             cluster
         })
     }
 
     pub fn start() -> TestCluster {
-        let dir = std::env::temp_dir().join(format!(
-            "ferrolock-core-cluster-{}-{}",
-            std::process::id(),
-            free_port()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = temp_dir("cluster");
         let mut cluster = TestCluster {
             ports: Vec::new(),
             children: Vec::new(),
             dir,
         };
         for _ in 0..6 {
-            let dir = cluster.dir.clone();
-            let (port, child) = spawn_listening(|port| {
+            let (port, child) = spawn_listening(&cluster.dir, local_url, |port| {
                 let mut cmd = Command::new("redis-server");
                 cmd.args(["--port", &port.to_string()])
                     .args(["--cluster-port", &free_port().to_string()])
@@ -107,9 +50,7 @@ impl TestCluster {
                     .args(["--cluster-node-timeout", &NODE_TIMEOUT_MS.to_string()])
                     .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
                     // Replicas in sync at once (the default waits 5 s to batch replicas).
-                    .args(["--repl-diskless-sync-delay", "0"])
-                    .arg("--dir")
-                    .arg(&dir);
+                    .args(["--repl-diskless-sync-delay", "0"]);
                 cmd
             });
             cluster.ports.push(port);
@@ -233,23 +174,11 @@ impl Drop for TestCluster {
     }
 }
 
-/// One command to one node (test administration, outside the client under test).
-pub fn query<T: redis::FromRedisValue>(port: u16, args: &[&str]) -> redis::RedisResult<T> {
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}"))?;
-    let mut con = client.get_connection_with_timeout(Duration::from_secs(2))?;
-    con.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(&mut con)
+fn local_url(port: u16) -> String {
+    format!("redis://127.0.0.1:{port}")
 }
 
-#[track_caller]
-pub fn wait_until(secs: u64, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !ok() {
-        assert!(Instant::now() < deadline, "not ready after {secs} s");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+/// One command to one node (test administration, outside the client under test).
+pub fn query<T: redis::FromRedisValue>(port: u16, args: &[&str]) -> redis::RedisResult<T> {
+    query_url(local_url(port), args)
 }

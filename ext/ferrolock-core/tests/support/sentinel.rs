@@ -3,10 +3,13 @@
 //! killed on drop. Low `down-after-milliseconds` so a killed primary is replaced in seconds.
 #![allow(dead_code)]
 
-use std::net::TcpListener;
+#[path = "servers.rs"]
+mod servers;
+
+pub use servers::wait_until;
+use servers::{query_url, spawn_listening, temp_dir};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Child, Command};
 
 pub const MASTER_NAME: &str = "mymaster";
 pub const DATA_PASSWORD: &str = "data-secret";
@@ -21,22 +24,9 @@ pub struct TestSentinels {
     dir: PathBuf,
 }
 
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl TestSentinels {
     pub fn start() -> TestSentinels {
-        let dir = std::env::temp_dir().join(format!(
-            "ferrolock-core-sentinel-{}-{}",
-            std::process::id(),
-            free_port()
-        ));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = temp_dir("sentinel");
         let mut setup = TestSentinels {
             data_ports: Vec::new(),
             sentinel_ports: Vec::new(),
@@ -46,7 +36,7 @@ impl TestSentinels {
         };
         for _ in 0..2 {
             let primary = setup.data_ports.first().copied();
-            let (port, child) = spawn_listening(&setup.dir, DATA_PASSWORD, |port| {
+            let (port, child) = spawn_listening(&setup.dir, data_url, |port| {
                 let mut cmd = Command::new("redis-server");
                 cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
                     .args(["--save", "", "--appendonly", "no"])
@@ -69,7 +59,7 @@ impl TestSentinels {
         setup.wait_replica_synced(setup.data_ports[1]);
         for _ in 0..3 {
             let dir = setup.dir.clone();
-            let (port, child) = spawn_listening(&setup.dir, SENTINEL_PASSWORD, |port| {
+            let (port, child) = spawn_listening(&setup.dir, sentinel_url, |port| {
                 let conf = dir.join(format!("sentinel-{port}.conf"));
                 std::fs::write(
                     &conf,
@@ -155,70 +145,18 @@ impl Drop for TestSentinels {
     }
 }
 
-/// Starts a server on a free port and waits until it answers. A port asked from the OS may be
-/// taken by another test before the server binds it: then it tries again on another.
-fn spawn_listening(
-    dir: &PathBuf,
-    password: &str,
-    command: impl Fn(u16) -> Command,
-) -> (u16, Child) {
-    for _ in 0..5 {
-        let port = free_port();
-        let mut child = command(port)
-            .current_dir(dir)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("redis-server must be installed");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            // Ours, not another test's server that took the port first.
-            let info: String = query(
-                format!("redis://:{password}@127.0.0.1:{port}"),
-                &["INFO", "server"],
-            )
-            .unwrap_or_default();
-            if info.contains(&format!("process_id:{}\r", child.id())) {
-                return (port, child);
-            }
-            if child.try_wait().ok().flatten().is_some() || Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-    panic!("could not start a server on a free port");
+fn data_url(port: u16) -> String {
+    format!("redis://:{DATA_PASSWORD}@127.0.0.1:{port}")
 }
 
-fn query<T: redis::FromRedisValue>(url: String, args: &[&str]) -> redis::RedisResult<T> {
-    let client = redis::Client::open(url)?;
-    let mut con = client.get_connection_with_timeout(Duration::from_secs(2))?;
-    con.set_read_timeout(Some(Duration::from_secs(5)))?;
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(&mut con)
+fn sentinel_url(port: u16) -> String {
+    format!("redis://:{SENTINEL_PASSWORD}@127.0.0.1:{port}")
 }
 
 pub fn data_query<T: redis::FromRedisValue>(port: u16, args: &[&str]) -> redis::RedisResult<T> {
-    query(format!("redis://:{DATA_PASSWORD}@127.0.0.1:{port}"), args)
+    query_url(data_url(port), args)
 }
 
 pub fn sentinel_query<T: redis::FromRedisValue>(port: u16, args: &[&str]) -> redis::RedisResult<T> {
-    query(
-        format!("redis://:{SENTINEL_PASSWORD}@127.0.0.1:{port}"),
-        args,
-    )
-}
-
-#[track_caller]
-pub fn wait_until(secs: u64, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !ok() {
-        assert!(Instant::now() < deadline, "not ready after {secs} s");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    query_url(sentinel_url(port), args)
 }

@@ -6,3 +6,5 @@ pub mod dual_lock;
 pub mod fair_tenant;
 pub mod lost_leases;
 pub mod message_lock;
+pub mod rate_limiter;
+pub mod unique_lock;

@@ -1,0 +1,143 @@
+# frozen_string_literal: true
+
+require "json"
+require "open3"
+require "redis"
+require_relative "support/contention"
+require_relative "peers/toolchains"
+
+# ferrolock beside other languages' Redis locks, in one run on one throwaway Redis (bin/bench peers;
+# not part of the default `bin/bench`, since it installs node, Python and Rust libraries under
+# tmp/peers/ first). Every implementation loops acquire, two CLOCK_MONOTONIC timestamps, release,
+# on one name: alone (1 worker), then 8 workers in 2 processes and 32 in 4 for a fixed time. Each
+# peer's driver (bench/peers/<lang>/) prints its raw spans as one JSON line; the figures are
+# computed here the same way for all (Bench::Contention.summarize).
+module PeersBench
+  LEASE_MS = 10_000 # the same lease for everyone (redis-semaphore's and pottery's default)
+  LIMIT = 3
+  SECONDS = Float(ENV.fetch("FERROLOCK_BENCH_SECONDS", "5"))
+  ALONE_SECONDS = [SECONDS / 2, 1.0].max
+  # Drivers start their loops together at a CLOCK_MONOTONIC instant this far ahead (interpreters load).
+  START_MARGIN = 3.0
+  CONFIGS = [[1, 1], *Bench::Contention::CONFIGS].freeze
+  # Rounds per row, the best kept (FERROLOCK_PEERS_ROUNDS; the machine's load moves between rows).
+  ROUNDS = Integer(ENV.fetch("FERROLOCK_PEERS_ROUNDS", "1"))
+
+  # kind: :mutex or :semaphore (limit LIMIT); lang: which Toolchains method starts its driver.
+  Peer = Struct.new(:label, :lang, :impl, :kind)
+  PEERS = [
+    Peer.new("rslock 0.10 (Rust)", :rust, "rslock", :mutex),
+    Peer.new("redis-semaphore 5.8 Mutex (node)", :node, "redis-semaphore-mutex", :mutex),
+    Peer.new("redlock 4.2 (node)", :node, "redlock", :mutex),
+    Peer.new("redis-py 8.1 Lock", :python, "redis-py", :mutex),
+    Peer.new("python-redis-lock 4.0", :python, "python-redis-lock", :mutex),
+    Peer.new("pottery 3.0 Redlock", :python, "pottery", :mutex),
+    Peer.new("redis-semaphore 5.8 Semaphore(3) (node)", :node, "redis-semaphore-semaphore", :semaphore)
+  ].freeze
+
+  module_function
+
+  def now
+    Bench.monotonic
+  end
+
+  # { lang => Driver or the reason it is unavailable }.
+  def drivers
+    @drivers ||= PEERS.map(&:lang).uniq.to_h do |lang|
+      [lang, Toolchains.public_send(lang)]
+    rescue Toolchains::Unavailable => e
+      [lang, e.message]
+    end
+  end
+
+  def ours(kind)
+    if kind == :mutex
+      [-> { Ferrolock::DistMutex.new("peers:ferrolock", lease: LEASE_MS / 1000) },
+       lambda do |m|
+         m.synchronize { [now, now] }
+       end]
+    else
+      [-> { Ferrolock::ConcurrentLimiter.new("peers:limiter", LIMIT, wait_timeout: 60, lock_timeout: LEASE_MS / 1000) },
+       ->(limiter) { limiter.within_limit { [now, now] } }]
+    end
+  end
+
+  # How many may be inside at once: a release hands over to the entry that many places later.
+  def slots(kind)
+    kind == :mutex ? 1 : LIMIT
+  end
+
+  def measure_ours(kind, workers, processes)
+    setup, section = ours(kind)
+    seconds = workers == 1 ? ALONE_SECONDS : SECONDS
+    Bench::Contention.measure(workers: workers, processes: processes, seconds: seconds, setup: setup,
+                              section: section, slots: slots(kind)).merge(errors: 0)
+  end
+
+  # Starts `processes` drivers with workers / processes workers each on a fresh name.
+  def measure_peer(peer, workers, processes)
+    driver = drivers.fetch(peer.lang)
+    stats = Redis.new(url: Bench.redis_url)
+    key = "peers:#{peer.impl}:#{workers}"
+    before = Bench::Contention.redis_counters(stats)
+    start_at = now + START_MARGIN
+    stop_at = start_at + (workers == 1 ? ALONE_SECONDS : SECONDS)
+    outputs = Array.new(processes) do |p|
+      args = [peer.impl, Bench.redis_url, key, workers / processes, p, start_at, stop_at, LEASE_MS, LIMIT]
+      args.pop unless peer.kind == :semaphore
+      spawn_driver(driver, args.map(&:to_s))
+    end.map(&:value)
+    after = Bench::Contention.redis_counters(stats)
+    spans = outputs.flat_map { |o| o.fetch("spans") }
+    raise "#{peer.label}: no section completed in #{workers}/#{processes}" if spans.empty?
+
+    Bench::Contention.summarize(spans, after.zip(before).map { |a, b| a - b }, slots(peer.kind))
+                     .merge(errors: outputs.sum { |o| o.fetch("errors") })
+  end
+
+  # A thread that returns the driver's parsed JSON line (or raises with its stderr).
+  def spawn_driver(driver, args)
+    Thread.new do
+      out, err, status = Open3.capture3(driver.env, *driver.argv, *args)
+      raise "#{driver.argv.last} #{args.first} failed (#{status}): #{err.lines.last(5).join}" unless status.success?
+
+      JSON.parse(out.lines.last)
+    end
+  end
+
+  # [[label, config, result or reason], ...] for one kind, ours first in each config: of ROUNDS
+  # rounds (each runs every row in turn), the round with the most sections per row.
+  def results(kind)
+    Array.new(ROUNDS) { one_round(kind) }.transpose.map do |runs|
+      label, config, = runs.first
+      measured = runs.map(&:last).reject { |result| result.is_a?(String) }
+      [label, config, measured.max_by { |result| result[:sections] } || runs.first.last]
+    end
+  end
+
+  def one_round(kind)
+    peers = PEERS.select { |peer| peer.kind == kind }
+    CONFIGS.flat_map do |workers, processes|
+      ours_label = kind == :mutex ? "ferrolock DistMutex" : "ferrolock ConcurrentLimiter(3)"
+      [[ours_label, [workers, processes], measure_ours(kind, workers, processes)]] +
+        peers.map { |peer| [peer.label, [workers, processes], peer_result(peer, workers, processes)] }
+    end
+  end
+
+  def peer_result(peer, workers, processes)
+    driver = drivers.fetch(peer.lang)
+    return "skipped: #{driver}" if driver.is_a?(String)
+
+    measure_peer(peer, workers, processes)
+  end
+end
+
+require_relative "peers/report"
+
+Bench.define("peers") do
+  notes = PeersBench.drivers.filter_map { |lang, d| "- #{lang} peers skipped: #{d}" if d.is_a?(String) }
+  tables = %i[mutex semaphore].map { |kind| PeersBench::Report.tables(kind, PeersBench.results(kind)) }
+  runs = "- Each row: the best of #{PeersBench::ROUNDS} round(s) (by sections/s); contended runs last " \
+         "#{PeersBench::SECONDS} s, the lone worker's #{PeersBench::ALONE_SECONDS} s."
+  [*tables, "#{PeersBench::Report::NOTES}\n#{runs}", *notes].join("\n\n")
+end

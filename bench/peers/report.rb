@@ -1,0 +1,62 @@
+# frozen_string_literal: true
+
+module PeersBench
+  # Markdown tables of bench/peers.rb's results: one per configuration, a row per implementation,
+  # ours first; "ferrolock ÷ this" is ours divided by the row's rate (above 1: ours is faster).
+  module Report
+    COLUMNS = [["Redis commands per %s", :commands, "%<v>.1f"], ["Redis CPU per %s (µs)", :cpu_us, "%<v>.0f"],
+               ["hand-off p50 (ms)", :p50_ms, "%<v>.3f"], ["hand-off p99 (ms)", :p99_ms, "%<v>.3f"],
+               ["hand-offs to another worker", :moved, nil], ["busiest worker's share", :busiest, nil],
+               ["failed acquires (retried)", :errors, "%<v>d"]].freeze
+    # Measures that mean nothing for one worker alone.
+    ALONE_SKIPS = %i[p50_ms p99_ms moved busiest].freeze
+
+    NOTES = <<~NOTES.strip
+      - Workers: ferrolock and Python = threads (each with its own lock object and connection) in forked
+        processes / separate interpreters; rslock = OS threads, each with its own current-thread tokio runtime
+        and LockManager; node = async loops in one node process sharing one ioredis connection.
+      - Settings: the same 10 s lease for all, otherwise library defaults. rslock: 3 tries per lock() 0-200 ms
+        apart, acquire() calls lock() until it succeeds. redis-semaphore: retries every 10 ms, acquireTimeout
+        10 s. redlock: retryCount 10, retryDelay 200 ms, retryJitter 200 ms (a failed lock() is retried and
+        counted). redis-py: SET NX retried every 100 ms. python-redis-lock: SET NX, then BLPOP on a signal list.
+        pottery: SET NX retried after a random 0-200 ms. ferrolock: DistMutex / ConcurrentLimiter defaults.
+      - Sections are empty; "Redis commands" counts every command Redis ran (INFO commandstats, inside scripts
+        too), "Redis CPU" is INFO cpu (sys + user), both per section and including the setup of connections.
+    NOTES
+
+    module_function
+
+    def tables(kind, results)
+      unit = kind == :mutex ? "section" : "block"
+      results.group_by { |_, config, _| config }.map do |(workers, processes), rows|
+        table(unit, workers, processes, rows)
+      end.join("\n\n")
+    end
+
+    def table(unit, workers, processes, rows)
+      columns = COLUMNS.reject do |_, key, _|
+        (workers == 1 && ALONE_SKIPS.include?(key)) || rows.all? { |_, _, r| r.is_a?(String) || r[key].nil? }
+      end
+      ours = rows.first[2]
+      head = "| #{title(unit, workers, processes)} | #{unit}s/s | ferrolock ÷ this | " \
+             "#{columns.map { |label, _, _| format(label, unit) }.join(" | ")} |"
+      lines = [head, "|---|---:|---:|#{"---:|" * columns.size}"]
+      rows.each { |label, _, result| lines << row(label, result, ours, columns) }
+      lines.join("\n")
+    end
+
+    def title(unit, workers, processes)
+      return "alone: lock+release cycles, 1 worker" if workers == 1
+
+      "#{workers} workers / #{processes} processes, one name, empty #{unit}s"
+    end
+
+    def row(label, result, ours, columns)
+      return "| #{label} | #{result} |#{" |" * (columns.size + 1)}" if result.is_a?(String)
+
+      cells = columns.map { |_, key, fmt| Bench::Contention.cell(key, result[key], fmt) }
+      "| #{label} | #{Bench.number(result[:sections])} | #{format("%.2fx", ours[:sections] / result[:sections])} | " \
+        "#{cells.join(" | ")} |"
+    end
+  end
+end

@@ -1,0 +1,366 @@
+//! One waiter per process per name (issue 16). Threads of one process that wait for the same
+//! auto-release DistMutex (same client, same name) do not each queue in Redis: while one of
+//! them waits in the Redis line, the others wait here, in FIFO order, on a condition variable.
+//! When that one is granted the lock, the process has nobody in the Redis line: the holder's
+//! release then pushes the next local waiter's entry at the tail of the line in its own script,
+//! so that waiter never runs an attempt, it only blocks on its grant (dist_mutex.rs,
+//! lua/dist_mutex/release.lua). A newcomer while the process only holds the lock (nobody of it
+//! in Redis, nobody waiting locally) goes to Redis itself, as before.
+//!
+//! The lines live in a process-wide map keyed by client and lock key (DistMutex objects are
+//! created per call by the Ruby layer, so an instance would not do), reset in a forked child.
+
+use crate::error::Error;
+use crate::fork::ForkLocal;
+use crate::interrupt::Interrupt;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// How often a local waiter looks at its interrupt (a condition variable cannot be woken by
+/// `Interrupt::cancel`), so an interrupt ends a local wait within this.
+const INTERRUPT_POLL: Duration = Duration::from_millis(10);
+
+/// (client identity, lock key).
+type LineKey = (usize, String);
+
+#[derive(Default)]
+struct Lines(HashMap<LineKey, Line>);
+
+static LINES: LazyLock<ForkLocal<Mutex<Lines>>> =
+    LazyLock::new(|| ForkLocal::new(|| Mutex::new(Lines::default())));
+
+fn lines() -> MutexGuard<'static, Lines> {
+    LINES.get().lock().unwrap_or_else(|e| e.into_inner())
+}
+
+#[derive(Default)]
+struct Line {
+    /// Threads of this process that came through this line and wait in the Redis line.
+    in_redis: usize,
+    /// Threads that came through this line and hold the lock (one, unless a lease was lost).
+    holding: usize,
+    /// Local waiters still waiting to be passed on, oldest first.
+    waiting: VecDeque<u64>,
+    slots: HashMap<u64, Slot>,
+    next_id: u64,
+    wake: Arc<Condvar>,
+}
+
+enum Slot {
+    Waiting {
+        token: String,
+        deadline: Option<Instant>,
+    },
+    /// A release is queueing this waiter in Redis right now: it cannot leave until told.
+    Promoting,
+    Told(Turn),
+}
+
+/// What a local waiter does once passed on (it is then the process's waiter in Redis).
+#[derive(Debug)]
+pub enum Turn {
+    /// Its entry is in the Redis line: wait for the grant, as after a failed attempt.
+    Queued(String),
+    /// Attempt on its own. `uncertain`: a release that failed may have queued it (or even
+    /// granted it the lock): leave the Redis line first.
+    Attempt { uncertain: bool },
+}
+
+impl Line {
+    fn is_unused(&self) -> bool {
+        self.in_redis == 0 && self.holding == 0 && self.waiting.is_empty() && self.slots.is_empty()
+    }
+
+    /// A member left its role. Invariant: local waiters wait only while a member will pass them
+    /// on (one in Redis, or a holder whose release queues the next): when none is left, the
+    /// oldest local waiter goes to Redis by itself.
+    fn leave(&mut self, role: Role) {
+        match role {
+            Role::InRedis => self.in_redis = self.in_redis.saturating_sub(1),
+            Role::Holding => self.holding = self.holding.saturating_sub(1),
+        }
+        if self.in_redis + self.holding > 0 {
+            return;
+        }
+        if let Some(id) = self.waiting.pop_front() {
+            self.slots
+                .insert(id, Slot::Told(Turn::Attempt { uncertain: false }));
+            self.in_redis = 1;
+            self.wake.notify_all();
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Role {
+    InRedis,
+    Holding,
+}
+
+fn drop_if_unused(lines: &mut Lines, key: &LineKey) {
+    if lines.0.get(key).is_some_and(Line::is_unused) {
+        lines.0.remove(key);
+    }
+}
+
+/// A thread of the line waiting in Redis, then holding. Dropping it may pass the turn on to
+/// the oldest local waiter (see `Line::leave`).
+pub struct Member {
+    key: LineKey,
+    generation: u64,
+    role: Role,
+}
+
+impl Drop for Member {
+    fn drop(&mut self) {
+        // A member carried into a forked child belongs to the parent's lines.
+        if crate::fork::generation() != self.generation {
+            return;
+        }
+        let mut lines = lines();
+        if let Some(line) = lines.0.get_mut(&self.key) {
+            line.leave(self.role);
+        }
+        drop_if_unused(&mut lines, &self.key);
+    }
+}
+
+impl Member {
+    /// The waiter in Redis got the lock.
+    pub fn acquired(&mut self) {
+        if self.role == Role::Holding || crate::fork::generation() != self.generation {
+            return;
+        }
+        let mut lines = lines();
+        if let Some(line) = lines.0.get_mut(&self.key) {
+            line.in_redis = line.in_redis.saturating_sub(1);
+            line.holding += 1;
+        }
+        self.role = Role::Holding;
+    }
+
+    /// When nobody of this process waits in Redis any more: the oldest local waiter whose wait
+    /// has not ended, now being queued by this holder's release; `Err(self)` otherwise.
+    pub fn take_successor(self) -> std::result::Result<Successor, Member> {
+        if self.role != Role::Holding || crate::fork::generation() != self.generation {
+            return Err(self);
+        }
+        let mut lines = lines();
+        let Some(line) = lines.0.get_mut(&self.key) else {
+            return Err(self);
+        };
+        if line.in_redis > 0 {
+            return Err(self);
+        }
+        let now = Instant::now();
+        // Waiters out of time are skipped: they are about to leave by themselves.
+        let found = line.waiting.iter().position(|id| {
+            matches!(line.slots.get(id), Some(Slot::Waiting { deadline, .. })
+                if deadline.is_none_or(|d| d > now + Duration::from_millis(1)))
+        });
+        let Some(at) = found else {
+            return Err(self);
+        };
+        let id = line.waiting.remove(at).expect("position found above");
+        let Some(Slot::Waiting { token, deadline }) = line.slots.insert(id, Slot::Promoting) else {
+            unreachable!("only waiting slots are in `waiting`");
+        };
+        // From now the successor counts as the process's waiter in Redis (newcomers stay local).
+        line.holding = line.holding.saturating_sub(1);
+        line.in_redis += 1;
+        drop(lines);
+        Ok(Successor {
+            member: Some(self),
+            id,
+            token,
+            deadline,
+            told: false,
+        })
+    }
+}
+
+/// A local waiter being queued in Redis by a release. Told what happened, it goes on as the
+/// process's waiter in Redis; dropped untold, it is told to attempt, uncertain.
+pub struct Successor {
+    member: Option<Member>,
+    id: u64,
+    pub token: String,
+    pub deadline: Option<Instant>,
+    told: bool,
+}
+
+impl Successor {
+    pub fn tell(mut self, turn: Turn) {
+        self.told = true;
+        self.hand_over(turn);
+    }
+
+    fn hand_over(&mut self, turn: Turn) {
+        let Some(member) = self.member.take() else {
+            return;
+        };
+        let mut lines = lines();
+        if let Some(line) = lines.0.get_mut(&member.key) {
+            // The counts moved at `take_successor`.
+            line.slots.insert(self.id, Slot::Told(turn));
+            line.wake.notify_all();
+        }
+        drop(lines);
+        std::mem::forget(member);
+    }
+}
+
+impl Drop for Successor {
+    fn drop(&mut self) {
+        if !self.told {
+            self.hand_over(Turn::Attempt { uncertain: true });
+        }
+    }
+}
+
+pub enum Joined {
+    /// Nobody of this process waits in Redis nor here: go to Redis yourself.
+    Active(Member),
+    /// Wait here with [`LocalWaiter::wait`].
+    Local(LocalWaiter),
+}
+
+/// Joins the line for `lock_key` of `client_id`.
+pub fn join(client_id: usize, lock_key: &str, token: &str, deadline: Option<Instant>) -> Joined {
+    let key = (client_id, lock_key.to_string());
+    let generation = crate::fork::generation();
+    let mut lines = lines();
+    let line = lines.0.entry(key.clone()).or_default();
+    if line.in_redis == 0 && line.waiting.is_empty() {
+        line.in_redis = 1;
+        let role = Role::InRedis;
+        return Joined::Active(Member {
+            key,
+            generation,
+            role,
+        });
+    }
+    line.next_id += 1;
+    let id = line.next_id;
+    line.waiting.push_back(id);
+    let slot = Slot::Waiting {
+        token: token.to_string(),
+        deadline,
+    };
+    line.slots.insert(id, slot);
+    Joined::Local(LocalWaiter {
+        key,
+        id,
+        wake: line.wake.clone(),
+        generation,
+    })
+}
+
+pub struct LocalWaiter {
+    key: LineKey,
+    id: u64,
+    wake: Arc<Condvar>,
+    generation: u64,
+}
+
+/// Why a local wait ended without a turn.
+#[derive(Debug)]
+pub enum Left {
+    Timeout,
+    Interrupted,
+}
+
+impl LocalWaiter {
+    /// Waits to be passed on. Never longer than `recheck` (the lock TTL) while nobody passes it
+    /// on: then it goes to Redis by itself, so a bug that loses a turn cannot
+    /// strand it. Once a release is queueing it, it waits for the outcome even past its
+    /// deadline or an interrupt (a round trip): the caller then handles both with its entry.
+    pub fn wait(
+        self,
+        intr: &Interrupt,
+        recheck: Duration,
+    ) -> std::result::Result<(Turn, Member), Left> {
+        let started = Instant::now();
+        let mut lines = lines();
+        loop {
+            let line = lines
+                .0
+                .get_mut(&self.key)
+                .expect("a line with waiters stays");
+            let mut slice = INTERRUPT_POLL;
+            match line.slots.get(&self.id) {
+                Some(Slot::Told(_)) => {
+                    let Some(Slot::Told(turn)) = line.slots.remove(&self.id) else {
+                        unreachable!("matched above");
+                    };
+                    let member = Member {
+                        key: self.key.clone(),
+                        generation: self.generation,
+                        role: Role::InRedis,
+                    };
+                    return Ok((turn, member));
+                }
+                Some(Slot::Promoting) => {}
+                Some(Slot::Waiting { deadline, .. }) => {
+                    let deadline = *deadline;
+                    let now = Instant::now();
+                    let left = if intr.is_cancelled() {
+                        Some(Left::Interrupted)
+                    } else if deadline.is_some_and(|d| d <= now) {
+                        Some(Left::Timeout)
+                    } else {
+                        None
+                    };
+                    if let Some(why) = left {
+                        line.waiting.retain(|id| *id != self.id);
+                        line.slots.remove(&self.id);
+                        drop_if_unused(&mut lines, &self.key);
+                        return Err(why);
+                    }
+                    let waited = now - started;
+                    if waited >= recheck {
+                        // Nobody passed it on within a lock TTL: go to Redis alone.
+                        line.waiting.retain(|id| *id != self.id);
+                        line.slots.remove(&self.id);
+                        line.in_redis += 1;
+                        let member = Member {
+                            key: self.key.clone(),
+                            generation: self.generation,
+                            role: Role::InRedis,
+                        };
+                        return Ok((Turn::Attempt { uncertain: false }, member));
+                    }
+                    slice = slice.min(recheck - waited);
+                    if let Some(d) = deadline {
+                        slice = slice.min(d - now);
+                    }
+                }
+                None => unreachable!("a waiter's slot stays until it leaves"),
+            }
+            lines = self
+                .wake
+                .wait_timeout(lines, slice)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+}
+
+/// Local waiters of one name (tests: how many threads of this process wait behind the one in Redis).
+pub fn local_waiters(client_id: usize, lock_key: &str) -> usize {
+    lines()
+        .0
+        .get(&(client_id, lock_key.to_string()))
+        .map_or(0, |l| l.waiting.len())
+}
+
+/// `Left` as the error `lock` returns.
+pub fn left_error(why: Left, name: &str) -> Error {
+    match why {
+        Left::Interrupted => Error::Interrupted,
+        Left::Timeout => Error::Timeout(format!(
+            "DistMutex {name:?}: not acquired before the timeout"
+        )),
+    }
+}

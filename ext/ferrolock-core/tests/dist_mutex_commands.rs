@@ -1,0 +1,234 @@
+//! What a DistMutex section costs Redis: every command it runs, those inside scripts included
+//! (INFO commandstats on a server of its own). Pins the counts of issue 16 so a change that
+//! adds work to the hot paths shows up here. A client stands for a process.
+mod support;
+
+use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
+use ferrolock_core::{Client, Interrupt};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use support::{cmd, RedisServer};
+
+/// Every command Redis ran since the last reset, but the INFO/CONFIG calls measuring them.
+fn commands_run(client: &Client) -> i64 {
+    let stats = match cmd(client, &["INFO", "commandstats"]) {
+        redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
+        other => panic!("INFO: {other:?}"),
+    };
+    stats
+        .lines()
+        .filter(|l| l.starts_with("cmdstat_"))
+        .filter(|l| !l.starts_with("cmdstat_info:") && !l.starts_with("cmdstat_config"))
+        .map(|l| {
+            let calls = l.split(['=', ',']).nth(1).unwrap();
+            calls.parse::<i64>().unwrap()
+        })
+        .sum()
+}
+
+fn reset(client: &Client) {
+    cmd(client, &["CONFIG", "RESETSTAT"]);
+}
+
+fn queued(client: &Client, name: &str) -> i64 {
+    ferrolock_core::client::int(&cmd(client, &["LLEN", &format!("t:{{{name}}}:waiters")])).unwrap()
+}
+
+#[test]
+fn an_uncontended_lock_and_unlock_cost_eight_commands() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let m = DistMutex::new(&client, "free", DistMutexOptions::default()).unwrap();
+    let intr = Interrupt::new();
+    // Warm up: scripts loaded, connection's client id known.
+    m.unlock(&intr, m.lock(&intr, &DistMutex::new_token(), None).unwrap())
+        .unwrap();
+    reset(&client);
+    let rounds = 20;
+    for _ in 0..rounds {
+        let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+        m.unlock(&intr, held).unwrap();
+    }
+    // Acquire: EVALSHA, SET NX, TIME, SET (fence). Release: EVALSHA, LPOP, GET, DEL.
+    assert_eq!(commands_run(&client), 8 * rounds);
+}
+
+#[test]
+fn a_contended_hand_off_costs_fourteen_commands() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let m = Arc::new(DistMutex::new(&client, "busy", DistMutexOptions::default()).unwrap());
+    let intr = Interrupt::new();
+    m.unlock(&intr, m.lock(&intr, &DistMutex::new_token(), None).unwrap())
+        .unwrap();
+    let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+    reset(&client);
+    let waiter = {
+        let m = m.clone();
+        std::thread::spawn(move || {
+            let intr = Interrupt::new();
+            m.lock(&intr, &DistMutex::new_token(), None).unwrap()
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while queued(&client, "busy") < 1 {
+        assert!(Instant::now() < deadline, "the waiter never queued");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    m.unlock(&intr, held).unwrap();
+    let entered = waiter.join().unwrap();
+    // Everything but the polling LLENs (and the CLIENT ID a fresh blocking connection asks):
+    // the waiter's attempt (EVALSHA, SET NX, PTTL, TIME, RPUSH, PEXPIRE) and BLPOP, the
+    // release (EVALSHA, LPOP, TIME, SET lock GET, SET fence, RPUSH, PEXPIRE). A second thread
+    // of the waiter's process would not run an attempt: see the tests below.
+    let (section, stats) = section_commands(&client, 1);
+    assert_eq!(section, 14, "{stats}");
+    m.unlock(&intr, entered).unwrap();
+}
+
+/// Commands run since the reset but the polling LLENs (and the CLIENT ID a fresh blocking
+/// connection asks), with the stats for a failure message. Redis may count a served BLPOP a
+/// moment after its reply went out: the count is read once `blpops` are in.
+fn section_commands(client: &Client, blpops: i64) -> (i64, String) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let stats = match cmd(client, &["INFO", "commandstats"]) {
+            redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
+            other => panic!("INFO: {other:?}"),
+        };
+        let calls: Vec<(&str, i64)> = stats
+            .lines()
+            .filter_map(|l| l.strip_prefix("cmdstat_"))
+            .map(|l| {
+                let (name, rest) = l.split_once(':').unwrap();
+                let calls = rest.split(['=', ',']).nth(1).unwrap().parse().unwrap();
+                (name, calls)
+            })
+            .collect();
+        let calls_of = |name: &str| calls.iter().find(|c| c.0 == name).map_or(0, |c| c.1);
+        if calls_of("blpop") < blpops && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+            continue;
+        }
+        let skipped = ["info", "llen", "client|id"];
+        let section = calls
+            .iter()
+            .filter(|(name, _)| !skipped.contains(name) && !name.starts_with("config"))
+            .map(|c| c.1)
+            .sum();
+        return (section, stats);
+    }
+}
+
+/// A thread that takes the lock, reports its fencing token, and releases when told.
+struct Gated {
+    entered: Receiver<i64>,
+    go: Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+fn gated(m: &Arc<DistMutex>) -> Gated {
+    let (entered_tx, entered) = channel();
+    let (go, go_rx) = channel::<()>();
+    let m = m.clone();
+    let thread = std::thread::spawn(move || {
+        let intr = Interrupt::new();
+        let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+        entered_tx.send(held.fencing_token()).unwrap();
+        go_rx.recv().unwrap();
+        m.unlock(&intr, held).unwrap();
+    });
+    Gated {
+        entered,
+        go,
+        thread,
+    }
+}
+
+impl Gated {
+    fn wait_entered(&self) {
+        self.entered.recv_timeout(Duration::from_secs(20)).unwrap();
+    }
+    fn release(self) {
+        self.go.send(()).unwrap();
+        self.thread.join().unwrap();
+    }
+}
+
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+#[test]
+fn a_hand_off_to_a_local_waiter_costs_nine_commands() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let m = Arc::new(DistMutex::new(&client, "local", DistMutexOptions::default()).unwrap());
+    let intr = Interrupt::new();
+    m.unlock(&intr, m.lock(&intr, &DistMutex::new_token(), None).unwrap())
+        .unwrap();
+    let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+    let first = gated(&m);
+    until("the first waiter queued", || queued(&client, "local") == 1);
+    let second = gated(&m);
+    until("the second waiter waits locally", || m.local_waiters() == 1);
+    m.unlock(&intr, held).unwrap();
+    first.wait_entered();
+    // The process has nobody in the Redis line now: the first one's release queues the second.
+    reset(&client);
+    first.release();
+    second.wait_entered();
+    // The release (EVALSHA, TIME, RPUSH entry, LPOP, SET lock GET, SET fence, RPUSH grant,
+    // PEXPIRE grant) and the second one's BLPOP: no attempt of its own.
+    let (section, stats) = section_commands(&client, 1);
+    assert_eq!(section, 9, "{stats}");
+    second.release();
+    assert_eq!(queued(&client, "local"), 0);
+}
+
+#[test]
+fn a_contended_section_between_processes_costs_ten_commands() {
+    let server = RedisServer::start();
+    let (a, b) = (server.client("t"), server.client("t"));
+    let ma = Arc::new(DistMutex::new(&a, "steady", DistMutexOptions::default()).unwrap());
+    let mb = Arc::new(DistMutex::new(&b, "steady", DistMutexOptions::default()).unwrap());
+    let intr = Interrupt::new();
+    ma.unlock(
+        &intr,
+        ma.lock(&intr, &DistMutex::new_token(), None).unwrap(),
+    )
+    .unwrap();
+    mb.unlock(
+        &intr,
+        mb.lock(&intr, &DistMutex::new_token(), None).unwrap(),
+    )
+    .unwrap();
+    // Process A holds, A1 and then B1 queue in Redis, A2 waits locally behind A1.
+    let held = ma.lock(&intr, &DistMutex::new_token(), None).unwrap();
+    let a1 = gated(&ma);
+    until("A1 queued", || queued(&a, "steady") == 1);
+    let b1 = gated(&mb);
+    until("B1 queued", || queued(&a, "steady") == 2);
+    let a2 = gated(&ma);
+    until("A2 waits locally", || ma.local_waiters() == 1);
+    ma.unlock(&intr, held).unwrap();
+    a1.wait_entered();
+    // The steady state: A1's release queues A2 at the tail (behind B1) and hands over to B1.
+    reset(&a);
+    a1.release();
+    b1.wait_entered();
+    // The release (EVALSHA, TIME, RPUSH entry, LPOP, SET lock GET, SET fence, RPUSH grant,
+    // PEXPIRE grant, PEXPIRE line) and B1's BLPOP.
+    let (section, stats) = section_commands(&a, 1);
+    assert_eq!(section, 10, "{stats}");
+    assert_eq!(queued(&a, "steady"), 1, "A2 queued behind B1");
+    b1.release();
+    a2.wait_entered();
+    a2.release();
+    assert_eq!(queued(&a, "steady"), 0);
+}

@@ -1,0 +1,440 @@
+//! ConcurrentLimiter's direct hand-off, at the core level (as tests/handoff.rs for DistMutex): a
+//! release gives its slot to the first waiter of `<ns>:{name}:line` still waiting, in the order
+//! they queued; dead, timed-out and interrupted waiters never keep a slot past their bounds, and
+//! leave nothing in Redis without a TTL.
+mod support;
+
+use ferrolock_core::client::int;
+use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions, LimiterStatus};
+use ferrolock_core::{Client, Error, Interrupt};
+use redis::Value;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::{cmd, RedisServer};
+
+/// The real acquire script, run by hand to queue a waiter that dies at once (nobody pops its
+/// grant, nobody gives up for it).
+const ACQUIRE_LUA: &str = include_str!("../lua/concurrent_limiter/acquire.lua");
+
+fn limiter(client: &Client, name: &str, limit: u32, lease_ms: u64) -> ConcurrentLimiter {
+    let opts = LimiterOptions {
+        limit,
+        lease: Duration::from_millis(lease_ms),
+    };
+    ConcurrentLimiter::new(client, name, opts).unwrap()
+}
+
+fn token() -> String {
+    ConcurrentLimiter::new_token()
+}
+
+fn after(ms: u64) -> Instant {
+    Instant::now() + Duration::from_millis(ms)
+}
+
+fn key(client: &Client, name: &str, part: &str) -> String {
+    client.keys(name).unwrap().part(part)
+}
+
+fn grant_key(client: &Client, name: &str, token: &str) -> String {
+    key(client, name, &format!("grant:{token}"))
+}
+
+fn line_len(client: &Client, name: &str) -> i64 {
+    int(&cmd(client, &["LLEN", &key(client, name, "line")])).unwrap()
+}
+
+fn exists(client: &Client, key: &str) -> bool {
+    int(&cmd(client, &["EXISTS", key])).unwrap() == 1
+}
+
+/// The slot's expiry (ms of Redis time) when `token` has a member in the slots set.
+fn slot_of(client: &Client, name: &str, token: &str) -> Option<String> {
+    match cmd(client, &["ZSCORE", &key(client, name, "slots"), token]) {
+        Value::Nil => None,
+        Value::BulkString(b) => Some(String::from_utf8(b).unwrap()),
+        other => panic!("ZSCORE: {other:?}"),
+    }
+}
+
+fn status(l: &ConcurrentLimiter) -> LimiterStatus {
+    l.status(&Interrupt::new()).unwrap()
+}
+
+/// Waits (generously: the machine may be loaded) until `n` waiters are in line.
+fn until_queued(client: &Client, name: &str, n: i64) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while line_len(client, name) < n {
+        assert!(Instant::now() < deadline, "{n} waiters never queued");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Every key of the test's namespace that would never expire: what a crash would leave forever.
+fn keys_without_ttl(client: &Client) -> Vec<String> {
+    let Value::Array(keys) = cmd(client, &["KEYS", "t:*"]) else {
+        panic!("KEYS: not an array")
+    };
+    keys.iter()
+        .map(|k| match k {
+            Value::BulkString(b) => String::from_utf8(b.clone()).unwrap(),
+            other => panic!("KEYS: {other:?}"),
+        })
+        .filter(|k| int(&cmd(client, &["PTTL", k])).unwrap() == -1)
+        .collect()
+}
+
+fn grant_keys(client: &Client) -> Value {
+    cmd(client, &["KEYS", "t:*:grant:*"])
+}
+
+/// Queues `token` as a waiter that plans to wait `wait_ms`, then dies on the spot: the same
+/// script a failed attempt runs, with nobody ever popping the grant or leaving the line.
+fn enqueue_and_die(client: &Client, name: &str, token: &str, lease_ms: u64, wait_ms: u64) {
+    let (slots, line, grant) = (
+        key(client, name, "slots"),
+        key(client, name, "line"),
+        grant_key(client, name, token),
+    );
+    let (lease, wait) = (lease_ms.to_string(), wait_ms.to_string());
+    let reply = cmd(
+        client,
+        &[
+            "EVAL",
+            ACQUIRE_LUA,
+            "3",
+            &slots,
+            &line,
+            &grant,
+            token,
+            "1",
+            &lease,
+            &wait,
+            "",
+            "0",
+        ],
+    );
+    let Value::Array(items) = reply else {
+        panic!("acquire.lua: {reply:?}")
+    };
+    assert_eq!(items.len(), 3, "queued (full, with an entry): {items:?}");
+}
+
+#[test]
+fn slots_go_to_waiters_in_the_order_they_queued() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    // A 30 s lease: a waiter that missed its hand-off would wait far past the test's bounds.
+    let l = Arc::new(limiter(&client, "fifo", 2, 30_000));
+    let intr = Interrupt::new();
+    let circulating = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
+    let kept = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
+    let entered = Arc::new(Mutex::new(Vec::new()));
+    let waiters: Vec<_> = (0..6)
+        .map(|i| {
+            let (l, entered) = (l.clone(), entered.clone());
+            let waiter = std::thread::spawn(move || {
+                let intr = Interrupt::new();
+                let slot = l.acquire(&intr, &token(), after(20_000)).unwrap();
+                entered.lock().unwrap().push(i);
+                l.release(&intr, slot.expect("a slot within 20 s")).unwrap();
+            });
+            until_queued(&client, "fifo", i + 1);
+            waiter
+        })
+        .collect();
+    // One slot freed: it passes from waiter to waiter along the line; the other stays held, so
+    // nobody can enter out of turn through a free slot.
+    l.release(&intr, circulating).unwrap();
+    waiters.into_iter().for_each(|w| w.join().unwrap());
+    assert_eq!(*entered.lock().unwrap(), (0..6).collect::<Vec<_>>());
+    assert_eq!(
+        status(&l),
+        LimiterStatus {
+            limit: 2,
+            in_use: 1,
+            waiting: 0
+        }
+    );
+    l.release(&intr, kept).unwrap();
+    assert_eq!(status(&l).in_use, 0);
+    assert_eq!(grant_keys(&client), Value::Array(vec![]));
+    assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
+}
+
+#[test]
+fn waiters_whose_wait_ended_are_skipped() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let l = Arc::new(limiter(&client, "dead", 1, 30_000));
+    let intr = Interrupt::new();
+    let held = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
+    // Two waiters that planned to wait 50 ms and died: first in line.
+    let dead = [token(), token()];
+    for t in &dead {
+        enqueue_and_die(&client, "dead", t, 30_000, 50);
+    }
+    let live = {
+        let l = l.clone();
+        std::thread::spawn(move || {
+            let intr = Interrupt::new();
+            let slot = l.acquire(&intr, &token(), after(20_000)).unwrap();
+            let entered = Instant::now();
+            l.release(&intr, slot.expect("a slot within 20 s")).unwrap();
+            entered
+        })
+    };
+    until_queued(&client, "dead", 3);
+    // Past the dead entries' deadlines (Redis time moves with ours).
+    std::thread::sleep(Duration::from_millis(200));
+    let released = Instant::now();
+    l.release(&intr, held).unwrap();
+    let waited = live.join().unwrap() - released;
+    // The lease is 30 s: only the hand-off, past the dead entries, explains this.
+    assert!(
+        waited < Duration::from_secs(2),
+        "the live waiter entered {waited:?} after the release"
+    );
+    for t in &dead {
+        assert_eq!(slot_of(&client, "dead", t), None, "handed to a dead waiter");
+        assert!(!exists(&client, &grant_key(&client, "dead", t)));
+    }
+    assert_eq!(line_len(&client, "dead"), 0);
+    assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
+}
+
+#[test]
+fn a_slot_handed_to_a_waiter_that_died_is_back_within_its_lease() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let lease_ms = 1_000;
+    let l = limiter(&client, "crash", 1, lease_ms);
+    let intr = Interrupt::new();
+    let held = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
+    // Died while its entry was still live: the release hands it the slot, which nobody renews.
+    let victim = token();
+    enqueue_and_die(&client, "crash", &victim, lease_ms, 30_000);
+    let released = Instant::now();
+    l.release(&intr, held).unwrap();
+    assert!(
+        slot_of(&client, "crash", &victim).is_some(),
+        "the slot went to the waiter first in line"
+    );
+    let grant = grant_key(&client, "crash", &victim);
+    let grant_ttl = int(&cmd(&client, &["PTTL", &grant])).unwrap();
+    assert!(
+        grant_ttl > 0,
+        "an unpopped grant expires (PTTL {grant_ttl})"
+    );
+    let slot = l
+        .acquire(&intr, &token(), after(15_000))
+        .unwrap()
+        .expect("the dead waiter's slot came back");
+    let waited = released.elapsed();
+    // One lease, plus the waiter's 1 s re-check and slack for a loaded VM: "not 15 s".
+    assert!(
+        waited < Duration::from_millis(lease_ms + 4_000),
+        "took {waited:?}"
+    );
+    assert_eq!(slot_of(&client, "crash", &victim), None);
+    l.release(&intr, slot).unwrap();
+    assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
+}
+
+#[test]
+fn a_waiter_that_times_out_leaves_no_entry_and_no_grant() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let l = limiter(&client, "late", 1, 30_000);
+    let intr = Interrupt::new();
+    let held = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
+    let late = token();
+    let started = Instant::now();
+    assert!(l.acquire(&intr, &late, after(300)).unwrap().is_none());
+    assert!(started.elapsed() >= Duration::from_millis(290));
+    assert_eq!(line_len(&client, "late"), 0);
+    assert!(!exists(&client, &grant_key(&client, "late", &late)));
+    assert_eq!(slot_of(&client, "late", &late), None);
+    assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
+    l.release(&intr, held).unwrap();
+    assert_eq!(status(&l).in_use, 0);
+}
+
+#[test]
+fn waiters_that_time_out_as_a_slot_is_handed_to_them_never_strand_it() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    // A 30 s lease: a slot stranded on a waiter that timed out would keep the patient waiter
+    // far beyond its 10 s timeout.
+    let l = Arc::new(limiter(&client, "race", 1, 30_000));
+    let intr = Interrupt::new();
+    for round in 0..20u64 {
+        let held = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
+        let hasty = {
+            let l = l.clone();
+            std::thread::spawn(move || {
+                let intr = Interrupt::new();
+                if let Some(slot) = l.acquire(&intr, &token(), after(20)).unwrap() {
+                    l.release(&intr, slot).unwrap();
+                }
+            })
+        };
+        until_queued(&client, "race", 1);
+        let patient = {
+            let l = l.clone();
+            std::thread::spawn(move || {
+                let intr = Interrupt::new();
+                let slot = l.acquire(&intr, &token(), after(10_000)).unwrap();
+                l.release(&intr, slot.expect("the patient waiter got a slot"))
+                    .unwrap();
+            })
+        };
+        // Release about when the hasty waiter's 20 ms run out, varying around it.
+        std::thread::sleep(Duration::from_micros(12_000 + round * 800));
+        l.release(&intr, held).unwrap();
+        hasty.join().unwrap();
+        patient.join().unwrap();
+        assert_eq!(status(&l).in_use, 0, "round {round}");
+    }
+    assert_eq!(line_len(&client, "race"), 0);
+    assert_eq!(grant_keys(&client), Value::Array(vec![]));
+    assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
+}
+
+/// A waiter cut short while waiting (as the binding's call is on an interrupt): it keeps its
+/// place for a retry with the same token.
+fn cut_short_waiter(client: &Client, l: &Arc<ConcurrentLimiter>, name: &str, token: &str) {
+    let cut = Arc::new(Interrupt::new());
+    let waiter = {
+        let (l, cut, token) = (l.clone(), cut.clone(), token.to_string());
+        std::thread::spawn(move || l.acquire(&cut, &token, after(20_000)).map(|s| s.is_some()))
+    };
+    until_queued(client, name, 1);
+    cut.cancel();
+    assert!(matches!(waiter.join().unwrap(), Err(Error::Interrupted)));
+}
+
+#[test]
+fn a_slot_granted_to_an_interrupted_waiter_is_handed_on_when_it_gives_up() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let l = Arc::new(limiter(&client, "gone", 1, 30_000));
+    let intr = Interrupt::new();
+    let held = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
+    let gone = token();
+    cut_short_waiter(&client, &l, "gone", &gone);
+    let next = {
+        let l = l.clone();
+        std::thread::spawn(move || {
+            let intr = Interrupt::new();
+            let slot = l.acquire(&intr, &token(), after(20_000)).unwrap();
+            let entered = Instant::now();
+            l.release(&intr, slot.expect("a slot within 20 s")).unwrap();
+            entered
+        })
+    };
+    until_queued(&client, "gone", 2);
+    // The release hands the slot to the waiter that was cut short: its grant is in flight.
+    l.release(&intr, held).unwrap();
+    assert!(slot_of(&client, "gone", &gone).is_some());
+    // Giving up for good passes it on to the next in line (30 s lease: not by expiry).
+    let gave_up = Instant::now();
+    l.abandon(&gone);
+    let waited = next.join().unwrap() - gave_up;
+    assert!(
+        waited < Duration::from_secs(2),
+        "the next waiter entered {waited:?} after the give-up"
+    );
+    assert_eq!(slot_of(&client, "gone", &gone), None);
+    assert!(!exists(&client, &grant_key(&client, "gone", &gone)));
+    assert_eq!(status(&l).in_use, 0);
+    assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
+}
+
+#[test]
+fn a_retried_call_takes_the_slot_granted_while_it_was_cut_short() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let l = Arc::new(limiter(&client, "retry", 1, 30_000));
+    let intr = Interrupt::new();
+    let held = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
+    let retried = token();
+    cut_short_waiter(&client, &l, "retry", &retried);
+    l.release(&intr, held).unwrap();
+    // No wait: the slot is already this token's (30 s lease, 5 s deadline).
+    let started = Instant::now();
+    let slot = l.acquire(&intr, &retried, after(5_000)).unwrap();
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let slot = slot.expect("the granted slot");
+    assert_eq!(slot.token(), retried);
+    assert_eq!(status(&l).in_use, 1);
+    // The grant nobody popped is gone with the retry.
+    assert!(!exists(&client, &grant_key(&client, "retry", &retried)));
+    l.release(&intr, slot).unwrap();
+    assert_eq!(line_len(&client, "retry"), 0);
+    assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
+}
+
+#[test]
+fn many_threads_never_exceed_the_limit_and_take_turns() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let (limit, threads, rounds) = (3usize, 12usize, 30usize);
+    let inside = Arc::new(AtomicUsize::new(0));
+    let max_inside = Arc::new(AtomicUsize::new(0));
+    let done: Arc<Vec<AtomicUsize>> = Arc::new((0..threads).map(|_| AtomicUsize::new(0)).collect());
+    // Rounds done by every thread when the first one finished all of its own.
+    let at_first_finish = Arc::new(Mutex::new(None::<Vec<usize>>));
+    let workers: Vec<_> = (0..threads)
+        .map(|me| {
+            let l = limiter(&client, "many", limit as u32, 5_000);
+            let (inside, max_inside) = (inside.clone(), max_inside.clone());
+            let (done, at_first_finish) = (done.clone(), at_first_finish.clone());
+            std::thread::spawn(move || {
+                let intr = Interrupt::new();
+                for _ in 0..rounds {
+                    let slot = l
+                        .acquire(&intr, &token(), after(30_000))
+                        .unwrap()
+                        .expect("a slot within 30 s");
+                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    max_inside.fetch_max(now, Ordering::SeqCst);
+                    std::thread::sleep(Duration::from_millis(1));
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    done[me].fetch_add(1, Ordering::SeqCst);
+                    l.release(&intr, slot).unwrap();
+                }
+                let mut first = at_first_finish.lock().unwrap();
+                if first.is_none() {
+                    *first = Some(done.iter().map(|d| d.load(Ordering::SeqCst)).collect());
+                }
+            })
+        })
+        .collect();
+    workers.into_iter().for_each(|w| w.join().unwrap());
+    assert_eq!(
+        max_inside.load(Ordering::SeqCst),
+        limit,
+        "never more than {limit} inside, and {limit} were reached"
+    );
+    // FIFO: a releaser queues behind those already waiting, so nobody runs far ahead. A barging
+    // limiter lets the releaser take its slot straight back and finish long before the others.
+    // (A third of the rounds: threads stalled on a loaded machine lose some turns.)
+    let first = at_first_finish.lock().unwrap().clone().unwrap();
+    assert!(
+        first.iter().all(|&n| n >= rounds / 3),
+        "rounds done when the first thread finished: {first:?}"
+    );
+    let l = limiter(&client, "many", limit as u32, 5_000);
+    assert_eq!(
+        status(&l),
+        LimiterStatus {
+            limit: limit as u32,
+            in_use: 0,
+            waiting: 0
+        }
+    );
+    assert_eq!(grant_keys(&client), Value::Array(vec![]));
+    assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
+}

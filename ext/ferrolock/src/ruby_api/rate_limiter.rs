@@ -1,0 +1,122 @@
+//! `Ferrolock::Native::RateLimiter` (see lib/ferrolock/rate_limiter.rb, which adds the
+//! constructors, within_limit, OverLimit and events).
+
+use crate::errors::{core_error, deadline, seconds};
+use crate::guard;
+use crate::nogvl::{acquire, run, Retry};
+use crate::ruby_api::client::RbClient;
+use ferrolock_core::rate_limiter::{Algorithm, Attempt, RateLimiter};
+use magnus::{function, method, prelude::*, Error, RModule, Ruby};
+use std::sync::Mutex;
+use std::time::Instant;
+
+#[magnus::wrap(class = "Ferrolock::Native::RateLimiter", free_immediately, size)]
+pub struct RbRateLimiter(RateLimiter);
+
+fn positive_u32(ruby: &Ruby, arg: &str, n: i64, min: i64) -> Result<u32, Error> {
+    u32::try_from(n)
+        .ok()
+        .filter(|v| i64::from(*v) >= min)
+        .ok_or_else(|| {
+            Error::new(
+                ruby.exception_arg_error(),
+                format!("{arg}: must be an integer of at least {min}, got {n}"),
+            )
+        })
+}
+
+impl RbRateLimiter {
+    /// kind: "window", "sliding_window", "bucket", "leaky" or "points"; burst is used by
+    /// "leaky" only.
+    fn new(
+        ruby: &Ruby,
+        client: &RbClient,
+        name: String,
+        kind: String,
+        count: i64,
+        interval: f64,
+        burst: i64,
+    ) -> Result<Self, Error> {
+        let count = positive_u32(ruby, "count", count, 1)?;
+        let burst = positive_u32(ruby, "burst", burst, 0)?;
+        let algorithm = match kind.as_str() {
+            "window" => Algorithm::Window,
+            "sliding_window" => Algorithm::SlidingWindow,
+            "bucket" => Algorithm::Bucket,
+            "leaky" => Algorithm::Leaky { burst },
+            "points" => Algorithm::Points,
+            other => {
+                return Err(Error::new(
+                    ruby.exception_arg_error(),
+                    format!("kind: unknown rate limiter kind {other:?}"),
+                ))
+            }
+        };
+        let interval = seconds(ruby, "interval", interval)?;
+        RateLimiter::new(&client.0, &name, algorithm, count, interval)
+            .map(RbRateLimiter)
+            .map_err(|e| core_error(ruby, e))
+    }
+
+    /// [true, slot (Redis time, seconds), remaining, id] once the call's slot has come, or
+    /// [false, retry_after (seconds)]: reserves the first slot within `wait_timeout` seconds
+    /// (0: only one free now) and sleeps until it. A wait ended by an exception gives the slot
+    /// back (when safe) before raising; the id lets Ruby give back a slot it then abandons.
+    fn acquire(
+        ruby: &Ruby,
+        rb_self: &Self,
+        cost: i64,
+        wait_timeout: f64,
+    ) -> Result<magnus::RArray, Error> {
+        let cost = positive_u32(ruby, "cost", cost, 1)?;
+        let deadline =
+            deadline(ruby, "wait_timeout", Some(wait_timeout))?.unwrap_or_else(Instant::now);
+        let claim = Mutex::new(rb_self.0.claim(cost).map_err(|e| core_error(ruby, e))?);
+        let lock = || claim.lock().unwrap_or_else(|e| e.into_inner());
+        // Run again after a signal or Thread#wakeup cut it short, the same claim waits for the
+        // slot it already reserved.
+        let attempt = acquire(ruby, |intr| rb_self.0.acquire(intr, &mut lock(), deadline))
+            .inspect_err(|_| rb_self.0.refund(&lock()))?;
+        let reply = ruby.ary_new();
+        match attempt {
+            Attempt::Granted(grant) => {
+                reply.push(true)?;
+                reply.push(grant.at_us as f64 / 1e6)?;
+                reply.push(grant.remaining)?;
+                reply.push(lock().id().to_string())?;
+            }
+            Attempt::Refused { retry_after } => {
+                reply.push(false)?;
+                reply.push(retry_after.as_secs_f64())?;
+            }
+        }
+        Ok(reply)
+    }
+
+    /// Gives back the slot of a granted call that will not run (see RateLimiter::refund).
+    fn refund(ruby: &Ruby, rb_self: &Self, id: String, cost: i64) -> Result<(), Error> {
+        let cost = positive_u32(ruby, "cost", cost, 1)?;
+        rb_self.0.refund_id(&id, cost);
+        Ok(())
+    }
+
+    /// [remaining, reset_in (seconds)]
+    fn status(ruby: &Ruby, rb_self: &Self) -> Result<(u64, f64), Error> {
+        let st = run(ruby, Retry::Idempotent, |intr| rb_self.0.status(intr))?;
+        Ok((st.remaining, st.reset_in.as_secs_f64()))
+    }
+
+    fn key(&self) -> String {
+        self.0.key().to_string()
+    }
+}
+
+pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
+    let class = native.define_class("RateLimiter", ruby.class_object())?;
+    class.define_singleton_method("new", function!(guard::f6(RbRateLimiter::new), 6))?;
+    class.define_method("acquire", method!(guard::f3(RbRateLimiter::acquire), 2))?;
+    class.define_method("refund", method!(guard::f3(RbRateLimiter::refund), 2))?;
+    class.define_method("status", method!(guard::f1(RbRateLimiter::status), 0))?;
+    class.define_method("key", method!(guard::plain1(RbRateLimiter::key), 0))?;
+    Ok(())
+}

@@ -1,0 +1,44 @@
+# frozen_string_literal: true
+
+require "ferrolock"
+require_relative "compat"
+require_relative "reschedule"
+require_relative "unique_middleware"
+require_relative "unique_settings"
+require_relative "unique_digest"
+require_relative "unique_lock"
+require_relative "unique_push"
+require_relative "unique_on_conflict"
+
+# Fails at `chain.add` (which loads this file) on a Sidekiq version ferrolock does not support.
+Ferrolock::Sidekiq::Compat.check!
+
+module Ferrolock
+  module Sidekiq
+    # Sidekiq client middleware: enqueue-time uniqueness for job classes with a `lock:` option
+    # (sidekiq-unique-jobs' names, see UniqueSettings). A push takes the digest's lock with the job's
+    # jid as its value; a duplicate push finds it taken and meets on_conflict (default :log: not
+    # pushed, one log line). A push of a job that already holds the lock (the same jid: a scheduled
+    # job or a retry coming due, a reschedule) passes and refreshes it. Add it to the client chain
+    # of clients AND servers (jobs push jobs), with UniqueServerMiddleware in the server chain:
+    #
+    #   Sidekiq.configure_client do |config|
+    #     config.client_middleware { |chain| chain.add Ferrolock::Sidekiq::UniqueClientMiddleware }
+    #   end
+    class UniqueClientMiddleware
+      include UniqueMiddleware
+
+      def call(job_class, job, _queue, _redis_pool = nil, &block)
+        klass, = UniqueDigest.class_and_args(job, job_class)
+        settings = UniqueSettings.for(klass, job)
+        return yield unless settings&.push_lock?
+
+        lock = UniqueLock.new(UniqueDigest.for(settings, job), client: @client)
+        holder = lock.take(job["jid"], UniquePush.ttl(settings, job), keep: settings.lock == :until_expired)
+        return UniquePush.pushed(lock, job, &block) unless holder
+
+        UniqueOnConflict.on_push(settings, lock, job, holder, &block)
+      end
+    end
+  end
+end

@@ -1,0 +1,75 @@
+# frozen_string_literal: true
+
+require "digest"
+require "json"
+
+module Ferrolock
+  module Sidekiq
+    # What makes two jobs duplicates: the job class, the queue and the arguments (or what the
+    # class's lock_args_method picks from them). ActiveJob jobs count as their wrapped class and its
+    # arguments, not as Sidekiq's JobWrapper.
+    module UniqueDigest
+      module_function
+
+      # "unique:<Class>:<SHA-256 of [queue, lock args] as JSON>" (a lock name: no braces).
+      def for(settings, job)
+        _, args = class_and_args(job)
+        case args
+        when Array then nil
+        else raise ArgumentError, "#{settings.class_name}: job args must be an Array, got #{Validate.show(args)}"
+        end
+
+        "unique:#{settings.class_name}:#{Digest::SHA256.hexdigest(json(settings, job, settings.lock_args(args)))}"
+      end
+
+      # Sidekiq would fail to store such arguments too (NaN, Infinity, objects without JSON).
+      def json(settings, job, lock_args)
+        JSON.generate([job["queue"].to_s, lock_args])
+      rescue JSON::GeneratorError, NoMethodError => e
+        raise ArgumentError, "#{settings.class_name}: job args cannot be digested as JSON: #{e.message[0, 200]}"
+      end
+
+      # [job class (a Class when loaded here, else its name), arguments]. Sidekiq checks the payload
+      # before middlewares run; garbage from a direct caller fails with a TypeError naming the part.
+      # (Types are tested with `case`: a BasicObject has no is_a?.)
+      def class_and_args(job, job_class = nil)
+        case job
+        when Hash then nil
+        else raise TypeError, "job must be a Hash (a Sidekiq job payload), got #{Validate.show(job)}"
+        end
+
+        job_class = job["class"] if nil.equal?(job_class)
+        return [constant(job_class), job["args"]] unless active_job?(job)
+
+        data = Array(job["args"]).first
+        arguments = case data
+                    when Hash then data.fetch("arguments", [])
+                    else []
+                    end
+        [constant(job["wrapped"]), arguments]
+      end
+
+      # An ActiveJob job through Sidekiq: its class is the wrapper, its argument ActiveJob's data.
+      def active_job?(job)
+        case job["class"]
+        when String then Compat.active_job_wrapper?(job["class"]) && !nil.equal?(job["wrapped"])
+        else false
+        end
+      end
+
+      def constant(name)
+        case name
+        when Module then name
+        when String, Symbol then loaded(name.to_s)
+        else raise TypeError, "job class must be a Class, String or Symbol, got #{Validate.show(name)}"
+        end
+      end
+
+      def loaded(name)
+        Object.const_get(name)
+      rescue NameError # not loaded here: known by its name only
+        name
+      end
+    end
+  end
+end

@@ -1,0 +1,58 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  module Sidekiq
+    # After an until_executed job failed: the lock is kept for its retry (same jid, so the retry's
+    # push finds its own lock), or released when Sidekiq will not retry it (retry: false, or retries
+    # exhausted: the job goes to the dead set, and a new push must be possible).
+    module UniqueRetry
+      DEFAULT_MAX_RETRIES = 25
+
+      module_function
+
+      def keep_or_release(settings, lock, job, error)
+        jid = job["jid"]
+        if shutdown?(error)
+          # Sidekiq pushes the job back to its queue: it is a queued job again.
+          lock.expire(jid, settings.lock_ttl)
+        elsif retried?(job)
+          lock.expire(jid, settings.lock_ttl + longest_retry_delay(job))
+        else
+          lock.release(jid)
+        end
+      rescue Ferrolock::Error => e
+        # The lock still expires by itself (one lease); the job's own error goes on.
+        Ferrolock.logger.warn("ferrolock: unique lock #{lock.digest.inspect} of job #{jid}: #{e.message}")
+      end
+
+      # Sidekiq::Shutdown (a hard stop), or nil: Thread#kill.
+      def shutdown?(error)
+        error.nil? || (defined?(::Sidekiq::Shutdown) && error.is_a?(::Sidekiq::Shutdown))
+      end
+
+      # Whether Sidekiq's retry handler will put the job in the retry set (the count it gives the
+      # retry is retry_count + 1, or 0 for the first failure).
+      def retried?(job)
+        attempts = job.fetch("retry", true)
+        attempts = true if attempts.nil?
+        max = attempts == true ? max_retries : attempts.to_i
+        next_count = job["retry_count"] ? job["retry_count"].to_i + 1 : 0
+        attempts != false && next_count < max
+      end
+
+      # Sidekiq's default retry delay for the coming retry, at its longest: count**4 + 15 +
+      # rand(10) * (count + 1). (A sidekiq_retry_in block longer than that lets a duplicate through.)
+      def longest_retry_delay(job)
+        count = job["retry_count"] ? job["retry_count"].to_i + 1 : 0
+        (count**4) + 15 + (9 * (count + 1))
+      end
+
+      def max_retries
+        config = ::Sidekiq.respond_to?(:default_configuration) ? ::Sidekiq.default_configuration : ::Sidekiq.options
+        (config[:max_retries] || DEFAULT_MAX_RETRIES).to_i
+      rescue NoMethodError # a Sidekiq without either config API (not an outer timeout: that must go on)
+        DEFAULT_MAX_RETRIES
+      end
+    end
+  end
+end

@@ -1,0 +1,144 @@
+# frozen_string_literal: true
+
+require "English"
+require "ferrolock"
+require_relative "compat"
+require_relative "reschedule"
+require_relative "unique_middleware"
+require_relative "unique_settings"
+require_relative "unique_digest"
+require_relative "unique_lock"
+require_relative "unique_leases"
+require_relative "unique_retry"
+require_relative "unique_on_conflict"
+
+# Fails at `chain.add` (which loads this file) on a Sidekiq version ferrolock does not support.
+Ferrolock::Sidekiq::Compat.check!
+
+module Ferrolock
+  module Sidekiq
+    # Sidekiq server middleware: the run-time side of the `lock:` types (see the README's table).
+    #   until_executing            releases the push-time lock as the job starts
+    #   until_executed             turns it into a lease renewed while the job runs; released on success,
+    #                              kept for the retry on failure, released when the job dies
+    #   until_expired              leaves it to expire (lock_ttl)
+    #   while_executing            runs inside a DistMutex on the digest (lease-based), waiting up to
+    #                              lock_timeout for a running duplicate, then on_conflict (default
+    #                              :reschedule)
+    #   until_and_while_executing  releases the push-time lock and runs through a DualLock on the digest
+    #                              (one runs, one waits, a further one is skipped: no update is lost)
+    #
+    #   Sidekiq.configure_server do |config|
+    #     config.client_middleware { |chain| chain.add Ferrolock::Sidekiq::UniqueClientMiddleware }
+    #     config.server_middleware { |chain| chain.add Ferrolock::Sidekiq::UniqueServerMiddleware }
+    #   end
+    class UniqueServerMiddleware
+      include UniqueMiddleware
+
+      # Checks job classes' uniqueness options now, at boot, raising what their first push would
+      # (the Railtie runs it on Sidekiq's :startup when this middleware is in the server chain). With
+      # no classes given: every loaded class with a `lock` option (eager-load first).
+      def self.validate!(*job_classes)
+        JobClasses.check_all!(job_classes, "lock", "UniqueServerMiddleware.validate!") do |job_class|
+          case job_class
+          when Module then UniqueSettings.for(job_class, {})
+          else raise TypeError, "UniqueServerMiddleware.validate! takes job classes, got #{Validate.show(job_class)}"
+          end
+        end
+      end
+
+      def call(worker, job, queue, &block)
+        klass, = UniqueDigest.class_and_args(job, worker.class)
+        settings = UniqueSettings.for(klass, job)
+        return yield unless settings
+
+        digest = UniqueDigest.for(settings, job)
+        case settings.lock
+        when :until_executing then until_executing(digest, job, &block)
+        when :until_executed then until_executed(settings, digest, job, &block)
+        when :while_executing then while_executing(settings, digest, job, queue, &block)
+        when :until_and_while_executing then until_and_while_executing(settings, digest, job, queue, &block)
+        else yield # until_expired
+        end
+      end
+
+      private
+
+      def until_executing(digest, job)
+        UniqueLock.new(digest, client: @client).release(job["jid"])
+        yield
+      end
+
+      # The push-time lock becomes a lease: a killed worker frees it after lock_lease, not lock_ttl.
+      # A job whose lock expired before it ran takes it again if free; if a duplicate took it
+      # meanwhile (it was pushed after lock_ttl), both run: the job is not dropped.
+      def until_executed(settings, digest, job)
+        lock = UniqueLock.new(digest, client: @client)
+        holder = lock.take(job["jid"], settings.lock_lease)
+        if holder
+          Ferrolock.logger.info("ferrolock: #{settings.class_name} #{job["jid"]} runs while its duplicate #{holder} " \
+                                "holds #{digest.inspect} (pushed after this job's lock_ttl passed)")
+          return yield
+        end
+
+        finished = false
+        UniqueLeases.hold(lock, job["jid"], settings.lock_lease)
+        begin
+          result = yield
+          finished = true
+          result
+        ensure
+          # No interrupt (Sidekiq's hard shutdown is a Thread#raise) may skip this.
+          Thread.handle_interrupt(Object => :never) do
+            UniqueLeases.drop(lock)
+            finished ? lock.release(job["jid"]) : UniqueRetry.keep_or_release(settings, lock, job, $ERROR_INFO)
+          end
+        end
+      end
+
+      def while_executing(settings, digest, job, queue)
+        mutex = DistMutex.new("#{digest}:run", lease: settings.lock_lease, client: @client)
+        got = settings.lock_timeout.zero? ? mutex.try_lock : try_lock(mutex, settings.lock_timeout)
+        return UniqueOnConflict.on_run(settings, mutex.name, job, queue) unless got
+
+        begin
+          yield
+        ensure
+          unlock(mutex, job)
+        end
+      end
+
+      def try_lock(mutex, timeout)
+        mutex.lock(timeout: timeout)
+        true
+      rescue Ferrolock::TimeoutError
+        false
+      end
+
+      def unlock(mutex, job)
+        mutex.unlock
+      rescue Ferrolock::LockLost => e
+        # The job has run; failing it now would only run it again.
+        Ferrolock.logger.warn("ferrolock: #{Sidekiq.job_class_name(job)} #{job["jid"]} ran without exclusivity: " \
+                              "#{e.message}")
+      end
+
+      def until_and_while_executing(settings, digest, job, queue)
+        UniqueLock.new(digest, client: @client).release(job["jid"])
+        lease = settings.lock_lease
+        max_wait = settings.lock_timeout
+        dual = DualLock.new("#{digest}:run", wait_ttl: lease, exec_ttl: lease, max_wait: max_wait, client: @client)
+        entered = false
+        ran = dual.run(tags: { class: settings.class_name, jid: job["jid"], queue: queue }) do
+          entered = true
+          yield
+        end
+        UniqueOnConflict.log_skip(settings, dual.key, job, "run") unless ran
+      rescue Ferrolock::TimeoutError
+        raise if entered
+
+        UniqueOnConflict.on_run(settings, dual.key, job, queue)
+      end
+    end
+  end
+end
