@@ -14,26 +14,36 @@ pub struct RedisServer {
 }
 
 impl RedisServer {
+    /// A server on a free port. The port asked from the OS is free only for a moment: another
+    /// test of this binary may start its server there first, and then ours would exit while the
+    /// other answered our checks (and vanish under us when that test ends). So a start counts
+    /// only when the server answering there is our own process; else it tries another port.
     pub fn start() -> RedisServer {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let dir =
-            std::env::temp_dir().join(format!("ferrolock-core-test-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut server = RedisServer {
-            port,
-            child: None,
-            dir,
-        };
-        server.spawn();
-        server
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port();
+            let dir = std::env::temp_dir()
+                .join(format!("ferrolock-core-test-{}-{port}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let mut server = RedisServer {
+                port,
+                child: None,
+                dir,
+            };
+            if server.spawn() {
+                return server;
+            }
+        }
+        panic!("could not start redis-server on a free port");
     }
 
-    fn spawn(&mut self) {
-        let child = Command::new("redis-server")
+    /// Starts redis-server on `self.port`; true once it answers there as our own process, false
+    /// when it exited (the port was taken) or did not answer within 10 s.
+    fn spawn(&mut self) -> bool {
+        let mut child = Command::new("redis-server")
             .args([
                 "--port",
                 &self.port.to_string(),
@@ -50,16 +60,29 @@ impl RedisServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server must be installed (bin/setup installs it)");
-        self.child = Some(child);
+        let ours = format!("process_id:{}\r", child.id());
         let deadline = Instant::now() + Duration::from_secs(10);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "redis-server did not start on port {}",
-                self.port
-            );
+        loop {
+            if self.info_server().is_some_and(|info| info.contains(&ours)) {
+                self.child = Some(child);
+                return true;
+            }
+            if child.try_wait().ok().flatten().is_some() || Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return false;
+            }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    fn info_server(&self) -> Option<String> {
+        let client = redis::Client::open(self.url()).ok()?;
+        let mut con = client
+            .get_connection_with_timeout(Duration::from_secs(1))
+            .ok()?;
+        con.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        redis::cmd("INFO").arg("server").query(&mut con).ok()
     }
 
     pub fn url(&self) -> String {
@@ -101,7 +124,11 @@ impl RedisServer {
 
     pub fn restart(&mut self) {
         self.stop();
-        self.spawn();
+        assert!(
+            self.spawn(),
+            "redis-server did not restart on port {}",
+            self.port
+        );
     }
 }
 
