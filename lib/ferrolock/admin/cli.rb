@@ -42,7 +42,7 @@ module Ferrolock
 
         args = arity!(@command, args)
         load_requires
-        send(:"run_#{@command}", *args)
+        send(:"run_#{@command.tr("-", "_")}", *args)
       rescue Exit => e
         @err.puts(e.message) unless e.message.empty?
         e.code
@@ -111,6 +111,16 @@ module Ferrolock
 
       def run_tenants(job_class)
         output.tenants(all_pages { |cursor| admin.tenants(job_class, cursor: cursor, per_page: 100) })
+        OK
+      end
+
+      def run_uniques(pattern = "*")
+        output.uniques(all_pages { |cursor| admin.uniques(pattern, cursor: cursor, per_page: 100) })
+        OK
+      end
+
+      def run_rate_limiters(pattern = "*")
+        output.rate_limiters(all_pages { |cursor| admin.rate_limiters(pattern, cursor: cursor, per_page: 100) })
         OK
       end
 
