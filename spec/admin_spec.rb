@@ -219,7 +219,11 @@ RSpec.describe Ferrolock::Admin do
       # until_and_while_executing: one job runs, a duplicate waits, and a third was pushed meanwhile.
       entered = Queue.new
       stay = Queue.new
-      runner = Thread.new { Ferrolock::DualLock.new("#{dual}:run", exec_ttl: 60).synchronize { (entered << 1) && stay.pop } }
+      runner = Thread.new do
+        Ferrolock::DualLock.new("#{dual}:run", exec_ttl: 60).synchronize do
+          (entered << 1) && stay.pop
+        end
+      end
       entered.pop
       waiter = Thread.new { Ferrolock::DualLock.new("#{dual}:run", exec_ttl: 60).synchronize { stay.pop } }
       wait_until(timeout: 15, what: "the DualLock duplicate waits") { admin.show("#{dual}:run").first&.wait }
@@ -317,8 +321,9 @@ RSpec.describe Ferrolock::Admin do
       expect(infos.keys).to match_array(limiters.keys) # idle: no state in Redis, not listed
       limiters.each do |kind, limiter|
         status = limiter.status
-        expect(infos[kind].to_h).to include(name: limiter.name, limit: limiter.count, interval: interval.to_f, known: true,
-                                            remaining: status[:remaining], reserved: kind == :points ? nil : 0)
+        expect(infos[kind].to_h).to include(name: limiter.name, limit: limiter.count, interval: interval.to_f,
+                                            known: true, remaining: status[:remaining],
+                                            reserved: kind == :points ? nil : 0)
         expect(infos[kind].reset_in).to be_within(60).of(status[:reset_in])
       end
       expect(infos[:leaky].burst).to eq(1)
@@ -346,8 +351,8 @@ RSpec.describe Ferrolock::Admin do
                                    remaining: nil, reserved: 0, known: false)
       expect(info.reset_in).to be_between(3000, 3600) # the key's TTL: when it is full again
       # Another namespace's limiter of that name is not this one's definition.
-      Ferrolock::RateLimiter.window("admin-rate:foreign", 3, :hour, sliding: true,
-                                                                   client: Ferrolock::Client.new(namespace: "elsewhere"))
+      elsewhere = Ferrolock::Client.new(namespace: "elsewhere")
+      Ferrolock::RateLimiter.window("admin-rate:foreign", 3, :hour, sliding: true, client: elsewhere)
       expect(admin.rate_limiters("admin-rate:foreign").items.first.known).to be(false)
     end
 
