@@ -362,6 +362,10 @@ RSpec.describe Ferrolock::Admin do
       expect { admin.rate_limiters("a}b") }.to raise_error(ArgumentError, /pattern must not contain/)
       expect { admin.rate_limiters(cursor: "x") }.to raise_error(ArgumentError, /cursor must be a SCAN cursor/)
       expect { admin.uniques(per_page: -1) }.to raise_error(ArgumentError, /per_page/)
+      expect { admin.uniques(BasicObject.new) }.to raise_error(TypeError, /pattern must be a String/)
+      expect { admin.rate_limiters(BasicObject.new) }.to raise_error(TypeError, /pattern must be a String/)
+      expect { admin.force_release("unique:A:#{"0" * 64}", kind: :unique_lock, token: BasicObject.new) }
+        .to raise_error(TypeError, /token/)
       native = Ferrolock.client.native
       expect { Ferrolock::Native::Admin.force_release(native, "unique_lock", "unique:x", "", 1.0, 1) }
         .to raise_error(ArgumentError, /empty/)
