@@ -212,6 +212,26 @@ RSpec.describe "Sidekiq Web Locks tab" do
       expect(locks).to include("#{fixture::UNIQUE_RUNNING}:run")
     end
 
+    it "shows a job pushed through UniqueClientMiddleware with its class's lock type, and forgets it with the job" do
+      stub_const("Reports::WebMonthlyJob", Class.new do
+        include Sidekiq::Worker
+        sidekiq_options lock: :until_executed, queue: "reports"
+      end)
+      job = { "class" => "Reports::WebMonthlyJob", "queue" => "reports", "args" => [7],
+              "jid" => "f00dfeedf00dfeedf00dfeed" }
+      middleware = Ferrolock::Sidekiq::UniqueClientMiddleware.new
+      expect(middleware.call(Reports::WebMonthlyJob, job, "reports") { job }).to eq(job)
+      body = page("/locks/uniques?q=Reports::Web*")
+      unique = row(body, "ferrolock-unique", "f00dfeedf00dfeedf00dfeed")
+      expect(unique).to include("<code>Reports::WebMonthlyJob</code>", "<td>until_executed</td>", "pushed")
+      digest = admin.uniques("Reports::Web*").items.map(&:digest)
+      expect(digest).to eq([Ferrolock::Sidekiq::UniqueDigest.for(
+        Ferrolock::Sidekiq::UniqueSettings.for(Reports::WebMonthlyJob, job), job
+      )])
+      Ferrolock::Sidekiq::UniqueLock.new(digest.first).release(job["jid"]) # as the job's end does
+      expect(page("/locks/uniques?q=Reports::Web*")).to include("No uniqueness lock held")
+    end
+
     it "searches uniqueness digests by job class or digest and rejects braces", :fixture do
       body = page("/locks/uniques?q=ReportUnique*")
       expect(body).to include(fixture::UNIQUE)
