@@ -181,6 +181,34 @@ RSpec.describe Ferrolock::Admin do
     mutexes&.each(&:unlock)
   end
 
+  it "lists uniqueness digests and rate limiters on every master of a Redis Cluster, and force-deletes a digest" do
+    require_relative "support/redis_cluster"
+    cluster = FerrolockTest::RedisCluster.shared
+    cluster.flushall
+    client = Ferrolock::Client.new(cluster: cluster.urls)
+    cluster_admin = described_class.new(client: client)
+    digests = Array.new(30) { |i| "unique:ClusterJob:#{Digest::SHA256.hexdigest("cluster #{i}")}" }
+    digests.each_with_index { |d, i| Ferrolock::Sidekiq::UniqueLock.new(d, client: client).take("jid-#{i}", 600) }
+    expect(digests.map { |d| cluster.master_for(FerrolockTest::RedisCluster.slot(d)) }.uniq.size).to eq(3)
+    seen = []
+    cursor = "0"
+    50.times do
+      page = cluster_admin.uniques("ClusterJob", cursor: cursor, per_page: 5)
+      seen.concat(page.items.map(&:digest))
+      break if page.last?
+
+      cursor = page.cursor
+    end
+    expect(seen.uniq).to match_array(digests)
+    names = cluster.names_on_each_master("cluster-rate")
+    limiters = names.map { |name| Ferrolock::RateLimiter.bucket(name, 2, 30 * 86_400, client: client) }
+    limiters.each { |limiter| limiter.within_limit { nil } }
+    infos = cluster_admin.rate_limiters("cluster-rate-*").items
+    expect(infos.map { |i| [i.name, i.remaining, i.reserved] }).to match_array(names.map { |n| [n, 1, 0] })
+    expect(cluster_admin.force_release(digests.first).map(&:token)).to eq(["jid-0"])
+    expect(cluster_admin.show(digests.first)).to eq([])
+  end
+
   it "rejects bad arguments with errors naming them" do
     expect { admin.locks("a{b") }.to raise_error(ArgumentError, /pattern must not contain/)
     expect { admin.locks(1) }.to raise_error(TypeError, /pattern must be a String/)
