@@ -132,6 +132,11 @@ RSpec.describe "ferrolock command" do
       expect(Ferrolock::Sidekiq::UniqueLock.new(fixture::UNIQUE).holder).to be_nil
       expect(ferrolock("show", fixture::UNIQUE)).to match(["", include("nothing holds"), 1])
       expect(ferrolock("release", fixture::UNIQUE, "--force")).to match(["", include("nothing holds"), 1])
+      # A while_executing job holds only its run-time lock: released under its own name.
+      _, err, code = ferrolock("release", fixture::UNIQUE_RUNNING, "--force")
+      expect([code, err]).to match([1, include("released as #{fixture::UNIQUE_RUNNING}:run")])
+      out, _, code = ferrolock("release", "#{fixture::UNIQUE_RUNNING}:run", "--force")
+      expect([code, out]).to match([0, include("dist_mutex")])
     end
 
     it "lists nothing in another namespace" do

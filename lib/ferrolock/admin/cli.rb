@@ -136,10 +136,20 @@ module Ferrolock
         usage!("release: add --force (a forced release cannot be undone)") unless @options[:force]
 
         released = admin.force_release(name)
-        raise Exit.new(NOT_FOUND, "ferrolock: nothing holds #{Table.text(name)}") if released.empty?
+        if released.empty?
+          raise Exit.new(NOT_FOUND,
+                         "ferrolock: nothing holds #{Table.text(name)}#{run_lock_hint(name)}")
+        end
 
         output.released(released)
         OK
+      end
+
+      # A digest's force release frees its push-time lock only: where its run-time lock is released.
+      def run_lock_hint(name)
+        return "" unless UniqueInfo.digest?(name.to_s)
+
+        " (a running job's lock is released as #{Table.text(name)}#{UNIQUE_RUN_SUFFIX})"
       end
 
       # Every SCAN page (up to --limit items; the rest is announced on stderr).
