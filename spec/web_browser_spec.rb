@@ -111,7 +111,9 @@ RSpec.describe "Locks tab in headless Chromium" do
     expect(rates).to include(as_text("fixture:<b>tiny</b>"))
     delete = browse("/locks/release?#{Rack::Utils.build_query("kind" => "unique_lock", "name" => fixture::UNIQUE,
                                                               "token" => fixture::UNIQUE_JID)}", "confirm_unique")
-    expect(delete).to include("Uniqueness lock of <code>ReportUniqueJob</code>", 'name="authenticity_token"')
+    expect(delete).to include("Force delete <code>#{fixture::UNIQUE}</code>?",
+                              "Uniqueness lock of <code>ReportUniqueJob</code>",
+                              "Yes, delete the lock held by jid #{fixture::UNIQUE_JID}", 'name="authenticity_token"')
 
     confirm = browse("/locks/release?#{Rack::Utils.build_query("kind" => "dist_mutex", "name" => fixture::HOSTILE)}",
                      "confirm")
