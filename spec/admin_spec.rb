@@ -1,6 +1,16 @@
 # frozen_string_literal: true
 
 require "spec_helper"
+require "digest"
+
+# Stands in for a Sidekiq job class with a uniqueness option (Admin only asks get_sidekiq_options).
+unless defined?(FerrolockAdminUniqueJob)
+  class FerrolockAdminUniqueJob
+    def self.get_sidekiq_options # rubocop:disable Naming/AccessorMethodName -- Sidekiq's name
+      { "lock" => "until_executed" }
+    end
+  end
+end
 
 # Ferrolock::Admin against a real Redis: what it reads agrees with what the primitives decide,
 # and a force release wakes the waiters of every primitive, in another thread of this process.
@@ -171,6 +181,34 @@ RSpec.describe Ferrolock::Admin do
     mutexes&.each(&:unlock)
   end
 
+  it "lists uniqueness digests and rate limiters on every master of a Redis Cluster, and force-deletes a digest" do
+    require_relative "support/redis_cluster"
+    cluster = FerrolockTest::RedisCluster.shared
+    cluster.flushall
+    client = Ferrolock::Client.new(cluster: cluster.urls)
+    cluster_admin = described_class.new(client: client)
+    digests = Array.new(30) { |i| "unique:ClusterJob:#{Digest::SHA256.hexdigest("cluster #{i}")}" }
+    digests.each_with_index { |d, i| Ferrolock::Sidekiq::UniqueLock.new(d, client: client).take("jid-#{i}", 600) }
+    expect(digests.map { |d| cluster.master_for(FerrolockTest::RedisCluster.slot(d)) }.uniq.size).to eq(3)
+    seen = []
+    cursor = "0"
+    50.times do
+      page = cluster_admin.uniques("ClusterJob", cursor: cursor, per_page: 5)
+      seen.concat(page.items.map(&:digest))
+      break if page.last?
+
+      cursor = page.cursor
+    end
+    expect(seen.uniq).to match_array(digests)
+    names = cluster.names_on_each_master("cluster-rate")
+    limiters = names.map { |name| Ferrolock::RateLimiter.bucket(name, 2, 30 * 86_400, client: client) }
+    limiters.each { |limiter| limiter.within_limit { nil } }
+    infos = cluster_admin.rate_limiters("cluster-rate-*").items
+    expect(infos.map { |i| [i.name, i.remaining, i.reserved] }).to match_array(names.map { |n| [n, 1, 0] })
+    expect(cluster_admin.force_release(digests.first).map(&:token)).to eq(["jid-0"])
+    expect(cluster_admin.show(digests.first)).to eq([])
+  end
+
   it "rejects bad arguments with errors naming them" do
     expect { admin.locks("a{b") }.to raise_error(ArgumentError, /pattern must not contain/)
     expect { admin.locks(1) }.to raise_error(TypeError, /pattern must be a String/)
@@ -187,5 +225,178 @@ RSpec.describe Ferrolock::Admin do
       .to raise_error(ArgumentError, /name/)
     expect { Ferrolock::Native::Admin.force_release(native, "dist_mutex", "x", "t", -1.0, 1) }
       .to raise_error(ArgumentError, /ttl/)
+  end
+
+  describe "uniqueness digests" do
+    # UniqueDigest's shape: "unique:<class>:<SHA-256 hex>".
+    def digest(job_class, seed)
+      "unique:#{job_class}:#{Digest::SHA256.hexdigest("admin-spec #{seed}")}"
+    end
+
+    def unique_lock(digest)
+      Ferrolock::Sidekiq::UniqueLock.new(digest)
+    end
+
+    it "lists each digest once with its push-time jid and TTL, run-time stages and lock type" do
+      pushed = digest("FerrolockAdminUniqueJob", 1)
+      running = digest("AdminWhileJob", 2)
+      dual = digest("AdminDualJob", 3)
+      expect(unique_lock(pushed).take("jid-pushed", 600)).to be_nil
+      mutex = Ferrolock::DistMutex.new("#{running}:run")
+      mutex.lock
+      # until_and_while_executing: one job runs, a duplicate waits, and a third was pushed meanwhile.
+      entered = Queue.new
+      stay = Queue.new
+      runner = Thread.new do
+        Ferrolock::DualLock.new("#{dual}:run", exec_ttl: 60).synchronize do
+          (entered << 1) && stay.pop
+        end
+      end
+      entered.pop
+      waiter = Thread.new { Ferrolock::DualLock.new("#{dual}:run", exec_ttl: 60).synchronize { stay.pop } }
+      wait_until(timeout: 15, what: "the DualLock duplicate waits") { admin.show("#{dual}:run").first&.wait }
+      expect(unique_lock(dual).take("jid-third", 600)).to be_nil
+
+      items = admin.uniques.items.to_h { |info| [info.digest, info] }
+      expect(items.keys).to contain_exactly(pushed, running, dual)
+      expect(items[pushed].to_h).to include(job_class: "FerrolockAdminUniqueJob", lock_type: :until_executed,
+                                            jid: "jid-pushed", stages: [:pushed], running: nil,
+                                            key: "ferrolock:{#{pushed}}:lock")
+      expect(items[pushed].ttl).to be_between(1, 600)
+      expect(items[running].to_h).to include(job_class: "AdminWhileJob", lock_type: :while_executing, jid: nil,
+                                             ttl: nil, stages: [:running])
+      expect(items[running].running.holder.pid).to eq(Process.pid)
+      expect(items[dual].to_h).to include(lock_type: :until_and_while_executing, jid: "jid-third",
+                                          stages: %i[pushed running waiting])
+      # A push-time lock's value is a jid, not a DistMutex token: not on the Locks page; run locks are.
+      expect(admin.locks.items.map(&:name)).to contain_exactly("#{running}:run", "#{dual}:run")
+      expect(admin.uniques("FerrolockAdmin*").items.map(&:digest)).to eq([pushed])
+      expect(admin.uniques("unique:AdminWhile*").items.map(&:digest)).to eq([running])
+      expect(admin.uniques("Nobody*").items).to eq([])
+      expect(admin.show(pushed).map { |info| info.to_h.except(:ttl) }).to eq([items[pushed].to_h.except(:ttl)])
+      expect(admin.show("#{running}:run").map(&:kind)).to eq([:dist_mutex])
+    ensure
+      mutex&.unlock
+      stay&.<< 1
+      stay&.<< 1
+      [runner, waiter].compact.each { |t| t.join(10) }
+    end
+
+    it "pages through many digests by SCAN cursor, every digest on some page" do
+      digests = Array.new(150) { |i| digest("AdminPagedJob", i) }
+      digests.each_with_index { |d, i| unique_lock(d).take("jid-#{i}", 600) }
+      Ferrolock::DistMutex.new("#{digests.first}:run").lock # two keys of one digest: still one row per page
+      seen = []
+      cursor = "0"
+      pages = 0
+      loop do
+        page = admin.uniques("AdminPagedJob", cursor: cursor, per_page: 20)
+        expect(page.items.map(&:digest)).to eq(page.items.map(&:digest).uniq)
+        seen.concat(page.items.map(&:digest))
+        pages += 1
+        break if page.last?
+        raise "too many pages" if pages > 100
+
+        cursor = page.cursor
+      end
+      expect(pages).to be > 1
+      expect(seen.uniq).to match_array(digests)
+    end
+
+    it "force-deletes a digest's lock by its jid through the lock's own script; a duplicate can take it then" do
+      name = digest("AdminReleasedJob", 1)
+      lock = unique_lock(name)
+      lock.take("jid-first", 600)
+      expect(admin.force_release(name, token: "jid-someone-else")).to eq([])
+      expect(admin.force_release(name, kind: :dist_mutex)).to eq([]) # a digest is no DistMutex
+      expect(lock.holder).to eq("jid-first")
+      expect(lock.hand_over("jid-first", "jid-replacing", 600)).to be(true) # on_conflict: :replace
+      expect(admin.force_release(name, token: "jid-first")).to eq([]) # token-checked: a new holder stays
+      expect(admin.force_release(name).map(&:to_h)).to eq([{ kind: :unique_lock, name: name, token: "jid-replacing" }])
+      expect(lock.holder).to be_nil
+      expect(admin.show(name)).to eq([])
+      expect(lock.take("jid-duplicate", 600)).to be_nil # a duplicate push is no longer refused
+      expect(admin.force_release("not-a-digest", kind: :unique_lock)).to eq([])
+    end
+  end
+
+  describe "rate limiters" do
+    # 30 days: a fixed window's boundary (a multiple of the interval since the epoch) falls inside
+    # an example once in years of runs, not once an hour.
+    interval = 30 * 86_400
+
+    # One call that reserves a later slot and sleeps until it (killed by the example).
+    def reserve(limiter, cost = 1)
+      thread = Thread.new { limiter.within_limit(cost, wait_timeout: limiter.interval + 60) { nil } }
+      wait_until(timeout: 15, what: "#{limiter.name} reserves") do
+        info = admin.rate_limiters(limiter.name).items.first
+        info && (info.reserved.nil? || info.reserved.positive?) && limiter.status[:remaining].zero?
+      end
+      thread
+    end
+
+    it "shows each kind's limit, remaining now, reset in and reserved calls, as its own status script says" do
+      limiters = {
+        window: Ferrolock::RateLimiter.window("admin-rate:window", 2, interval),
+        sliding_window: Ferrolock::RateLimiter.window("admin-rate:sliding", 2, interval, sliding: true),
+        bucket: Ferrolock::RateLimiter.bucket("admin-rate:bucket", 2, interval),
+        leaky: Ferrolock::RateLimiter.leaky("admin-rate:leaky", 2, interval, burst: 1),
+        points: Ferrolock::RateLimiter.points("admin-rate:points", 10, interval)
+      }
+      idle = Ferrolock::RateLimiter.window("admin-rate:idle", 2, interval)
+      limiters.each_value { |limiter| limiter.within_limit(limiter.kind == :points ? 3 : 1) { nil } }
+      infos = admin.rate_limiters("admin-rate:*").items.to_h { |info| [info.kind, info] }
+      expect(infos.keys).to match_array(limiters.keys) # idle: no state in Redis, not listed
+      limiters.each do |kind, limiter|
+        status = limiter.status
+        expect(infos[kind].to_h).to include(name: limiter.name, limit: limiter.count, interval: interval.to_f,
+                                            known: true, remaining: status[:remaining],
+                                            reserved: kind == :points ? nil : 0)
+        expect(infos[kind].reset_in).to be_within(60).of(status[:reset_in])
+      end
+      expect(infos[:leaky].burst).to eq(1)
+      expect(infos.values_at(:window, :bucket, :points).map(&:remaining)).to eq([1, 1, 7])
+      expect(idle.status[:remaining]).to eq(2)
+
+      threads = limiters.values_at(:window, :sliding_window, :bucket, :leaky).map do |limiter|
+        limiter.within_limit { nil } if limiter.status[:remaining].positive?
+        reserve(limiter)
+      end
+      infos = admin.rate_limiters("admin-rate:*").items.to_h { |info| [info.kind, info] }
+      expect(infos.values_at(:window, :sliding_window, :bucket, :leaky).map { |i| [i.kind, i.reserved, i.remaining] })
+        .to eq([[:window, 1, 0], [:sliding_window, 1, 0], [:bucket, 1, 0], [:leaky, 1, 0]])
+    ensure
+      threads&.each(&:kill)&.each { |t| t.join(10) }
+    end
+
+    it "shows what Redis alone tells for a limiter this process does not define" do
+      # State written without a Ferrolock::RateLimiter object: nothing in this process knows its limit.
+      native = Ferrolock::Native::RateLimiter.new(Ferrolock.client.native, "admin-rate:foreign", "sliding_window", 3,
+                                                  3600.0, 0)
+      expect(native.acquire(1, 0.0).first).to be(true)
+      info = admin.rate_limiters("admin-rate:foreign").items.first
+      expect(info.to_h).to include(name: "admin-rate:foreign", kind: :sliding_window, limit: nil, interval: nil,
+                                   remaining: nil, reserved: 0, known: false)
+      expect(info.reset_in).to be_between(3000, 3600) # the key's TTL: when it is full again
+      # Another namespace's limiter of that name is not this one's definition.
+      elsewhere = Ferrolock::Client.new(namespace: "elsewhere")
+      Ferrolock::RateLimiter.window("admin-rate:foreign", 3, :hour, sliding: true, client: elsewhere)
+      expect(admin.rate_limiters("admin-rate:foreign").items.first.known).to be(false)
+    end
+
+    it "rejects bad arguments with errors naming them" do
+      expect { admin.uniques("a{b") }.to raise_error(ArgumentError, /pattern must not contain/)
+      expect { admin.uniques(1) }.to raise_error(TypeError, /pattern must be a String/)
+      expect { admin.rate_limiters("a}b") }.to raise_error(ArgumentError, /pattern must not contain/)
+      expect { admin.rate_limiters(cursor: "x") }.to raise_error(ArgumentError, /cursor must be a SCAN cursor/)
+      expect { admin.uniques(per_page: -1) }.to raise_error(ArgumentError, /per_page/)
+      expect { admin.uniques(BasicObject.new) }.to raise_error(TypeError, /pattern must be a String/)
+      expect { admin.rate_limiters(BasicObject.new) }.to raise_error(TypeError, /pattern must be a String/)
+      expect { admin.force_release("unique:A:#{"0" * 64}", kind: :unique_lock, token: BasicObject.new) }
+        .to raise_error(TypeError, /token/)
+      native = Ferrolock.client.native
+      expect { Ferrolock::Native::Admin.force_release(native, "unique_lock", "unique:x", "", 1.0, 1) }
+        .to raise_error(ArgumentError, /empty/)
+    end
   end
 end

@@ -86,6 +86,59 @@ RSpec.describe "ferrolock command" do
       expect(after.fencing_token).to be > before.fencing_token
     end
 
+    it "lists uniqueness digests and rate limiters, with the app's code for lock types and limits" do
+      out, _, code = ferrolock("uniques")
+      expect(code).to eq(0)
+      expect(out.lines.first).to match(/\ADIGEST +CLASS +LOCK +JID +STAGE +TTL +RUN_HOLDER/)
+      report = Regexp.escape(fixture::UNIQUE)
+      running = Regexp.escape(fixture::UNIQUE_RUNNING)
+      expect(out).to match(/^#{report} +ReportUniqueJob +— +#{fixture::UNIQUE_JID} +pushed +\d+\.\ds/)
+      expect(out).to match(/^#{running} +SyncUniqueJob +while_executing +#{fixture::RUNNING_JOB[:jid]} +running /)
+      expect(out).to include("pid=#{@holder.pid}")
+      app = %w[--require spec/support/web_fixture.rb] # defines the job class and the rate limiters
+      out, _, code = ferrolock("uniques", "ReportUnique*", "--json", *app)
+      expect(code).to eq(0)
+      expect(JSON.parse(out)).to match([include("digest" => fixture::UNIQUE, "job_class" => "ReportUniqueJob",
+                                                "lock_type" => "until_executed", "jid" => fixture::UNIQUE_JID,
+                                                "stages" => ["pushed"], "ttl" => be_between(1, 3600))])
+
+      # Redis keeps no limit: without the app's limiters, what the keys tell.
+      out, _, code = ferrolock("rate-limiters")
+      expect(code).to eq(0)
+      expect(out.lines.first).to match(/\ANAME +KIND +LIMIT +REMAINING +RESET_IN +RESERVED/)
+      expect(out).to match(/^fixture:sms +bucket +— +— +\d+\.\ds +—$/)
+      expect(out).to match(/^fixture:search +sliding_window +— +— +\d+\.\ds +0$/)
+      out, _, code = ferrolock("rate-limiters", *app)
+      expect(code).to eq(0)
+      expect(out).to match(%r{^fixture:sms +bucket +2 / 3600\.0s +0 +\d+\.\ds +1$})
+      expect(out).to match(%r{^fixture:partner-api +window +3 / 2592000\.0s +1 +})
+      out, _, code = ferrolock("rate-limiters", "fixture:s*", "--json", *app)
+      expect(code).to eq(0)
+      expect(JSON.parse(out).map { |r| r.values_at("name", "kind", "limit", "remaining", "reserved", "known") })
+        .to contain_exactly(["fixture:sms", "bucket", 2, 0, 1, true],
+                            ["fixture:search", "sliding_window", 5, 4, 0, true])
+    end
+
+    it "shows a digest, and force-deletes it only with --force" do
+      out, _, code = ferrolock("show", fixture::UNIQUE)
+      expect([code, out]).to match([0, include(fixture::UNIQUE_JID, "pushed")])
+      _, err, code = ferrolock("release", fixture::UNIQUE)
+      expect([code, err]).to match([2, include("--force")])
+      expect(Ferrolock::Sidekiq::UniqueLock.new(fixture::UNIQUE).holder).to eq(fixture::UNIQUE_JID)
+
+      out, _, code = ferrolock("release", fixture::UNIQUE, "--force", "--json")
+      expect([code, JSON.parse(out)]).to eq([0, [{ "kind" => "unique_lock", "name" => fixture::UNIQUE,
+                                                   "token" => fixture::UNIQUE_JID }]])
+      expect(Ferrolock::Sidekiq::UniqueLock.new(fixture::UNIQUE).holder).to be_nil
+      expect(ferrolock("show", fixture::UNIQUE)).to match(["", include("nothing holds"), 1])
+      expect(ferrolock("release", fixture::UNIQUE, "--force")).to match(["", include("nothing holds"), 1])
+      # A while_executing job holds only its run-time lock: released under its own name.
+      _, err, code = ferrolock("release", fixture::UNIQUE_RUNNING, "--force")
+      expect([code, err]).to match([1, include("released as #{fixture::UNIQUE_RUNNING}:run")])
+      out, _, code = ferrolock("release", "#{fixture::UNIQUE_RUNNING}:run", "--force")
+      expect([code, out]).to match([0, include("dist_mutex")])
+    end
+
     it "lists nothing in another namespace" do
       out, _, code = ferrolock("--namespace", "elsewhere", "locks", "--json")
       expect([code, JSON.parse(out)]).to eq([0, []])
@@ -116,6 +169,8 @@ RSpec.describe "ferrolock command" do
     expect(ferrolock("limiters", "--require", "spec/fixtures/no_such_file.rb")[1..])
       .to match([include("--require spec/fixtures/no_such_file.rb: cannot load such file"), 2])
     expect(ferrolock("locks", "a{b")[1..]).to match([include("pattern must not contain"), 2])
+    expect(ferrolock("uniques", "a}b")[1..]).to match([include("pattern must not contain"), 2])
+    expect(ferrolock("rate-limiters", "a", "b")[1..]).to match([include("rate-limiters: expected [PATTERN]"), 2])
     expect(ferrolock("--bogus")[2]).to eq(2)
     Ferrolock::Admin::Cli::COMMANDS.each do |command, (usage, _)|
       out, _, code = ferrolock(command, "--help")
@@ -123,6 +178,7 @@ RSpec.describe "ferrolock command" do
     end
     out, _, code = ferrolock("--help")
     expect([code, out]).to match([0, include("Exit codes: 0 ok, 1 not found, 2 usage, 3 Redis unreachable")])
+    expect(out).to include("uniques [PATTERN]", "rate-limiters [PATTERN]")
   end
 
   it "exits 3 when Redis is unreachable or refuses, never printing the password" do

@@ -3,6 +3,8 @@
 require "spec_helper"
 require "socket"
 require "rack/test"
+require "cgi"
+require "digest"
 require_relative "support/sidekiq_web"
 require_relative "support/web_fixture"
 require_relative "support/web_fixture_process"
@@ -185,5 +187,122 @@ RSpec.describe "Sidekiq Web Locks tab" do
                            "authenticity_token" => csrf)
     expect(last_response.status).to eq(302)
     expect(admin.show(fixture::LIMITER).first.slots.map(&:token)).not_to include(slot.token)
+  end
+
+  describe "uniqueness and rate limiter pages" do
+    def row(body, css, text)
+      body[%r{<tr class="#{css}">(?:(?!</tr>).)*#{Regexp.escape(text)}.*?</tr>}m]
+    end
+
+    it "lists uniqueness digests: job class, lock type, jid, stage, TTL and the running job; escaped", :fixture do
+      body = page("/locks/uniques")
+      report = row(body, "ferrolock-unique", fixture::UNIQUE)
+      expect(report).to include("<code>ReportUniqueJob</code>", "until_executed", fixture::UNIQUE_JID,
+                                "ferrolock:{#{fixture::UNIQUE}}:lock", "pushed", "Force delete")
+      expect(report).to match(%r{<td>\d+\.\ds</td>}) # TTL left
+      running = row(body, "ferrolock-unique", fixture::UNIQUE_RUNNING)
+      expect(running).to include("while_executing", "running", fixture::RUNNING_JOB[:jid],
+                                 "#{Socket.gethostname} pid=#{@holder.pid} tid=", "SyncUniqueJob jid=")
+      expect(running).not_to include("Force delete") # its run lock is released from the Locks page
+      expect(body).to include(Rack::Utils.escape_html(fixture::UNIQUE_HOSTILE))
+      expect(body).not_to include(%(<script>alert("u")))
+      # The push-time lock is no DistMutex: not on the Locks page; the run-time lock is.
+      locks = page("/locks")
+      expect(locks).not_to include(fixture::UNIQUE)
+      expect(locks).to include("#{fixture::UNIQUE_RUNNING}:run")
+    end
+
+    it "shows a job pushed through UniqueClientMiddleware with its class's lock type, and forgets it with the job" do
+      stub_const("Reports::WebMonthlyJob", Class.new do
+        include Sidekiq::Worker
+        sidekiq_options lock: :until_executed, queue: "reports"
+      end)
+      job = { "class" => "Reports::WebMonthlyJob", "queue" => "reports", "args" => [7],
+              "jid" => "f00dfeedf00dfeedf00dfeed" }
+      middleware = Ferrolock::Sidekiq::UniqueClientMiddleware.new
+      expect(middleware.call(Reports::WebMonthlyJob, job, "reports") { job }).to eq(job)
+      body = page("/locks/uniques?q=Reports::Web*")
+      unique = row(body, "ferrolock-unique", "f00dfeedf00dfeedf00dfeed")
+      expect(unique).to include("<code>Reports::WebMonthlyJob</code>", "<td>until_executed</td>", "pushed")
+      digest = admin.uniques("Reports::Web*").items.map(&:digest)
+      expect(digest).to eq([Ferrolock::Sidekiq::UniqueDigest.for(
+        Ferrolock::Sidekiq::UniqueSettings.for(Reports::WebMonthlyJob, job), job
+      )])
+      Ferrolock::Sidekiq::UniqueLock.new(digest.first).release(job["jid"]) # as the job's end does
+      expect(page("/locks/uniques?q=Reports::Web*")).to include("No uniqueness lock held")
+    end
+
+    it "searches uniqueness digests by job class or digest and rejects braces", :fixture do
+      body = page("/locks/uniques?q=ReportUnique*")
+      expect(body).to include(fixture::UNIQUE)
+      expect(body).not_to include(fixture::UNIQUE_RUNNING)
+      expect(page("/locks/uniques?q=#{CGI.escape("unique:SyncUnique*")}")).to include(fixture::UNIQUE_RUNNING)
+      expect(page("/locks/uniques?q=NoSuchJob")).to include("No uniqueness lock held matching NoSuchJob")
+      get("/locks/uniques?q=a%7Bb")
+      expect([last_response.status, last_response.body]).to match([400, include("pattern must not contain")])
+    end
+
+    it "pages through many digests by SCAN cursor, every digest on some page" do
+      digests = Array.new(150) { |i| "unique:WebPagedJob:#{Digest::SHA256.hexdigest("web #{i}")}" }
+      digests.each_with_index { |d, i| Ferrolock::Sidekiq::UniqueLock.new(d).take("jid-#{i}", 600) }
+      seen = []
+      path = "/locks/uniques?q=WebPagedJob"
+      pages = 0
+      loop do
+        body = page(path)
+        pages += 1
+        seen.concat(body.scan(%r{<code title="[^"]*">(unique:WebPagedJob:\h+)</code>}).flatten)
+        next_link = body[/href="([^"]+)"[^>]*>Next page/, 1] or break
+        path = CGI.unescapeHTML(next_link).delete_prefix("http://example.org")
+        raise "too many pages" if pages > 50
+      end
+      expect(pages).to be > 1
+      expect(seen.uniq).to match_array(digests)
+    end
+
+    it "force-deletes a digest through the confirmation page and the CSRF-protected POST", :fixture do
+      query = Rack::Utils.build_query("kind" => "unique_lock", "name" => fixture::UNIQUE,
+                                      "token" => fixture::UNIQUE_JID)
+      body = page("/locks/release?#{query}")
+      expect(body).to include("Uniqueness lock of <code>ReportUniqueJob</code> held by jid", fixture::UNIQUE_JID,
+                              "a duplicate of the job pushed from now on is enqueued")
+      csrf = body[/name='authenticity_token' value='([^']+)'/, 1]
+      expect(csrf).not_to be_nil
+      form = { "name" => fixture::UNIQUE, "kind" => "unique_lock", "token" => fixture::UNIQUE_JID }
+      lock = Ferrolock::Sidekiq::UniqueLock.new(fixture::UNIQUE)
+
+      post("/locks/release", form)
+      expect(last_response.status).to eq(403) # no CSRF token: refused, nothing deleted
+      expect(lock.holder).to eq(fixture::UNIQUE_JID)
+      post("/locks/release", form.merge("token" => "another-jid", "authenticity_token" => csrf))
+      expect(last_response.status).to eq(302) # a jid that does not hold it: nothing deleted
+      expect(lock.holder).to eq(fixture::UNIQUE_JID)
+
+      # A fresh form, as the browser loads it again.
+      csrf = page("/locks/release?#{query}")[/name='authenticity_token' value='([^']+)'/, 1]
+      post("/locks/release", form.merge("authenticity_token" => csrf))
+      expect(last_response.status).to eq(302)
+      expect(last_response.location).to include("/locks/uniques?released=1")
+      expect(lock.holder).to be_nil
+      expect(lock.take("jid-duplicate", 60)).to be_nil # a duplicate push goes through now
+      follow_redirect!
+      expect(last_response.body).to include("Released 1 hold(s)", fixture::UNIQUE)
+    end
+
+    it "shows rate limiters: kind, limit / interval, remaining now, reset in, reservations; escaped", :fixture do
+      body = page("/locks/rate_limiters")
+      sms = row(body, "ferrolock-rate-limiter", "fixture:sms")
+      slash = Rack::Utils.escape_html("/") # Sidekiq's h escapes it
+      expect(sms).to include("<td>bucket</td>", %(<td class="ferrolock-rate">2 #{slash} 3600.0s</td>),
+                             %(<td class="ferrolock-remaining">0</td>), %(<td class="ferrolock-reserved">1</td>))
+      expect(sms).to match(%r{<td>\d+\.\ds</td>}) # reset in
+      partner = row(body, "ferrolock-rate-limiter", "fixture:partner-api")
+      expect(partner).to include("<td>window</td>", "3 #{slash} 2592000.0s", %(<td class="ferrolock-remaining">1</td>))
+      search = row(body, "ferrolock-rate-limiter", "fixture:search")
+      expect(search).to include("sliding window", %(<td class="ferrolock-remaining">4</td>))
+      points = row(body, "ferrolock-rate-limiter", Rack::Utils.escape_html("fixture:<b>tiny</b>"))
+      expect(points).to include("<td>points</td>", "10 #{slash} 3600.0s", %(<td class="ferrolock-remaining">6</td>))
+      expect(page("/locks/rate_limiters?q=fixture:s*").scan('<tr class="ferrolock-rate-limiter">').size).to eq(2)
+    end
   end
 end

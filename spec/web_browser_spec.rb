@@ -77,10 +77,13 @@ RSpec.describe "Locks tab in headless Chromium" do
   it "renders every page with live data, escaped, and the release confirmation with its CSRF token" do
     hostile = as_text(fixture::HOSTILE)
     dom = browse("/locks", "locks")
-    expect(dom.scan('<tr class="ferrolock-lock">').size).to eq(4) # 2 mutexes, DualLock running + waiting
-    expect(dom).to include(hostile, "invoice:42", "sync:account-7", "Force release")
+    # 2 mutexes, DualLock running + waiting, a while_executing job's run lock (the push-time
+    # uniqueness locks are on their own page).
+    expect(dom.scan('<tr class="ferrolock-lock">').size).to eq(5)
+    expect(dom).to include(hostile, "invoice:42", "sync:account-7", "#{fixture::UNIQUE_RUNNING}:run", "Force release")
+    expect(dom).not_to include(fixture::UNIQUE)
     holder = "#{Socket.gethostname} pid=#{@holder.pid} tid="
-    expect(dom.scan(holder).size).to eq(4) # every row's holder: the fixture process
+    expect(dom.scan(holder).size).to eq(5) # every row's holder: the fixture process
     expect(dom).to include("InvoiceJob jid=#{fixture::JOB[:jid]}")
     # The name was rendered as text: no script element came from it.
     expect(dom.scan(/<script\b/).size).to eq(dom.scan(%r{<script[^>]*src=[^>]*></script>}).size)
@@ -93,6 +96,24 @@ RSpec.describe "Locks tab in headless Chromium" do
     tenants = browse("/locks/tenants?q=#{fixture::JOB_CLASS}", "tenants")
     expect(tenants).to include("slow: 3 / 2 in 3600.0s", as_text("<b>tiny</b>"))
     expect(browse("/locks/markers", "markers")).to include("m-processed", "m-running")
+
+    uniques = browse("/locks/uniques", "uniques")
+    expect(uniques.scan('<tr class="ferrolock-unique">').size).to eq(3)
+    expect(uniques).to include(fixture::UNIQUE, fixture::UNIQUE_JID, "until_executed", as_text(fixture::UNIQUE_HOSTILE),
+                               "while_executing", "SyncUniqueJob jid=#{fixture::RUNNING_JOB[:jid]}")
+    expect(uniques.scan(">Force delete</a>").size).to eq(2) # the pushed digests; the running one has no push lock
+    expect(uniques.scan(/<script\b/).size).to eq(uniques.scan(%r{<script[^>]*src=[^>]*></script>}).size)
+    rates = browse("/locks/rate_limiters", "rate_limiters")
+    expect(rates.scan('<tr class="ferrolock-rate-limiter">').size).to eq(4)
+    sms = rates[%r{<tr class="ferrolock-rate-limiter">(?:(?!</tr>).)*fixture:sms</code>.*?</tr>}m]
+    expect(sms).to include("<td>bucket</td>", %(<td class="ferrolock-rate">2 / 3600.0s</td>),
+                           %(<td class="ferrolock-remaining">0</td>), %(<td class="ferrolock-reserved">1</td>))
+    expect(rates).to include(as_text("fixture:<b>tiny</b>"))
+    delete = browse("/locks/release?#{Rack::Utils.build_query("kind" => "unique_lock", "name" => fixture::UNIQUE,
+                                                              "token" => fixture::UNIQUE_JID)}", "confirm_unique")
+    expect(delete).to include("Force delete <code>#{fixture::UNIQUE}</code>?",
+                              "Uniqueness lock of <code>ReportUniqueJob</code>",
+                              "Yes, delete the lock held by jid #{fixture::UNIQUE_JID}", 'name="authenticity_token"')
 
     confirm = browse("/locks/release?#{Rack::Utils.build_query("kind" => "dist_mutex", "name" => fixture::HOSTILE)}",
                      "confirm")

@@ -9,6 +9,8 @@ require_relative "admin/dual_lock_info"
 require_relative "admin/limiter_info"
 require_relative "admin/marker_info"
 require_relative "admin/tenant_info"
+require_relative "admin/unique_info"
+require_relative "admin/rate_info"
 require_relative "admin/release"
 require_relative "admin/table"
 
@@ -21,6 +23,8 @@ module Ferrolock
   #   page.items.each { |lock| puts lock.name }
   #   admin.locks("report:*", cursor: page.cursor) unless page.last?
   #   admin.force_release("report:42")      # => [#<struct Released kind=:dist_mutex, ...>]
+  #   admin.uniques("ReportJob")             # Sidekiq uniqueness digests of a job class
+  #   admin.rate_limiters("partner-*")       # RateLimiters' state
   #
   # Listing uses SCAN with MATCH on the namespace and a bounded COUNT, never KEYS. It reads the
   # one server (single node or the Sentinel primary), or every master of a Redis Cluster in turn.
@@ -35,10 +39,39 @@ module Ferrolock
       @scanner = Scanner.new(@client)
     end
 
-    # DistMutex (MutexInfo) and DualLock (DualLockInfo) locks whose name matches the glob.
+    # DistMutex (MutexInfo) and DualLock (DualLockInfo) locks whose name matches the glob. A
+    # uniqueness digest's push-time lock (a jid, not a DistMutex) is listed by #uniques instead.
     def locks(pattern = "*", cursor: "0", per_page: 25)
       page(pattern, cursor, per_page, LOCK_PARTS.keys) do |name, part|
+        next if part == "lock" && UniqueInfo.digest?(name)
+
         LOCK_PARTS.fetch(part).read(@client, @keys, name)
+      end
+    end
+
+    # Sidekiq uniqueness digests (UniqueInfo): the push-time lock and the run-time lock on
+    # `<digest>:run`. `pattern`: a glob on the job class ("Report*"), or on the whole digest when
+    # it starts with "unique:" ("unique:ReportJob:3fa*").
+    def uniques(pattern = "*", cursor: "0", per_page: 25)
+      pattern = KeySpace.pattern!(pattern)
+      pattern = "unique:#{pattern}:*" unless pattern.start_with?("unique:")
+      found = @scanner.scan(@keys.match(pattern, "*"), cursor: Scanner.cursor!(cursor),
+                                                       per_page: Scanner.per_page!(per_page)) do |key|
+        unique_digest(key)
+      end
+      lock_types = {}
+      items = found.items.map { |key| unique_digest(key) }.uniq.filter_map do |digest|
+        UniqueInfo.read(@client, @keys, digest, lock_types)
+      end
+      Scanner::Page.new(items: items, cursor: found.cursor)
+    end
+
+    # RateLimiters (RateInfo) with state in Redis (a limiter idle for its interval has none).
+    def rate_limiters(pattern = "*", cursor: "0", per_page: 25)
+      definitions = RateInfo.definitions(@client.namespace)
+      page("#{RATE_PREFIX}#{KeySpace.pattern!(pattern)}", cursor, per_page, RATE_PARTS.keys) do |name, part|
+        name = name.delete_prefix(RATE_PREFIX)
+        RateInfo.read(@client, @keys, name, part, definitions[[name, RATE_PARTS[part]]])
       end
     end
 
@@ -64,14 +97,19 @@ module Ferrolock
       end
     end
 
-    # Everything held under one exact name: MutexInfo, DualLockInfo, LimiterInfo (empty: none).
+    # Everything held under one exact name: MutexInfo, DualLockInfo, LimiterInfo; for a uniqueness
+    # digest ("unique:<class>:<hex>"), its UniqueInfo (empty: none).
     def show(name)
       name = Validate.name!(:name, name)
+      return [UniqueInfo.read(@client, @keys, name)].compact if UniqueInfo.digest?(name)
+
       [MutexInfo, DualLockInfo, LimiterInfo].filter_map { |reader| reader.read(@client, @keys, name) }
     end
 
     # Releases what holds `name` (see Release): `kind:` one of :dist_mutex, :dual_lock,
-    # :concurrent_limiter (default: all); `token:` only that holder. Returns the Released holds.
+    # :concurrent_limiter, :unique_lock (default: all that apply: a uniqueness digest's push-time
+    # lock, else the first three); `token:` only that holder (a job's jid for :unique_lock).
+    # Returns the Released holds.
     def force_release(name, kind: nil, token: nil)
       name = Validate.name!(:name, name)
       token = Validate.text!(:token, token) unless nil.equal?(token) # (a BasicObject has no nil?)
@@ -91,6 +129,12 @@ module Ferrolock
       end
       items = found.items.map { |key| @keys.parse(key) }.uniq.filter_map(&block)
       Scanner::Page.new(items: items.uniq { |item| [item.kind, item.name] }, cursor: found.cursor)
+    end
+
+    # The uniqueness digest a key belongs to (its push-time or run-time lock), or nil.
+    def unique_digest(key)
+      name, part = @keys.parse(key)
+      LOCK_PARTS.key?(part) ? UniqueInfo.digest_of(name) : nil
     end
 
     def job_class!(value)

@@ -20,6 +20,9 @@ module Ferrolock
     INTERVALS = { second: 1, minute: 60, hour: 3600, day: 86_400 }.freeze
 
     attr_reader :name, :kind, :count, :interval, :wait_timeout, :client
+    # Extra calls a leaky limiter lets through at once (0 for the other kinds); read by the
+    # operators' view (Admin::RateInfo).
+    attr_reader :burst
 
     class << self
       def window(name, count, interval, wait_timeout: 5, sliding: false, client: nil) # rubocop:disable Metrics/ParameterLists -- keywords with defaults

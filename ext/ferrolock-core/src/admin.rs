@@ -2,6 +2,8 @@
 //! runs the primitive's OWN token-checked release script with the current holder's token, so it
 //! does exactly what that holder's release would: hand the lock to the next waiter, signal the
 //! limiter's or DualLock's waiters. A holder that changed in between is left alone (returns false).
+//! A uniqueness lock (unique_lock.rs) is freed by its own jid-checked release script: nothing
+//! waits on it (a duplicate push meets its on_conflict), so nothing is handed on.
 
 use crate::client::{int, Client};
 use crate::concurrent_limiter::{ConcurrentLimiter, LimiterOptions};
@@ -10,6 +12,7 @@ use crate::dual_lock::{DualLock, DualLockOptions};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::script::ScriptCall;
+use crate::unique_lock::UniqueLock;
 use std::time::Duration;
 
 /// What holds a name: the primitive whose release script is run.
@@ -18,6 +21,8 @@ pub enum Held {
     DistMutex,
     DualLock,
     ConcurrentLimiter,
+    /// A Sidekiq uniqueness lock: `name` is its digest, the token the holding job's jid.
+    UniqueLock,
 }
 
 impl Held {
@@ -26,8 +31,9 @@ impl Held {
             "dist_mutex" => Ok(Held::DistMutex),
             "dual_lock" => Ok(Held::DualLock),
             "concurrent_limiter" => Ok(Held::ConcurrentLimiter),
+            "unique_lock" => Ok(Held::UniqueLock),
             _ => Err(Error::argument(format!(
-                "kind: must be dist_mutex, dual_lock or concurrent_limiter (got {kind:?})"
+                "kind: must be dist_mutex, dual_lock, concurrent_limiter or unique_lock (got {kind:?})"
             ))),
         }
     }
@@ -42,7 +48,8 @@ pub struct ReleaseParams {
     pub limit: u32,
 }
 
-/// The release call `token`'s own release would send.
+/// The release call `token`'s own release would send (not for `Held::UniqueLock`, whose
+/// release is `UniqueLock::release`: see `force_release`).
 pub fn release_call(
     client: &Client,
     held: Held,
@@ -73,6 +80,11 @@ pub fn release_call(
             };
             ConcurrentLimiter::new(client, name, opts)?.release_call(token, false)
         }
+        Held::UniqueLock => {
+            return Err(Error::argument(
+                "kind: unique_lock is released by UniqueLock::release (admin::force_release)",
+            ))
+        }
     })
 }
 
@@ -85,6 +97,10 @@ pub fn force_release(
     token: &str,
     params: ReleaseParams,
 ) -> Result<bool> {
+    if held == Held::UniqueLock {
+        crate::keys::check_name("token", token)?;
+        return UniqueLock::new(client, name)?.release(intr, token);
+    }
     let call = release_call(client, held, name, token, params)?;
     Ok(int(&client.eval(intr, &call)?)? == 1)
 }
@@ -136,13 +152,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_the_three_kinds_and_names_the_argument_otherwise() {
+    fn parses_the_four_kinds_and_names_the_argument_otherwise() {
         assert_eq!(Held::parse("dist_mutex").unwrap(), Held::DistMutex);
         assert_eq!(Held::parse("dual_lock").unwrap(), Held::DualLock);
         assert_eq!(
             Held::parse("concurrent_limiter").unwrap(),
             Held::ConcurrentLimiter
         );
+        assert_eq!(Held::parse("unique_lock").unwrap(), Held::UniqueLock);
         let err = Held::parse("mutex").unwrap_err().to_string();
         assert!(err.contains("kind"), "{err}");
     }

@@ -42,7 +42,7 @@ module Ferrolock
 
         args = arity!(@command, args)
         load_requires
-        send(:"run_#{@command}", *args)
+        send(:"run_#{@command.tr("-", "_")}", *args)
       rescue Exit => e
         @err.puts(e.message) unless e.message.empty?
         e.code
@@ -114,6 +114,16 @@ module Ferrolock
         OK
       end
 
+      def run_uniques(pattern = "*")
+        output.uniques(all_pages { |cursor| admin.uniques(pattern, cursor: cursor, per_page: 100) })
+        OK
+      end
+
+      def run_rate_limiters(pattern = "*")
+        output.rate_limiters(all_pages { |cursor| admin.rate_limiters(pattern, cursor: cursor, per_page: 100) })
+        OK
+      end
+
       def run_show(name)
         items = admin.show(name)
         raise Exit.new(NOT_FOUND, "ferrolock: nothing holds #{Table.text(name)}") if items.empty?
@@ -126,10 +136,20 @@ module Ferrolock
         usage!("release: add --force (a forced release cannot be undone)") unless @options[:force]
 
         released = admin.force_release(name)
-        raise Exit.new(NOT_FOUND, "ferrolock: nothing holds #{Table.text(name)}") if released.empty?
+        if released.empty?
+          raise Exit.new(NOT_FOUND,
+                         "ferrolock: nothing holds #{Table.text(name)}#{run_lock_hint(name)}")
+        end
 
         output.released(released)
         OK
+      end
+
+      # A digest's force release frees its push-time lock only: where its run-time lock is released.
+      def run_lock_hint(name)
+        return "" unless UniqueInfo.digest?(name.to_s)
+
+        " (a running job's lock is released as #{Table.text(name)}#{UNIQUE_RUN_SUFFIX})"
       end
 
       # Every SCAN page (up to --limit items; the rest is announced on stderr).

@@ -13,13 +13,19 @@ module Ferrolock
         "release" => ["release NAME --force", "release what holds NAME; the next waiter gets it (needs --force)"],
         "limiters" => ["limiters [PATTERN]", "ConcurrentLimiters with a live slot or a waiter"],
         "tenants" => ["tenants CLASS", "FairTenant counts of a job class's tenants and the queue each goes to"],
-        "markers" => ["markers [QUEUE_PATTERN]", "Shoryuken message markers (in progress / processed)"]
+        "markers" => ["markers [QUEUE_PATTERN]", "Shoryuken message markers (in progress / processed)"],
+        "uniques" => ["uniques [PATTERN]",
+                      "Sidekiq uniqueness digests of job classes matching PATTERN (or a digest glob unique:...)"],
+        "rate-limiters" => ["rate-limiters [PATTERN]",
+                            "RateLimiters with state in Redis: remaining now, reset in, reserved slots"]
       }.freeze
       # Commands taking --require FILE, and what loading the app's code adds.
       REQUIRES = {
         "tenants" => "defines the job class and its rules",
         "limiters" => "defines the app's limiters: a limit of theirs shows beside a different stored one",
-        "show" => "defines the app's limiters: a limit of theirs shows beside a different stored one"
+        "show" => "defines the app's limiters and job classes: their limits and lock types show",
+        "uniques" => "defines the job classes: their lock type shows",
+        "rate-limiters" => "defines the app's rate limiters: Redis keeps no limit, so limit and remaining need them"
       }.freeze
       URL_HELP = "Redis URL (default: FERROLOCK_REDIS_URL, REDIS_URL, redis://127.0.0.1:6379/0)"
 
@@ -32,7 +38,7 @@ module Ferrolock
 
       def global_parser
         OptionParser.new do |opts|
-          commands = COMMANDS.values.map { |use, text| format("    %<use>-26s %<text>s", use: use, text: text) }
+          commands = COMMANDS.values.map { |use, text| format("    %<use>-27s %<text>s", use: use, text: text) }
           opts.banner = "Usage: ferrolock [options] COMMAND [ARGS]\n\nCommands:\n#{commands.join("\n")}\n\nOptions:"
           global_options(opts)
           opts.separator("\nExit codes: 0 ok, 1 not found, 2 usage, 3 Redis unreachable.")

@@ -37,12 +37,27 @@ module Ferrolock
         end
       end
 
+      def uniques(items)
+        emit(items) { uniques_table(items) }
+      end
+
+      def rate_limiters(items)
+        emit(items) do
+          Table.render(%w[NAME KIND LIMIT REMAINING RESET_IN RESERVED],
+                       items.map do |r|
+                         [r.name, r.kind, Table.rate(r), r.remaining, r.reset_in, r.reserved]
+                       end)
+        end
+      end
+
       # `ferrolock show NAME`: every primitive held under the name.
       def show(items)
         emit(items) do
           parts = []
-          locks = items.reject { |i| i.kind == :concurrent_limiter }
+          locks = items.reject { |i| %i[concurrent_limiter unique_lock].include?(i.kind) }
           parts << locks_table(locks) unless locks.empty?
+          uniques = items.select { |i| i.kind == :unique_lock }
+          parts << uniques_table(uniques) unless uniques.empty?
           items.select { |i| i.kind == :concurrent_limiter }.each { |l| parts << limiters_table([l]) << slots_table(l) }
           parts.join("\n\n")
         end
@@ -59,6 +74,17 @@ module Ferrolock
       def locks_table(items)
         rows = items.flat_map { |item| item.kind == :dist_mutex ? [mutex_row(item)] : dual_rows(item) }
         Table.render(%w[KIND NAME TOKEN FENCE TTL WAITERS HOLDER SINCE], rows)
+      end
+
+      # One row per digest: the push-time jid, else the running job's; the push-time lock's TTL,
+      # else the run-time lock's; the run-time holder (the push-time lock has none: its value is a jid).
+      def uniques_table(items)
+        rows = items.map do |u|
+          run = u.running || u.waiting
+          [u.digest, u.job_class, u.lock_type, u.jid || run&.holder&.jid, u.stages.join("+"), u.ttl || run&.ttl,
+           Table.holder(run&.holder)]
+        end
+        Table.render(%w[DIGEST CLASS LOCK JID STAGE TTL RUN_HOLDER], rows)
       end
 
       def limiters_table(items)

@@ -9,8 +9,12 @@ module Ferrolock
     # token-checked release script with it (Native::Admin.force_release), so waiters are handed
     # the lock or woken exactly as by the holder's release. A holder that changed meanwhile is
     # left alone. The holder itself learns at its next renewal (LockLost / :lock_lost event).
+    # A uniqueness digest's push-time lock is freed by its own jid-checked release: a duplicate
+    # pushed from then on is enqueued (nothing waits on it, so nothing is handed on).
     class Release
-      KINDS = %i[dist_mutex dual_lock concurrent_limiter].freeze
+      KINDS = %i[dist_mutex dual_lock concurrent_limiter unique_lock].freeze
+      # What a uniqueness digest can hold under its own name (its run-time lock is `<digest>:run`).
+      DIGEST_KINDS = %i[unique_lock].freeze
       # The lease a waiter is handed a DistMutex with when the holder's TTL is unknown (no
       # expiry); the waiter's own lease then renews it.
       DEFAULT_TTL = 30.0
@@ -24,6 +28,8 @@ module Ferrolock
       # Array of Released (empty: nothing of `kind` held by `token`, or by anyone, under `name`).
       def call(name, kind: nil, token: nil)
         kinds = nil.equal?(kind) ? KINDS : [self.class.kind!(kind)] # (a BasicObject has no nil?)
+        # A digest's key is no DistMutex (its value is a jid), and only a digest is a uniqueness lock.
+        kinds &= UniqueInfo.digest?(name) ? DIGEST_KINDS : KINDS - DIGEST_KINDS
         kinds.flat_map { |k| send(k, name, token) }
       end
 
@@ -60,6 +66,12 @@ module Ferrolock
         live = @client.call("ZRANGEBYSCORE", @keys.key(name, "slots"), "(#{now}", "+inf")
         tokens = token ? live & [token] : live
         release(:concurrent_limiter, name, tokens, DEFAULT_TTL, limit: [live.size, 1].max)
+      end
+
+      # The jid holding the digest's push-time lock, or the given one.
+      def unique_lock(name, jid)
+        jid ||= @client.call("GET", @keys.key(name, "lock")) or return []
+        release(:unique_lock, name, [jid], DEFAULT_TTL)
       end
 
       def release(kind, name, tokens, ttl, limit: 1)

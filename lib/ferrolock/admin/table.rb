@@ -44,6 +44,15 @@ module Ferrolock
         "#{local} (#{stored.nil? ? "none stored" : "stored #{stored}"})"
       end
 
+      # A RateInfo's limit: "10 / 60.0s" (leaky: "+ burst 2"), or nil when this process does not
+      # define the limiter (Redis keeps only its state).
+      def rate(info)
+        return nil if info.limit.nil?
+
+        burst = info.burst.to_i.positive? ? " + burst #{info.burst}" : ""
+        "#{info.limit} / #{text(info.interval.to_f)}#{burst}"
+      end
+
       # A Holder's since: Redis time, or "(asked)" when it is the holder's clock at its request.
       def since(holder)
         return nil if holder&.since.nil?

@@ -14,20 +14,17 @@ module Ferrolock
         release(app)
       end
 
+      # Listing pages: path under the tab => [view, the Admin method listing it].
+      LISTS = { "locks" => %i[locks locks], "locks/uniques" => %i[uniques uniques],
+                "locks/limiters" => %i[limiters limiters], "locks/rate_limiters" => %i[rate_limiters rate_limiters],
+                "locks/markers" => %i[markers markers] }.freeze
+
       def lists(app)
-        app.get("/locks") do
-          Routes.list(self, :locks, "locks") do |admin, q, cursor|
-            admin.locks(q, cursor: cursor, per_page: PER_PAGE)
-          end
-        end
-        app.get("/locks/limiters") do
-          Routes.list(self, :limiters, "locks/limiters") do |admin, q, cursor|
-            admin.limiters(q, cursor: cursor, per_page: PER_PAGE)
-          end
-        end
-        app.get("/locks/markers") do
-          Routes.list(self, :markers, "locks/markers") do |admin, q, cursor|
-            admin.markers(q, cursor: cursor, per_page: PER_PAGE)
+        LISTS.each do |path, (view, method)|
+          app.get("/#{path}") do
+            Routes.list(self, view, path) do |admin, q, cursor|
+              admin.public_send(method, q, cursor: cursor, per_page: PER_PAGE)
+            end
           end
         end
         app.get("/locks/tenants") do
@@ -43,7 +40,8 @@ module Ferrolock
           name = fl_param("name")
           released = Web.admin.force_release(name, kind: Routes.given(fl_param("kind")),
                                                    token: Routes.given(fl_param("token")))
-          redirect("#{root_path}locks?#{::Rack::Utils.build_query("released" => released.size, "name" => name)}")
+          back = Routes.page_of(fl_param("kind"))
+          redirect("#{root_path}#{back}?#{::Rack::Utils.build_query("released" => released.size, "name" => name)}")
         rescue ArgumentError, TypeError => e
           Routes.bad_request(e)
         end
@@ -58,6 +56,11 @@ module Ferrolock
         rescue ArgumentError, TypeError => e
           Routes.bad_request(e)
         end
+      end
+
+      # The listing a release of `kind` comes from (and returns to).
+      def page_of(kind)
+        { "unique_lock" => "locks/uniques", "concurrent_limiter" => "locks/limiters" }.fetch(kind, "locks")
       end
 
       # A form field, nil when left empty.
