@@ -14,6 +14,7 @@ end
 require_relative "ferrolock/client"
 require_relative "ferrolock/validate"
 require_relative "ferrolock/foreign_error"
+require_relative "ferrolock/recently_made"
 require_relative "ferrolock/clock"
 require_relative "ferrolock/interrupts"
 require_relative "ferrolock/lock_lost_watcher"

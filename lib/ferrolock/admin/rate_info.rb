@@ -78,18 +78,10 @@ module Ferrolock
         (Integer(seconds) * 1_000_000) + Integer(micros)
       end
 
-      # { [name, kind] => the app's RateLimiter } of this process in `namespace`. Found by walking
-      # the heap (ObjectSpace): RateLimiters are meant to be constants, and this leaves their code
-      # alone. One walk per listing page; with several of one name and kind, the largest count.
-      def self.definitions(namespace)
-        found = {}
-        ObjectSpace.each_object(Ferrolock::RateLimiter) do |limiter|
-          next unless limiter.client.namespace == namespace
-
-          id = [limiter.name, limiter.kind]
-          found[id] = limiter if found[id].nil? || found[id].count < limiter.count
-        end
-        found
+      # The app's RateLimiter of that name and kind in `namespace`, when this process made one
+      # (the latest: RateLimiter::MADE).
+      def self.definition(namespace, name, kind)
+        RateLimiter::MADE[[namespace, name, kind]]
       end
       private_class_method :with_definition, :window_reserved, :gcra_reserved, :interval_us, :now_us
     end
