@@ -27,7 +27,7 @@ RSpec.describe "native classes wrapping Rust data" do
       end
     RUBY
     expect(run_ruby!(code)).to eq(""), "classes still resolved lazily (add them to " \
-                                      "ruby_api::resolve_wrapped_classes)"
+                                       "ruby_api::resolve_wrapped_classes)"
   end
 
   it "can be used first by two threads at once without a deadlock" do
