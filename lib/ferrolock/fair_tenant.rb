@@ -24,19 +24,25 @@ module Ferrolock
       # The queue for one enqueue: that of the last rule broken once this enqueue is counted, else
       # `queue`. `record: false` checks without counting (the job was counted at an earlier push);
       # in :exact mode the same jid is counted once anyway. (All keywords: clearer than a struct.)
+      # job_class: a named class or its name; tenant and jid: Strings, Symbols or Integers (all
+      # checked as names: non-empty, valid UTF-8, at most MAX_NAME_BYTES), even without rules.
       # rubocop:disable Metrics/ParameterLists
       def queue_for(rules, job_class:, tenant:, jid:, queue:, mode: nil, record: true, client: nil)
-        rules = Rules.parse(rules) or return queue
+        job_class = job_class!(job_class)
+        tenant = Validate.id!(:tenant, tenant)
+        jid = Validate.id!(:jid, jid)
+        mode = mode!(mode)
         client = Validate.client!(client)
-        index = Native::FairTenant.check(client.native, rules.native, job_class.to_s, tenant.to_s, jid.to_s,
-                                         mode!(mode).to_s, record ? true : false)
+        rules = Rules.parse(rules) or return queue
+        index = Native::FairTenant.check(client.native, rules.native, job_class, tenant, jid, mode.to_s,
+                                         record ? true : false)
         index.zero? ? queue : rules.queue_at(index)
       end
       # rubocop:enable Metrics/ParameterLists
 
       # The storage mode: the given one (sidekiq_options fair_tenant_mode:), else the global one.
       def mode!(mode)
-        return Ferrolock.config.fair_tenant_mode if mode.nil?
+        return Ferrolock.config.fair_tenant_mode if nil.equal?(mode)
 
         Configuration.fair_tenant_mode!(:fair_tenant_mode, mode)
       end
@@ -44,7 +50,20 @@ module Ferrolock
       # The Redis key holding a (job class, tenant)'s counts, for inspection.
       def key(job_class, tenant, mode: nil, client: nil)
         part = mode!(mode) == :exact ? "z" : "w"
-        Validate.client!(client).key(Native::FairTenant.tag(job_class.to_s, tenant.to_s), part)
+        tag = Native::FairTenant.tag(job_class!(job_class), Validate.id!(:tenant, tenant))
+        Validate.client!(client).key(tag, part)
+      end
+
+      # A job class's name as counted: a named class, or its name as a String or Symbol.
+      def job_class!(value)
+        case value
+        when Module
+          raise ArgumentError, "job_class must be a named class, got #{Validate.show(value)}" if value.name.nil?
+
+          Validate.text!(:job_class, value.name)
+        when String, Symbol then Validate.text!(:job_class, value.to_s)
+        else raise TypeError, "job_class must be a class or a class name, got #{Validate.show(value)}"
+        end
       end
 
       # Logs once per job class that its jobs pass unthrottled for want of a tenant.

@@ -40,6 +40,17 @@ module Ferrolock
       value
     end
 
+    # A part of a key given as an id: a String, Symbol or Integer (tenant ids often are), checked
+    # as text! and returned as a UTF-8 String. Nothing else is turned into text: a to_s that
+    # happens to work (a Proc's "#<Proc:0x…>") would silently name the wrong key.
+    def id!(arg, value)
+      case value
+      when String then text!(arg, value)
+      when Symbol, Integer then text!(arg, value.to_s)
+      else raise TypeError, "#{arg} must be a String, Symbol or Integer, got #{show(value)}"
+      end
+    end
+
     # A non-empty String of at most MAX_NAME_BYTES bytes of valid UTF-8 (the native layer takes
     # UTF-8 only), returned as UTF-8.
     def text!(arg, value)
@@ -49,6 +60,11 @@ module Ferrolock
         raise ArgumentError, "#{arg} must be at most #{MAX_NAME_BYTES} bytes, got #{value.bytesize} bytes"
       end
 
+      utf8!(arg, value)
+    end
+
+    # The String as valid UTF-8 (converted from another encoding), or ArgumentError naming arg.
+    def utf8!(arg, value)
       utf8 = value.encoding == Encoding::UTF_8 ? value : value.encode(Encoding::UTF_8)
       raise EncodingError unless utf8.valid_encoding?
 
@@ -121,7 +137,8 @@ module Ferrolock
       nil
     end
 
-    # A file path (String or anything with #to_path), or nil.
+    # A file path (String or anything with #to_path), or nil; as UTF-8 (the native layer takes
+    # UTF-8 only).
     def path!(arg, value)
       return nil if nil.equal?(value)
 
@@ -129,13 +146,40 @@ module Ferrolock
       raise TypeError, "#{arg} must be a String path or nil, got #{show(value)}" unless string?(value)
       raise ArgumentError, "#{arg} must not be empty" if value.empty?
 
-      value
+      utf8!(arg, value)
     end
 
     def boolean!(arg, value)
       raise TypeError, "#{arg} must be true or false, got #{show(value)}" unless [true, false].include?(value)
 
       value
+    end
+
+    # A middleware's options Hash (`chain.add Klass, client: c` passes it to new): a Hash whose
+    # keys are all in `known`. Returns it.
+    def options!(value, known)
+      case value
+      when Hash then nil
+      else raise TypeError, "options must be a Hash (#{known.map { |k| "#{k}:" }.join(", ")}), got #{show(value)}"
+      end
+      # known.include? compares with the known keys' own ==: a key without methods is just unknown.
+      unknown = value.keys.reject { |key| known.include?(key) }
+      return value if unknown.empty?
+
+      raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.map { |key| key_name(key) }.join(", ")}"
+    end
+
+    # An option key for a message: a Symbol as its name (escaped: it may be in any encoding),
+    # anything else shown.
+    def key_name(key)
+      Symbol === key ? key.name.inspect[1..-2] : show(key) # rubocop:disable Style/CaseEquality -- works on a BasicObject
+    end
+
+    # A callable option (backoff: ->(…) { seconds }), or nil.
+    def callable!(arg, value, example)
+      return value if nil.equal?(value) || responds_to?(value, :call)
+
+      raise TypeError, "#{arg} must respond to #call (#{example}), got #{class_of(value)}"
     end
 
     # The client to use: the one given, or Ferrolock.client.
@@ -195,7 +239,7 @@ module Ferrolock
       end
     end
 
-    private_class_method :inspect_of, :string?, :numeric?, :integer?
+    private_class_method :inspect_of, :string?, :numeric?, :integer?, :key_name
     private_constant :KERNEL_TO_S, :KERNEL_CLASS
   end
 end

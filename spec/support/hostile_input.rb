@@ -29,6 +29,13 @@ module FerrolockTest
       "\"\\0\"" => "\0",
       "\"a\\nb\"" => "a\nb",
       "10 MB string" => "x" * (10 * 1024 * 1024),
+      # Not UTF-8: the native layer takes UTF-8 only, and to_sym/match? raise on these.
+      "invalid UTF-8" => (+"\xFF").force_encoding(Encoding::UTF_8).freeze,
+      "binary \\xFF" => "\xFF".b.freeze,
+      # Valid text in another encoding ("ab"): converted, never compared raw with UTF-8.
+      "UTF-16LE" => "ab".encode(Encoding::UTF_16LE).freeze,
+      # A callable where a value is wanted (its to_s, "#<Proc:0x…>", must not become a name).
+      "Proc" => proc { 1 },
       # No is_a?, respond_to?, nil? or inspect: checks must not call the value's own methods.
       "BasicObject" => BasicObject.new
     }.freeze
@@ -130,6 +137,47 @@ module FerrolockTest
         }
       end
 
+      # FairTenant without Sidekiq: queue_for's and key's arguments, verify!'s, the mode setting.
+      def fair_tenant_targets
+        {
+          "FairTenant.queue_for(rules)" => ->(v) { queue_for(rules: v) },
+          "FairTenant.queue_for(job_class:)" => ->(v) { queue_for(job_class: v) },
+          "FairTenant.queue_for(tenant:)" => ->(v) { queue_for(tenant: v) },
+          "FairTenant.queue_for(jid:)" => ->(v) { queue_for(jid: v) },
+          "FairTenant.queue_for(mode:)" => ->(v) { queue_for(mode: v) },
+          "FairTenant.queue_for(client:)" => ->(v) { queue_for(client: v) },
+          "FairTenant.key(job_class)" => ->(v) { Ferrolock::FairTenant.key(v, "tenant") },
+          "FairTenant.key(tenant)" => ->(v) { Ferrolock::FairTenant.key("HostileJob", v) },
+          "FairTenant.verify!(job_classes)" => ->(v) { Ferrolock::FairTenant.verify!(v, queues: ["default"]) },
+          "FairTenant.verify!([value])" => ->(v) { Ferrolock::FairTenant.verify!([v], queues: ["default"]) },
+          "FairTenant.verify!(queues:)" => ->(v) { Ferrolock::FairTenant.verify!([], queues: v) },
+          "FairTenant.verify!(queues: [value])" => ->(v) { Ferrolock::FairTenant.verify!([], queues: [v]) },
+          "config.fair_tenant_mode=" => ->(v) { configure(:fair_tenant_mode, v) }
+        }
+      end
+
+      # The Sidekiq middlewares' constructor options (`chain.add Klass, option: value`), and the
+      # dual_lock option itself.
+      def middleware_targets
+        {
+          "LimiterMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::LimiterMiddleware.new(v) },
+          "DualLockMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::DualLockMiddleware.new(v) },
+          "DualLockMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::DualLockMiddleware.new(client: v) },
+          "DualLockMiddleware.validate!(job class)" => ->(v) { Ferrolock::Sidekiq::DualLockMiddleware.validate!(v) },
+          "UniqueClientMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::UniqueClientMiddleware.new(v) },
+          "UniqueClientMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::UniqueClientMiddleware.new(client: v) },
+          "UniqueServerMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::UniqueServerMiddleware.new(v) },
+          "UniqueServerMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::UniqueServerMiddleware.new(client: v) },
+          "FairTenant::ClientMiddleware.new(options)" => ->(v) { Ferrolock::FairTenant::ClientMiddleware.new(v) },
+          "FairTenant::ClientMiddleware.new(client:)" => lambda { |v|
+            Ferrolock::FairTenant::ClientMiddleware.new(client: v)
+          },
+          "sidekiq_options dual_lock:" => lambda { |v|
+            Ferrolock::Sidekiq::DualLockSettings.for(JobClass.new("HostileJob", { "dual_lock" => v }))
+          }
+        }
+      end
+
       def rate_limiter_targets
         {
           "RateLimiter.window(name)" => ->(v) { used(Ferrolock::RateLimiter.window(v, 1, 1)) },
@@ -210,7 +258,9 @@ module FerrolockTest
         result = call.call(String === value && !value.frozen? ? value.dup : value) # rubocop:disable Style/CaseEquality -- BasicObject
         { outcome: "ok", result: Numeric === result ? result.to_f : nil } # rubocop:disable Style/CaseEquality
       rescue Exception => e # rubocop:disable Lint/RescueException -- `fatal` is what we look for
-        { outcome: e.class.name || e.class.inspect, message: e.message[0, 300] }
+        # (A message may quote bytes that are not UTF-8; JSON takes UTF-8 only.)
+        message = e.message[0, 300].encode(Encoding::UTF_8, invalid: :replace, undef: :replace)
+        { outcome: e.class.name || e.class.inspect, message: message }
       end
 
       def configure(setting, value)
@@ -280,6 +330,13 @@ module FerrolockTest
 
       def message_lock
         Ferrolock::Shoryuken::MessageLock.new
+      end
+
+      # A sane call with one argument replaced (a fresh jid: each case counts once).
+      def queue_for(**given)
+        arguments = { rules: [{ queue: "slow", threshold: 1_000, per: 60 }], job_class: "HostileJob",
+                      tenant: "tenant", jid: unique("jid"), queue: "default" }.merge(given)
+        Ferrolock::FairTenant.queue_for(arguments.delete(:rules), **arguments)
       end
 
       def fair_tenant_rules(threshold: 10, per: 60)

@@ -41,6 +41,8 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     ruby_api::rate_limiter::init(ruby, native)?;
     ruby_api::unique_lock::init(ruby, native)?;
     nogvl::init(ruby, native)?;
+    // Last: every wrapped class is defined by now (see the function for why it must be eager).
+    ruby_api::resolve_wrapped_classes(ruby);
     native.define_module_function("panic_for_test", function!(guard::f0(panic_for_test), 0))?;
     native.define_module_function(
         "panic_with_gvl_for_test",

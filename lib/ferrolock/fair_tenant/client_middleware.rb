@@ -16,14 +16,15 @@ module Ferrolock
     # Ferrolock::Client (default Ferrolock.client).
     class ClientMiddleware
       OPTIONS = %i[client].freeze
+      # Also as Strings (options that went through a config file).
+      KNOWN_KEYS = (OPTIONS + OPTIONS.map(&:to_s)).freeze
 
       # Sidekiq 6 builds one instance per push, so this stays cheap.
       def initialize(options = {})
         Ferrolock::Sidekiq::Compat.check!
-        unknown = options.keys.map(&:to_sym) - OPTIONS
-        raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
-
+        Validate.options!(options, KNOWN_KEYS)
         @client = options[:client] || options["client"]
+        Validate.client!(@client) unless nil.equal?(@client)
       end
 
       # Returns yield's result, as Sidekiq requires. Never stops a push.
@@ -45,8 +46,18 @@ module Ferrolock
         tenant = job.tenant
         return FairTenant.warn_no_tenant(job.class_name) if tenant.nil?
 
+        tenant = usable_tenant(job, tenant) or return
         payload["fair_tenant"] = tenant
         route(job, rules, tenant, queue)
+      end
+
+      # The tenant as queue_for takes it, or nil (logged; the job is pushed unthrottled) when it
+      # cannot name a key: over MAX_NAME_BYTES or not UTF-8. A push never fails for its tenant.
+      def usable_tenant(job, tenant)
+        Validate.id!(:tenant, tenant)
+      rescue ArgumentError, TypeError => e
+        Ferrolock.logger.warn("ferrolock FairTenant: #{job.class_name}: #{e.message}; pushed unthrottled")
+        nil
       end
 
       def route(job, rules, tenant, queue)

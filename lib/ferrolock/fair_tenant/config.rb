@@ -17,18 +17,17 @@ module Ferrolock
       @fair_tenant_mode = self.class.fair_tenant_mode!(:fair_tenant_mode, value)
     end
 
-    # A mode given as a Symbol or String (sidekiq_options survive JSON as Strings).
+    # A mode given as a Symbol or String (sidekiq_options survive JSON as Strings). Compared, not
+    # converted with to_sym (which raises EncodingError on invalid UTF-8).
     def self.fair_tenant_mode!(arg, value)
-      unless value.is_a?(Symbol) || value.is_a?(String)
-        raise TypeError, "#{arg} must be :exact or :bounded, got #{value.inspect}"
-      end
+      mode = case value
+             when Symbol then value
+             when String then FAIR_TENANT_MODES.find { |known| known.name == value }
+             else raise TypeError, "#{arg} must be :exact or :bounded, got #{Validate.show(value)}"
+             end
+      return mode if FAIR_TENANT_MODES.include?(mode)
 
-      mode = value.to_sym
-      unless FAIR_TENANT_MODES.include?(mode)
-        raise ArgumentError, "#{arg} must be :exact or :bounded, got #{value.inspect}"
-      end
-
-      mode
+      raise ArgumentError, "#{arg} must be :exact or :bounded, got #{Validate.show(value)}"
     end
   end
 end

@@ -60,7 +60,8 @@ module Ferrolock
       private
 
       def present(value)
-        return nil if value.nil? || value == false
+        # A BasicObject (from a fair_tenant method) has neither nil? nor to_s: no tenant.
+        return nil if nil.equal?(value) || false.equal?(value) || !Validate.responds_to?(value, :to_s)
 
         string = value.to_s
         string.empty? ? nil : string

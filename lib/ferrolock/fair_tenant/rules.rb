@@ -83,7 +83,8 @@ module Ferrolock
         rule = rule.transform_keys(&:to_s)
         unknown = rule.keys - KEYS
         unless unknown.empty?
-          raise ArgumentError, "#{arg} has unknown key#{"s" if unknown.size > 1} #{unknown.join(", ")}"
+          raise ArgumentError, "#{arg} has unknown key#{"s" if unknown.size > 1} " \
+                               "#{unknown.map { |key| key.inspect[1..-2] }.join(", ")}"
         end
 
         { queue: queue!("#{arg}.queue", rule["queue"]),
@@ -95,9 +96,14 @@ module Ferrolock
       # ("3600"): take such numeric Strings, nothing else.
       def per(value)
         case value
-        when String then value.match?(NUMERIC) ? Float(value) : value
+        when String then numeric_text?(value) ? Float(value) : value
         else value
         end
+      end
+
+      # (match? raises on invalid UTF-8 or an ASCII-incompatible encoding: such a per is no number.)
+      def numeric_text?(value)
+        value.encoding.ascii_compatible? && value.valid_encoding? && value.match?(NUMERIC)
       end
 
       def queue!(arg, value)

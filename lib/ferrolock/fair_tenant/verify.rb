@@ -15,10 +15,10 @@ module Ferrolock
       # job_classes: default every loaded class with fair_tenant_queues in its sidekiq_options
       # (eager-load the app first); queues: default this Sidekiq process's queues.
       def verify!(job_classes = nil, queues: nil, strict: false)
-        fetched = (queues || sidekiq_queues).map(&:to_s).uniq
+        fetched = nil.equal?(queues) ? sidekiq_queues.map(&:to_s).uniq : queue_names!(queues)
         problems = []
         errors = []
-        (job_classes || JobClasses.found("fair_tenant_queues", "FairTenant.verify!")).each do |klass|
+        classes_to_check(job_classes).each do |klass|
           rules = parsed_rules(klass, errors) or next
           (rules.queues.uniq - fetched).each do |queue|
             problems << "#{klass} reroutes to queue #{queue.inspect}, which this Sidekiq process does not " \
@@ -47,8 +47,41 @@ module Ferrolock
         problems
       end
 
+      def classes_to_check(job_classes)
+        return JobClasses.found("fair_tenant_queues", "FairTenant.verify!") if nil.equal?(job_classes)
+
+        job_classes!(job_classes)
+      end
+
+      # Checked before any class is: a non-class has no name to report its error under.
+      def job_classes!(value)
+        case value
+        when Array then nil
+        else raise TypeError, "job_classes must be an Array of job classes or nil, got #{Validate.show(value)}"
+        end
+        value.each_with_index do |klass, i|
+          case klass
+          when Module then nil
+          else raise TypeError, "job_classes[#{i}] must be a job class, got #{Validate.show(klass)}"
+          end
+        end
+      end
+
+      def queue_names!(value)
+        case value
+        when Array then nil
+        else raise TypeError, "queues must be an Array of queue names or nil, got #{Validate.show(value)}"
+        end
+        names = value.each_with_index.map do |queue, i|
+          case queue
+          when String, Symbol then Validate.text!("queues[#{i}]", queue.to_s)
+          else raise TypeError, "queues[#{i}] must be a String or Symbol, got #{Validate.show(queue)}"
+          end
+        end
+        names.uniq
+      end
+
       def rules_of(klass)
-        raise TypeError, "job_classes must hold classes, got #{klass.inspect}" unless klass.is_a?(Module)
         return nil unless klass.respond_to?(:get_sidekiq_options)
 
         klass.get_sidekiq_options["fair_tenant_queues"]

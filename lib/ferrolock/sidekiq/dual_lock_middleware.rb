@@ -32,14 +32,9 @@ module Ferrolock
       # Reschedule.backoff). A one-argument ->(count) { seconds } still works.
       def initialize(options = {})
         Compat.check!
-        unknown = options.keys - OPTIONS
-        raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
-
-        @client = options[:client].nil? ? nil : Validate.client!(options[:client])
-        @backoff = options[:backoff]
-        return if @backoff.nil? || @backoff.respond_to?(:call)
-
-        raise TypeError, "backoff must respond to #call (->(dual_lock, job, ex) { seconds }), got #{@backoff.class}"
+        Validate.options!(options, OPTIONS)
+        @client = nil.equal?(options[:client]) ? nil : Validate.client!(options[:client])
+        @backoff = Validate.callable!(:backoff, options[:backoff], "->(dual_lock, job, ex) { seconds }")
       end
 
       # Checks job classes' dual_lock options now, at boot, raising what their first job would:
@@ -51,7 +46,10 @@ module Ferrolock
       # ArgumentError listing them all.
       def self.validate!(*job_classes)
         JobClasses.check_all!(job_classes, "dual_lock", "DualLockMiddleware.validate!") do |job_class|
-          DualLockSettings.for(job_class)
+          case job_class
+          when Module then DualLockSettings.for(job_class)
+          else raise TypeError, "DualLockMiddleware.validate! takes job classes, got #{Validate.show(job_class)}"
+          end
         end
       end
 

@@ -26,7 +26,7 @@ module Ferrolock
       # nil when the class did not opt in.
       def self.for(job_class)
         raw = raw_option(job_class)
-        return nil if raw.nil? || raw == false
+        return nil if nil.equal?(raw) || false.equal?(raw)
 
         new(job_class, raw)
       end
@@ -34,7 +34,7 @@ module Ferrolock
       # The class's dual_lock option, from sidekiq_options (also on ActiveJob classes that include
       # Sidekiq::Worker::Options, as sidekiq/rails does).
       def self.raw_option(job_class)
-        return nil unless job_class.respond_to?(:get_sidekiq_options)
+        return nil unless Validate.responds_to?(job_class, :get_sidekiq_options)
 
         options = job_class.get_sidekiq_options
         options.fetch("dual_lock") { options[:dual_lock] }
@@ -57,35 +57,50 @@ module Ferrolock
         return default_key(args) unless @key_method
 
         value = call_key_method(args)
-        return value.to_s if valid_key?(value)
-
-        raise Ferrolock::Error, "#{class_name}.#{KEY_METHOD} must return a non-empty String, Symbol or " \
-                                "Integer without '{' or '}', got #{value.inspect}"
+        usable_key(value) or
+          raise Ferrolock::Error, "#{class_name}.#{KEY_METHOD} must return a non-empty String, Symbol or " \
+                                  "Integer of valid UTF-8 without '{' or '}', got #{Validate.show(value)}"
       end
 
       private
 
+      # (`case`, nil.equal?, Validate.responds_to?/show: safe on a BasicObject, which has neither
+      # is_a?, nil?, respond_to? nor inspect)
       def normalize(raw)
-        return DEFAULTS if raw == true
-        return DEFAULTS.merge(known_options(raw)) if raw.is_a?(Hash)
-
-        raise ArgumentError, "#{class_name}: sidekiq_options dual_lock: must be true or a Hash " \
-                             "(#{OPTION_KEYS.map { |k| "#{k}:" }.join(", ")}), got #{raw.inspect}"
+        case raw
+        when true then DEFAULTS
+        when Hash then DEFAULTS.merge(known_options(raw))
+        else
+          raise ArgumentError, "#{class_name}: sidekiq_options dual_lock: must be true or a Hash " \
+                               "(#{OPTION_KEYS.map { |k| "#{k}:" }.join(", ")}), got #{Validate.show(raw)}"
+        end
       end
 
       def known_options(raw)
-        options = raw.transform_keys { |k| k.respond_to?(:to_sym) ? k.to_sym : k }
-        unknown = options.keys - OPTION_KEYS
+        options = raw.transform_keys { |k| option_key(k) }
+        unknown = options.keys.reject { |k| OPTION_KEYS.include?(k) }
         return options if unknown.empty?
 
         raise ArgumentError, "#{class_name}: unknown dual_lock option#{"s" if unknown.size > 1} " \
-                             "#{unknown.map(&:inspect).join(", ")} (known: #{OPTION_KEYS.join(", ")})"
+                             "#{unknown.map { |k| Validate.show(k) }.join(", ")} (known: #{OPTION_KEYS.join(", ")})"
+      end
+
+      # A String key as a Symbol (JSON turned them into Strings); any other key as it is.
+      def option_key(key)
+        case key
+        when String then key.to_sym
+        else key
+        end
+      rescue EncodingError
+        key # not UTF-8: unknown anyway
       end
 
       # (nil.equal?, Validate.responds_to?: safe on a BasicObject, which has neither nil? nor respond_to?)
       def key_option(key)
         return nil if nil.equal?(key)
-        return key.to_s if valid_key?(key)
+
+        usable = usable_key(key)
+        return usable if usable
 
         if Validate.responds_to?(key, :call)
           raise ArgumentError, "#{class_name}: a dual_lock key: proc would be copied into every job payload " \
@@ -98,7 +113,7 @@ module Ferrolock
 
       # True when the class computes its keys (def self.dual_lock_key); a fixed key: besides is ambiguous.
       def key_method
-        return false unless @job_class.respond_to?(KEY_METHOD)
+        return false unless Validate.responds_to?(@job_class, KEY_METHOD)
         return true if @key.nil?
 
         raise ArgumentError, "#{class_name}: give either dual_lock key: or self.#{KEY_METHOD}, not both"
@@ -118,12 +133,13 @@ module Ferrolock
         raise Ferrolock::Error, "#{class_name}.#{KEY_METHOD} raised #{e.class}: #{e.message}"
       end
 
-      def valid_key?(value)
-        case value
-        when String, Symbol, Integer then nil
-        else return false
-        end
-        !value.to_s.empty? && value.to_s.bytesize <= MAX_NAME_BYTES && !value.to_s.match?(/[{}]/)
+      # The key as a UTF-8 String, or nil unless a non-empty String, Symbol or Integer of at most
+      # MAX_NAME_BYTES of valid UTF-8 without braces.
+      def usable_key(value)
+        key = Validate.id!(:key, value)
+        key.match?(/[{}]/) ? nil : key
+      rescue ArgumentError, TypeError
+        nil
       end
 
       # Job class + SHA-256 of the arguments as canonical JSON (object keys sorted), so the same
@@ -141,7 +157,7 @@ module Ferrolock
       end
 
       def class_name
-        @job_class.respond_to?(:name) && @job_class.name ? @job_class.name : @job_class.to_s
+        Validate.responds_to?(@job_class, :name) && @job_class.name ? @job_class.name : @job_class.to_s
       end
     end
   end

@@ -33,15 +33,10 @@ module Ferrolock
 
       def initialize(options = {})
         Compat.check!
-        unknown = options.keys - OPTIONS
-        raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
-
+        Validate.options!(options, OPTIONS)
         @max_reschedules = self.class.max_reschedules!(:max_reschedules,
                                                        options.fetch(:max_reschedules, DEFAULT_MAX_RESCHEDULES))
-        @backoff = options[:backoff]
-        return if @backoff.nil? || @backoff.respond_to?(:call)
-
-        raise TypeError, "backoff must respond to #call (->(limiter, job, ex) { seconds }), got #{@backoff.class}"
+        @backoff = Validate.callable!(:backoff, options[:backoff], "->(limiter, job, ex) { seconds }")
       end
 
       def call(_worker, job, queue)

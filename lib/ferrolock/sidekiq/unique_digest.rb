@@ -52,7 +52,10 @@ module Ferrolock
       # An ActiveJob job through Sidekiq: its class is the wrapper, its argument ActiveJob's data.
       def active_job?(job)
         case job["class"]
-        when String then Compat.active_job_wrapper?(job["class"]) && !nil.equal?(job["wrapped"])
+        # (A name in an ASCII-incompatible encoding, e.g. UTF-16, is no wrapper: end_with? would raise.)
+        when String
+          job["class"].encoding.ascii_compatible? && Compat.active_job_wrapper?(job["class"]) &&
+            !nil.equal?(job["wrapped"])
         else false
         end
       end
@@ -67,7 +70,9 @@ module Ferrolock
 
       def loaded(name)
         Object.const_get(name)
-      rescue NameError # not loaded here: known by its name only
+      # Not loaded here: known by its name only. (EncodingError, ArgumentError: a name const_get cannot
+      # read, e.g. not UTF-8, is checked by UniqueSettings.)
+      rescue NameError, EncodingError, ArgumentError
         name
       end
     end

@@ -9,11 +9,9 @@ module Ferrolock
       # client: a Ferrolock::Client (default Ferrolock.client).
       def initialize(options = {})
         Compat.check!
-        unknown = options.keys - OPTIONS
-        raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.join(", ")}" unless unknown.empty?
-
+        Validate.options!(options, OPTIONS)
         @client = options[:client]
-        Validate.client!(@client) unless @client.nil?
+        Validate.client!(@client) unless nil.equal?(@client)
       end
     end
   end

@@ -46,7 +46,7 @@ module Ferrolock
 
       # [the options (the job's over the class's), names of those the job sets differently].
       def self.options_of(job_class, job)
-        own = job_class.respond_to?(:get_sidekiq_options) ? job_class.get_sidekiq_options : {}
+        own = Validate.responds_to?(job_class, :get_sidekiq_options) ? job_class.get_sidekiq_options : {}
         pushed = []
         options = OPTIONS.each_with_object({}) do |name, merged|
           mine = option(own, name)
@@ -116,9 +116,11 @@ module Ferrolock
 
       private
 
+      # A String is compared, not converted with to_sym (which raises EncodingError on invalid UTF-8).
       def one_of(name, value, allowed)
         symbol = case value
-                 when String, Symbol then value.to_sym
+                 when Symbol then value
+                 when String then allowed.find { |known| known.name == value }
                  end
         return symbol if allowed.include?(symbol)
 
@@ -161,20 +163,35 @@ module Ferrolock
 
       # The job class may be known by name only (a client without the class): checked where it runs.
       def method_name(value)
-        return value.to_sym unless @job_class.is_a?(Module) && !@job_class.respond_to?(value)
+        value = checked_method_name(value)
+        return value unless @job_class.is_a?(Module) && !@job_class.respond_to?(value)
 
         raise ArgumentError, "#{@class_name}: #{source("lock_args_method")} lock_args_method: #{@class_name} has " \
                              "no class method #{Validate.show(value.to_s)}"
       end
 
+      def known_sides!(sides)
+        unknown = sides - %w[client server]
+        return if unknown.empty?
+
+        # (inspect escapes a side in any encoding; join would raise on mixed ones)
+        raise ArgumentError, "#{@class_name}: #{source("on_conflict")} on_conflict: unknown side " \
+                             "#{unknown.map { |side| side.inspect[1..-2] }.join(", ")} (known: client, server)"
+      end
+
+      # A Symbol, or a String of valid UTF-8 as a Symbol (to_sym raises EncodingError on others).
+      def checked_method_name(value)
+        return value if Symbol === value # rubocop:disable Style/CaseEquality
+
+        Validate.text!(:lock_args_method, value).to_sym
+      rescue ArgumentError => e
+        raise ArgumentError, "#{@class_name}: #{source("lock_args_method")} #{e.message}"
+      end
+
       def conflicts(value)
         if Hash === value # rubocop:disable Style/CaseEquality -- value may be a BasicObject
           sides = value.transform_keys(&:to_s)
-          unknown = sides.keys - %w[client server]
-          unless unknown.empty?
-            raise ArgumentError, "#{@class_name}: #{source("on_conflict")} on_conflict: unknown side " \
-                                 "#{unknown.join(", ")} (known: client, server)"
-          end
+          known_sides!(sides.keys)
           @client_conflict = one_of("on_conflict client", sides.fetch("client", DEFAULT_CLIENT_CONFLICT),
                                     CLIENT_STRATEGIES)
           @server_conflict = one_of("on_conflict server", sides.fetch("server", DEFAULT_SERVER_CONFLICT),
