@@ -70,9 +70,9 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
     expect(log.string.scan(/UntilExecutedJob \h+ push skipped: unique lock "unique:UntilExecutedJob:\h+" held by/).size)
       .to eq(4)
     with_sidekiq(app, concurrency: 5) do |sidekiq|
-      wait_until(timeout: 20) { names.all? { |name| done(name).size == 1 } }
+      wait_until(timeout: 40) { names.all? { |name| done(name).size == 1 } }
       accepted.each { |name, jids| expect(runs(name)).to eq(jids) }
-      wait_until(timeout: 20) { Sidekiq::Queue.new.size.zero? && done("WhileExecutingJob").size.positive? }
+      wait_until(timeout: 40) { Sidekiq::Queue.new.size.zero? && done("WhileExecutingJob").size.positive? }
       no_failures!(sidekiq)
     end
     nothing_left!(within: 40, wait: false) # while_executing's DistMutex fencing counter: 10 leases
@@ -83,14 +83,14 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
     # As many threads as originals: the duplicates stay queued while the originals run.
     with_sidekiq(app, concurrency: names.size) do |sidekiq|
       originals = names.to_h { |name| [name, Object.const_get(name).perform_async(1, "run")] }
-      wait_until(timeout: 20) { names.all? { |name| runs(name).size == 1 } }
+      wait_until(timeout: 40) { names.all? { |name| runs(name).size == 1 } }
       pushed = names.to_h { |name| [name, burst(Object.const_get(name), 1, "run")] }
       # until_executing: free once started, so one duplicate queues; until_executed / until_expired:
       # held; until_and_while: one queues (its push lock), to run after the original.
       expect(pushed.transform_values(&:size))
         .to eq("UntilExecutingJob" => 1, "UntilExecutedJob" => 0, "UntilExpiredJob" => 0, "UntilAndWhileJob" => 1)
       open_gate("run")
-      wait_until(timeout: 20) { done("UntilAndWhileJob").size == 2 && done("UntilExecutingJob").size == 2 }
+      wait_until(timeout: 40) { done("UntilAndWhileJob").size == 2 && done("UntilExecutingJob").size == 2 }
       names.each { |name| expect(runs(name)).to eq([originals[name], *pushed[name]]) }
 
       # Finished: all but until_expired take a new push at once.
@@ -103,7 +103,7 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
       expect(UntilExpiredJob.perform_async(5)).to be_nil
       expect(wait_until(timeout: 10, interval: 0.1) { UntilExpiredJob.perform_async(5) }).not_to eq(expired)
       expected = { "UntilExecutingJob" => 3, "UntilExecutedJob" => 2, "UntilExpiredJob" => 3, "UntilAndWhileJob" => 3 }
-      wait_until(timeout: 20) { expected.all? { |name, count| done(name).size == count } }
+      wait_until(timeout: 40) { expected.all? { |name, count| done(name).size == count } }
       no_failures!(sidekiq)
     end
     nothing_left!(within: 5)
@@ -117,7 +117,7 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
         "every original running (runs: #{names.to_h { |name| [name, runs(name)] }}, queued: " \
           "#{Sidekiq::Queue.new.size}, retries: #{Sidekiq::RetrySet.new.map(&:item)}; sidekiq log:\n#{sidekiq.log})"
       end
-      wait_until(timeout: 20, what: started) { names.all? { |name| runs(name).size == 1 } }
+      wait_until(timeout: 40, what: started) { names.all? { |name| runs(name).size == 1 } }
       skipped = burst(WhileExecutingJob, 1)
       waited = WhileWaitingJob.perform_async(1)
       rescheduled = WhileReschedulingJob.perform_async(1)
@@ -128,7 +128,7 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
           "skips, dead #{Sidekiq::DeadSet.new.map(&:jid)}, runs #{names.to_h { |name| [name, runs(name)] }}; " \
           "sidekiq log:\n#{sidekiq.log})"
       end
-      wait_until(timeout: 20, what: found) do
+      wait_until(timeout: 40, what: found) do
         sidekiq.log.scan(/WhileExecutingJob \h+ run skipped/).size == 5 &&
           sidekiq.log.include?("WhileReschedulingJob #{rescheduled} found a duplicate running") &&
           Sidekiq::DeadSet.new.size == 1
@@ -138,13 +138,13 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
       expect(Sidekiq::DeadSet.new.map(&:jid)).to eq([rejected])
       Sidekiq::DeadSet.new.clear
       open_gate("run")
-      wait_until(timeout: 20) { done("WhileWaitingJob").size == 2 && done("WhileReschedulingJob").size == 2 }
+      wait_until(timeout: 40) { done("WhileWaitingJob").size == 2 && done("WhileReschedulingJob").size == 2 }
       expect(runs("WhileWaitingJob")).to eq([originals["WhileWaitingJob"], waited])
       expect(runs("WhileReschedulingJob")).to eq([originals["WhileReschedulingJob"], rescheduled])
       expect(runs("WhileExecutingJob")).to eq([originals["WhileExecutingJob"]])
       expect(runs("WhileRejectingJob")).to eq([originals["WhileRejectingJob"]])
       expect(WhileExecutingJob.perform_async(1)).to be_a(String) # finished: runs again
-      wait_until(timeout: 20) { runs("WhileExecutingJob").size == 2 }
+      wait_until(timeout: 40) { runs("WhileExecutingJob").size == 2 }
       no_failures!(sidekiq)
     end
     nothing_left!(within: 40, wait: false) # DistMutex's fencing counter: 10 leases
@@ -153,7 +153,7 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
   it "frees a running until_executed job's lock one lease after kill -9, not after lock_ttl" do
     with_sidekiq(app, concurrency: 2) do |sidekiq|
       UntilExecutedJob.perform_async(3, "never")
-      wait_until(timeout: 20) { runs("UntilExecutedJob").size == 1 }
+      wait_until(timeout: 40) { runs("UntilExecutedJob").size == 1 }
       key = ferrolock_keys.find { |k| k.include?("unique:UntilExecutedJob:") }
       sleep 2.5 # past one lease (2 s): still held, renewed
       expect(UntilExecutedJob.perform_async(3, "never")).to be_nil
@@ -175,7 +175,7 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
       flaky = FlakyJob.perform_async(5)
       wait_until(timeout: 10) { Sidekiq::RetrySet.new.size == 1 }
       expect(FlakyJob.perform_async(5)).to be_nil # the retry holds it
-      wait_until(timeout: 20) { runs("FlakyJob").size == 2 && done("UntilExecutedJob").size == 1 }
+      wait_until(timeout: 40) { runs("FlakyJob").size == 2 && done("UntilExecutedJob").size == 1 }
       expect(runs("FlakyJob")).to eq([flaky, flaky])
       expect(runs("UntilExecutedJob")).to eq([scheduled])
       no_failures!(sidekiq)
@@ -190,7 +190,7 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
     second = ShortTtlJob.perform_async(6)
     expect(second).to be_a(String)
     with_sidekiq(app, concurrency: 2) do |sidekiq|
-      wait_until(timeout: 20) { done("ShortTtlJob").size == 2 }
+      wait_until(timeout: 40) { done("ShortTtlJob").size == 2 }
       expect(runs("ShortTtlJob").sort).to eq([first, second].sort)
       no_failures!(sidekiq)
     end
@@ -227,10 +227,10 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
     with_sidekiq(app, concurrency: 3) do |sidekiq|
       3.times { UniqueActiveJob.perform_later(42) }
       UniqueActiveJob.perform_later(7)
-      wait_until(timeout: 20) { runs("UniqueActiveJob").size == 2 }
+      wait_until(timeout: 40) { runs("UniqueActiveJob").size == 2 }
       UniqueActiveJob.perform_later(42) # while running: held
       open_gate("aj")
-      wait_until(timeout: 20) { done("UniqueActiveJob").size == 2 }
+      wait_until(timeout: 40) { done("UniqueActiveJob").size == 2 }
       sleep 0.5 # a third run would have started by now
       expect(runs("UniqueActiveJob").sort).to eq(%w[42 7])
       no_failures!(sidekiq)
@@ -254,12 +254,12 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
     unlocked = PlainJob.perform_async(12, "plain") # no lock asked for: pushed
     expect(unlocked).to be_a(String)
     with_sidekiq(app, concurrency: 4) do |sidekiq|
-      wait_until(timeout: 20) { runs("PlainJob").size == 2 && done("UntilExecutedJob").size == 2 }
+      wait_until(timeout: 40) { runs("PlainJob").size == 2 && done("UntilExecutedJob").size == 2 }
       # The server saw the push's lock: until_executed turned it into a lease (30 s, not lock_ttl's day).
       expect(redis.pttl(digest_key.call("PlainJob"))).to be_between(1, 30_000)
       expect(PlainJob.set(lock: :until_executed).perform_async(12, "plain")).to be_nil # running: held
       open_gate("plain")
-      wait_until(timeout: 20) { done("PlainJob").size == 2 }
+      wait_until(timeout: 40) { done("PlainJob").size == 2 }
       expect(runs("PlainJob").sort).to eq([locked, unlocked].sort)
       expect(runs("UntilExecutedJob").sort).to eq([short, late].sort)
       no_failures!(sidekiq)
