@@ -42,7 +42,7 @@ module Ferrolock
 
         args = arity!(@command, args)
         load_requires
-        send(:"run_#{@command.tr("-", "_")}", *args)
+        run_command(args)
       rescue Exit => e
         @err.puts(e.message) unless e.message.empty?
         e.code
@@ -94,33 +94,20 @@ module Ferrolock
         end
       end
 
-      def run_locks(pattern = "*")
-        output.locks(all_pages { |cursor| admin.locks(pattern, cursor: cursor, per_page: 100) })
-        OK
+      # The listing commands: each reads every page of the Admin listing of that name (a pattern,
+      # or the job class for tenants) and prints it as a table or JSON.
+      LISTINGS = { "locks" => :locks, "limiters" => :limiters, "markers" => :markers, "tenants" => :tenants,
+                   "uniques" => :uniques, "rate-limiters" => :rate_limiters }.freeze
+
+      def run_command(args)
+        listing = LISTINGS[@command]
+        listing ? run_listing(listing, *args) : send(:"run_#{@command}", *args)
       end
 
-      def run_limiters(pattern = "*")
-        output.limiters(all_pages { |cursor| admin.limiters(pattern, cursor: cursor, per_page: 100) })
-        OK
-      end
-
-      def run_markers(pattern = "*")
-        output.markers(all_pages { |cursor| admin.markers(pattern, cursor: cursor, per_page: 100) })
-        OK
-      end
-
-      def run_tenants(job_class)
-        output.tenants(all_pages { |cursor| admin.tenants(job_class, cursor: cursor, per_page: 100) })
-        OK
-      end
-
-      def run_uniques(pattern = "*")
-        output.uniques(all_pages { |cursor| admin.uniques(pattern, cursor: cursor, per_page: 100) })
-        OK
-      end
-
-      def run_rate_limiters(pattern = "*")
-        output.rate_limiters(all_pages { |cursor| admin.rate_limiters(pattern, cursor: cursor, per_page: 100) })
+      def run_listing(listing, argument = "*")
+        output.public_send(listing, all_pages do |cursor|
+          admin.public_send(listing, argument, cursor: cursor, per_page: 100)
+        end)
         OK
       end
 
