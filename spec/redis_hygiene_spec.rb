@@ -41,14 +41,20 @@ RSpec.describe "Redis is left clean" do
         sleep 0.05
       end
     end
+    lost = Queue.new
     workers = Array.new(HygieneSpec::THREADS) do |t|
       Thread.new do
         t.step(HygieneSpec::NAMES - 1, HygieneSpec::THREADS) do |i|
           one.call(i, (i % HygieneSpec::CONTENDED_EVERY).zero?)
+        rescue Ferrolock::LockLost
+          # A short lease whose renewal a loaded machine delayed past it (seen once in CI with
+          # the 0.5 s EXEC lease): the release says so. Nothing may be left behind then either.
+          lost << i
         end
       end
     end
     workers.each(&:join)
+    puts "\n  #{lost.size} of #{HygieneSpec::NAMES} names lost a lease (machine too loaded)" unless lost.empty?
     done = true
     sampler.join
     sampled.concat(sample_ttls)
@@ -108,12 +114,12 @@ RSpec.describe "Redis is left clean" do
 
   it "leaves nothing behind for DualLock" do
     churn do |i, contended|
-      lock = Ferrolock::DualLock.new("dl-#{i}", wait_ttl: 0.5, exec_ttl: 0.5, max_wait: 10, client: client)
+      lock = Ferrolock::DualLock.new("dl-#{i}", wait_ttl: 1, exec_ttl: 1, max_wait: 10, client: client)
       waiter = nil
       lock.run do
         next unless contended
 
-        other = Ferrolock::DualLock.new("dl-#{i}", wait_ttl: 0.5, exec_ttl: 0.5, max_wait: 10, client: client)
+        other = Ferrolock::DualLock.new("dl-#{i}", wait_ttl: 1, exec_ttl: 1, max_wait: 10, client: client)
         waiter = with_waiter(-> { other.run { :ok } }) { lock.waiting? }
       end
       waiter&.join
@@ -122,7 +128,7 @@ RSpec.describe "Redis is left clean" do
 
   it "leaves nothing behind for ConcurrentLimiter" do
     churn do |i, contended|
-      limiter = Ferrolock::ConcurrentLimiter.new("cl-#{i}", 1, wait_timeout: 0, lock_timeout: 0.5, client: client)
+      limiter = Ferrolock::ConcurrentLimiter.new("cl-#{i}", 1, wait_timeout: 0, lock_timeout: 1, client: client)
       waiter = nil
       limiter.within_limit do
         next unless contended
@@ -170,7 +176,7 @@ RSpec.describe "Redis is left clean" do
   end
 
   it "leaves nothing behind for the Shoryuken MessageLock" do
-    lock = Ferrolock::Shoryuken::MessageLock.new(lock_ttl: 0.5, processed_ttl: 1, client: client)
+    lock = Ferrolock::Shoryuken::MessageLock.new(lock_ttl: 1, processed_ttl: 1, client: client)
     churn do |i, contended|
       if contended
         # A failed run drops its lease; the redelivered copy then runs.
