@@ -38,6 +38,8 @@ fn base36(mut n: u64) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+const TEXT_MAX: usize = 128;
+
 /// A String's or Symbol's text (anything else, e.g. nil: none), read without calling `to_s`.
 fn text_of(value: Value) -> Option<String> {
     let string = match Symbol::from_value(value) {
@@ -48,7 +50,9 @@ fn text_of(value: Value) -> Option<String> {
         None => RString::from_value(value)?,
     };
     // SAFETY: the bytes are copied at once, before any Ruby code could change the String.
-    Some(String::from_utf8_lossy(unsafe { string.as_slice() }).into_owned())
+    let bytes = unsafe { string.as_slice() };
+    // Fields are capped at fewer bytes than this (holder.rs), so a huge String is not copied.
+    Some(String::from_utf8_lossy(&bytes[..bytes.len().min(TEXT_MAX)]).into_owned())
 }
 
 /// Sidekiq (6.4 and 7.3) keeps the running job's `{class:, jid:}` (Strings) in the
