@@ -46,10 +46,6 @@ module FerrolockTest
     # FairTenant's storage mode: :exact or :bounded, as a Symbol or String.
     MODE = table(T, **STRINGS.to_h { |s| [s, A] })
     URL = NAME.merge("\"5\"" => A, "\"\\0\"" => A, "\"a\\nb\"" => A, "UTF-16LE" => A)
-    # Not run with bytes that are not UTF-8 yet: Client#string_option passes them to the native
-    # layer, which raises EncodingError (not an ArgumentError naming url); lib/ferrolock/client.rb
-    # is outside this change, reported to its owner.
-    CLIENT_URL = URL.except(*NOT_UTF8)
     # Stored as given, parsed when a client is built.
     URL_SETTING = NAME.merge("nil" => :ok, "10 MB string" => :ok, **NOT_UTF8.to_h { |s| [s, :ok] })
     # Read only for rediss:// connections.
@@ -64,6 +60,21 @@ module FerrolockTest
     # A boolean: none of the values is one.
     BOOLEAN = table(T)
     OPTIONAL_CLIENT = table(T, "nil" => :ok)
+    # A port: an Integer from 1 to 65535.
+    PORT = table(T, "-1" => A, "0" => A, "1" => :ok, "MAX_SECONDS" => A, "MAX_SECONDS + 1" => A, "2**100" => A)
+    # Client#key's text: any String of valid UTF-8 (no length bound: a FairTenant tag holds two
+    # names); the name must not be empty (the native layer says so), a part may.
+    KEY_NAME = NAME.merge("10 MB string" => :ok)
+    KEY_PART = KEY_NAME.merge("empty string" => :ok)
+    # An event name to instrument: a Symbol or a String (of valid UTF-8); subscribe only takes
+    # those of EVENTS, and none of the values is one.
+    INSTRUMENT_EVENT = table(T, **STRINGS.to_h { |s| [s, :ok] }, **NOT_UTF8.to_h { |s| [s, A] })
+    SUBSCRIBE_EVENT = table(T, **STRINGS.to_h { |s| [s, A] })
+    # An operator's glob on names: any String of valid UTF-8 (nil and "" mean "*").
+    PATTERN = INSTRUMENT_EVENT.merge("nil" => :ok)
+    # A SCAN cursor: digits, as a String or an Integer ("" and nil: the start).
+    CURSOR = table(A, "nil" => :ok, "0" => :ok, "1" => :ok, "MAX_SECONDS" => :ok, "MAX_SECONDS + 1" => :ok,
+                      "\"5\"" => :ok, "empty string" => :ok, "BasicObject" => A, "Proc" => A)
     # A job hash's array of arguments (no value is one), and one argument: any JSON value.
     # (A Proc argument is JSON as its to_s, as Sidekiq itself would push it; bytes that are not UTF-8 are no JSON.)
     JOB_ARGS = table(A, "BasicObject" => A, "Proc" => A)
@@ -87,7 +98,7 @@ module FerrolockTest
 
     # target => [group, argument named in errors, expectations, bound named for TOO_BIG values]
     EXPECTED = {
-      "Client.new(url:)" => [:client, "url", CLIENT_URL, nil],
+      "Client.new(url:)" => [:client, "url", URL, nil],
       "Client.new(namespace:)" => [:client, "namespace", NAME, NAME_BOUND],
       "Client.new(connect_timeout:)" => [:client, "connect_timeout", TTL, SECONDS_BOUND],
       "Client.new(read_timeout:)" => [:client, "read_timeout", TTL, SECONDS_BOUND],
@@ -103,6 +114,28 @@ module FerrolockTest
       "config.connect_timeout=" => [:client, "connect_timeout", TTL, SECONDS_BOUND],
       "config.read_timeout=" => [:client, "read_timeout", TTL, SECONDS_BOUND],
       "config.reply_spin=" => [:client, "reply_spin", REPLY_SPIN, "0.01 seconds"],
+      "Client.new(sentinels:, name:)" => [:client, "name", NAME.merge("nil" => A), NAME_BOUND],
+      "Client.new(sentinels:, username:)" => [:client, "username", NAME.merge("nil" => :ok), NAME_BOUND],
+      "Client.new(sentinels:, db:)" => [:client, "db", COUNT_FROM_ZERO.merge("nil" => :ok), COUNT_BOUND],
+      "Client.new(cluster: [{port: value}])" => [:client, "cluster[0][:port]", PORT, nil],
+      "Client#key(name)" => [:client, "name", KEY_NAME, nil],
+      "Client#key(part)" => [:client, "part", KEY_PART, nil],
+      "Ferrolock.instrument(event)" => [:events, "event", INSTRUMENT_EVENT, nil],
+      "Ferrolock.subscribe(event)" => [:events, "event", SUBSCRIBE_EVENT, nil],
+      "Admin.new(client:)" => [:admin, "client", OPTIONAL_CLIENT, nil],
+      "Admin#locks(pattern)" => [:admin, "pattern", PATTERN, nil],
+      "Admin#uniques(pattern)" => [:admin, "pattern", PATTERN, nil],
+      "Admin#rate_limiters(pattern)" => [:admin, "pattern", PATTERN, nil],
+      "Admin#limiters(pattern)" => [:admin, "pattern", PATTERN, nil],
+      "Admin#markers(queue_pattern)" => [:admin, "pattern", PATTERN, nil],
+      "Admin#tenants(job_class)" => [:admin, "job_class", NAME.merge("nil" => :ok), NAME_BOUND],
+      "Admin#tenants(queue:)" => [:admin, "queue", NAME.merge("nil" => :ok), NAME_BOUND],
+      "Admin#locks(cursor:)" => [:admin, "cursor", CURSOR, nil],
+      "Admin#locks(per_page:)" => [:admin, "per_page", COUNT, COUNT_BOUND],
+      "Admin#show(name)" => [:admin, "name", NAME, NAME_BOUND],
+      "Admin#force_release(name)" => [:admin, "name", NAME, NAME_BOUND],
+      "Admin#force_release(kind:)" => [:admin, "kind", ONE_OF, nil],
+      "Admin#force_release(token:)" => [:admin, "token", NAME.merge("nil" => :ok), NAME_BOUND],
       "DistMutex.new(name)" => [:mutex, "name", NAME, NAME_BOUND],
       "DistMutex.new(expire:)" => [:mutex, "expire", OPTIONAL_TTL, SECONDS_BOUND],
       "DistMutex.new(lease:)" => [:mutex, "lease", TTL, SECONDS_BOUND],
@@ -130,6 +163,11 @@ module FerrolockTest
       "Shoryuken::Lock.new(lock_ttl:)" => [:integration, "lock_ttl", TTL, SECONDS_BOUND],
       "Shoryuken::Lock.new(processed_ttl:)" => [:integration, "processed_ttl", TTL, SECONDS_BOUND],
       "Shoryuken.configure lock_ttl" => [:integration, "lock_ttl", TTL, SECONDS_BOUND],
+      "Shoryuken::Lock.new(options)" => [:integration, "options", table(T, "nil" => :ok), nil],
+      "Shoryuken::Lock.new(client:)" => [:integration, "client", OPTIONAL_CLIENT, nil],
+      "Shoryuken::Lock.new(enabled:)" => [:integration, "enabled", BOOLEAN, nil],
+      "Shoryuken::Lock.new(on_redis_error:)" => [:integration, "on_redis_error", ONE_OF.merge("nil" => A), nil],
+      "shoryuken_options ferrolock_lock:" => [:integration, "ferrolock_lock", table(T, "nil" => :ok), nil],
       "sidekiq_options dual_lock: wait_ttl" => [:integration, "wait_ttl", TTL, SECONDS_BOUND],
       "sidekiq_options dual_lock: exec_ttl" => [:integration, "exec_ttl", TTL, SECONDS_BOUND],
       "sidekiq_options dual_lock: max_wait" => [:integration, "max_wait", WAIT, SECONDS_BOUND],
@@ -210,6 +248,7 @@ module FerrolockTest
       require "ferrolock/sidekiq/limiter_middleware"
       require "ferrolock/sidekiq/unique_client_middleware"
       require "ferrolock/sidekiq/unique_server_middleware"
+      require "ferrolock/admin"
       require "logger"
       require #{File.join(__dir__, "support", "hostile_input").inspect}
       Ferrolock.config.logger = Logger.new(File::NULL)
@@ -252,7 +291,7 @@ RSpec.describe "hostile input" do
     expect(result["message"]).to include(bound), "#{label}: the message does not state #{bound}: #{result["message"]}"
   end
 
-  %i[client mutex limiter integration rate_limiter unique fair_tenant middleware].each do |group|
+  %i[client mutex limiter integration rate_limiter unique fair_tenant middleware events admin].each do |group|
     it "survives every hostile value given to the #{group} entry points, each failing as listed" do
       results = run_group(group)
       planned = cases::EXPECTED.select { |_, (g, *)| g == group }.sum { |_, (_, _, expectations)| expectations.size }

@@ -333,4 +333,41 @@ RSpec.describe "interrupt atomicity" do
     expect(result).to be(true)
     expect(m.locked?).to be(false)
   end
+
+  # An exception queued while masked, let through by an inner :immediate block whose first call
+  # is the native acquisition: Ruby raises it at its next interrupt check, which used to be a
+  # Ruby method call made inside that native call (object_id/to_s while the lock token was
+  # made, Thread.pending_interrupt? before the first attempt). Its error was dropped there, so
+  # the exception vanished and the lock was taken. Deterministic: no other thread is involved.
+  describe "an exception pending when a native acquisition starts" do
+    # [native object, method, arguments]: built beforehand, so the acquisition is the first call.
+    def acquisition(kind, client)
+      case kind
+      when "DistMutex#try_lock" then [Ferrolock::Native::DistMutex.new(client, "pending", nil, true, 5.0, 0), :try_lock]
+      when "DistMutex#lock" then [Ferrolock::Native::DistMutex.new(client, "pending", nil, true, 5.0, 0), :lock, 1.0]
+      when "ConcurrentLimiter#acquire"
+        [Ferrolock::Native::ConcurrentLimiter.new(client, "pending", 1, 5.0, 0), :acquire, 1.0]
+      when "DualLock#enter" then [Ferrolock::Native::DualLock.new(client, "pending", 5.0, 5.0, 0), :enter]
+      else [Ferrolock::Native::MessageLock.new(client, 5.0, 60.0), :begin_message, "q", "m"]
+      end
+    end
+
+    ["DistMutex#try_lock", "DistMutex#lock", "ConcurrentLimiter#acquire", "DualLock#enter",
+     "MessageLock#begin_message"].each do |kind|
+      it "#{kind} raises it and takes nothing" do
+        target, method, *args = acquisition(kind, Ferrolock.client.native)
+        outcome = Thread.new do
+          Thread.handle_interrupt(Object => :never) do
+            Thread.current.raise(FerrolockTest::Injected, "pending")
+            Thread.handle_interrupt(Object => :immediate) { target.__send__(method, *args) }
+          end
+          :returned
+        rescue FerrolockTest::Injected => e
+          e.message
+        end.value
+        expect(outcome).to eq("pending")
+        expect(redis.keys("*")).to eq([])
+      end
+    end
+  end
 end

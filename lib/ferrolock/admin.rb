@@ -88,6 +88,7 @@ module Ferrolock
     # A job class's tenants (TenantInfo), or every class's (job_class nil). `rules:` (the
     # fair_tenant_queues Array) and `queue:` default to the class's sidekiq_options when it is loaded.
     def tenants(job_class = nil, cursor: "0", per_page: 25, rules: nil, queue: nil)
+      queue = Validate.text!(:queue, Symbol === queue ? queue.to_s : queue) unless nil.equal?(queue) # rubocop:disable Style/CaseEquality -- BasicObject-safe
       prefix = nil.equal?(job_class) ? TENANT_PREFIX : KeySpace.escape(TenantInfo.class_name(job_class!(job_class)))
       configs = Hash.new { |h, klass| h[klass] = tenant_config(klass, rules, queue) }
       page("#{prefix}*", cursor, per_page, %w[z w], escaped: true) do |name, part|

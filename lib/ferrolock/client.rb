@@ -64,9 +64,10 @@ module Ferrolock
       @native.redacted_url
     end
 
-    # "<namespace>:{<name>}:<part>": every key of one primitive shares a hash slot.
+    # "<namespace>:{<name>}:<part>": every key of one primitive shares a hash slot. The native
+    # layer checks the name (non-empty, no braces); both must be Strings of valid UTF-8.
     def key(name, part)
-      @native.key(name, part)
+      @native.key(key_text(:name, name), key_text(:part, part))
     end
 
     def inspect
@@ -95,11 +96,19 @@ module Ferrolock
       string_option(:url, value)
     end
 
+    # A non-empty String of valid UTF-8 (the native layer takes UTF-8 only), as UTF-8.
     def string_option(name, value)
       raise TypeError, "#{name} must be a String, got #{Validate.class_of(value)}" unless String === value # rubocop:disable Style/CaseEquality -- BasicObject-safe
       raise ArgumentError, "#{name} must not be empty" if value.empty?
 
-      value
+      Validate.utf8!(name, value)
+    end
+
+    # A String of valid UTF-8 for #key (a part may be empty; the name is checked natively).
+    def key_text(arg, value)
+      raise TypeError, "#{arg} must be a String, got #{Validate.show(value)}" unless String === value # rubocop:disable Style/CaseEquality -- BasicObject-safe
+
+      Validate.utf8!(arg, value)
     end
   end
 end

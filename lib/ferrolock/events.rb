@@ -58,7 +58,7 @@ module Ferrolock
     # Asynchronous exceptions (Thread#raise, Timeout, Thread#kill) wait until the subscribers are
     # done: landing inside, the rescue below would log and swallow them. Keep subscribers quick.
     def instrument(event, payload = {})
-      event = event.to_sym
+      event = event_symbol!("instrument: event", "a Symbol", event)
       Thread.handle_interrupt(Object => :never) do
         @subscribers.each do |subscription|
           next unless subscription.match?(event)
@@ -78,16 +78,22 @@ module Ferrolock
 
     def event_names!(events)
       events.map do |event|
-        case event
-        when Symbol, String then nil
-        else raise TypeError, "subscribe: event names must be Symbols, got #{Validate.show(event)}"
-        end
-
-        name = event.to_sym
+        name = event_symbol!("subscribe: event names", "Symbols", event)
         next name if EVENTS.include?(name)
 
-        raise ArgumentError, "subscribe: unknown event #{event.inspect} (known: #{EVENTS.join(", ")})"
+        raise ArgumentError, "subscribe: unknown event #{Validate.show(name)} (known: #{EVENTS.join(", ")})"
       end.freeze
+    end
+
+    # An event name as a Symbol: a Symbol, or a String as UTF-8 (to_sym raises on bytes that are
+    # not UTF-8, and a UTF-16 "acquired" would be another Symbol). Tested with `case`: a
+    # BasicObject has no methods to ask (Validate's rule).
+    def event_symbol!(arg, type, event)
+      case event
+      when Symbol then event
+      when String then Validate.utf8!(arg, event).to_sym
+      else raise TypeError, "#{arg} must be #{type}, got #{Validate.show(event)}"
+      end
     end
 
     def publish_notification(event, payload)

@@ -65,7 +65,8 @@ module Ferrolock
     # keyword or the setting the bad value came from.
     def sentinel(arg, options)
       setting = ->(key) { arg == :sentinels ? key : CONFIG_SETTINGS.fetch(key) }
-      if options[:name].nil?
+      # nil.equal?, not value.nil?: a BasicObject has no nil? (Validate's rule).
+      if nil.equal?(options[:name])
         raise ArgumentError, "#{setting.call(:name)} (the primary's name in the sentinels) is required with #{arg}"
       end
 
@@ -73,7 +74,7 @@ module Ferrolock
                "master_name" => Validate.text!(setting.call(:name), options[:name]),
                "db" => Validate.count!(setting.call(:db), options[:db] || 0, min: 0) }
       %i[sentinel_username sentinel_password username password].each do |key|
-        spec[key.to_s] = Validate.text!(setting.call(key), options[key]) unless options[key].nil?
+        spec[key.to_s] = Validate.text!(setting.call(key), options[key]) unless nil.equal?(options[key])
       end
       [:sentinel, spec]
     end
@@ -92,7 +93,7 @@ module Ferrolock
     def node!(arg, node, default_port)
       case node
       when String then url!(arg, node)
-      when Hash then node_url(arg, node.transform_keys(&:to_sym), default_port)
+      when Hash then node_url(arg, node.transform_keys { |key| node_key(arg, key) }, default_port)
       else raise TypeError, "#{arg} must be a redis:// URL String or a {host:, port:} Hash, got #{Validate.show(node)}"
       end
     end
@@ -102,6 +103,15 @@ module Ferrolock
       return url if url.start_with?("redis://", "rediss://")
 
       raise ArgumentError, "#{arg} must be a redis:// or rediss:// URL, got #{Validate.show(url)}"
+    end
+
+    # A node Hash's key as a Symbol (a String's to_sym raises on bytes that are not UTF-8); a
+    # key of another type stays as it is, and is then reported as unknown.
+    def node_key(arg, key)
+      case key
+      when String then Validate.utf8!("#{arg} key", key).to_sym
+      else key
+      end
     end
 
     def node_url(arg, node, default_port)
@@ -115,7 +125,7 @@ module Ferrolock
     end
 
     def port!(arg, port)
-      raise TypeError, "#{arg}[:port] must be an Integer, got #{Validate.show(port)}" unless port.is_a?(Integer)
+      raise TypeError, "#{arg}[:port] must be an Integer, got #{Validate.show(port)}" unless Integer === port # rubocop:disable Style/CaseEquality -- BasicObject-safe
       raise ArgumentError, "#{arg}[:port] must be 1..65535, got #{port}" unless (1..65_535).cover?(port)
 
       port

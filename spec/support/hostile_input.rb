@@ -40,6 +40,9 @@ module FerrolockTest
       "BasicObject" => BasicObject.new
     }.freeze
 
+    # A sentinel address nothing listens on: building a client connects to nothing yet.
+    SENTINEL = "redis://127.0.0.1:1"
+
     # A stand-in for a Sidekiq job class with sidekiq_options.
     JobClass = Struct.new(:name, :options) do
       def get_sidekiq_options = options # rubocop:disable Naming/AccessorMethodName -- Sidekiq's name
@@ -77,7 +80,45 @@ module FerrolockTest
           "config.namespace=" => ->(v) { configure(:namespace, v) },
           "config.connect_timeout=" => ->(v) { configure(:connect_timeout, v) },
           "config.read_timeout=" => ->(v) { configure(:read_timeout, v) },
-          "config.reply_spin=" => ->(v) { configure(:reply_spin, v) }
+          "config.reply_spin=" => ->(v) { configure(:reply_spin, v) },
+          "Client.new(sentinels:, name:)" => ->(v) { Ferrolock::Client.new(name: v, sentinels: [SENTINEL]) },
+          "Client.new(sentinels:, username:)" => lambda { |v|
+            Ferrolock::Client.new(name: "mymaster", username: v, sentinels: [SENTINEL])
+          },
+          "Client.new(sentinels:, db:)" => lambda { |v|
+            Ferrolock::Client.new(name: "mymaster", db: v, sentinels: [SENTINEL])
+          },
+          "Client.new(cluster: [{port: value}])" => ->(v) { Ferrolock::Client.new(cluster: [{ host: "h", port: v }]) },
+          "Client#key(name)" => ->(v) { Ferrolock.client.key(v, "lock") },
+          "Client#key(part)" => ->(v) { Ferrolock.client.key("n", v) }
+        }
+      end
+
+      # Ferrolock.instrument and Ferrolock.subscribe's event names.
+      def events_targets
+        {
+          "Ferrolock.instrument(event)" => ->(v) { Ferrolock.instrument(v) },
+          "Ferrolock.subscribe(event)" => ->(v) { Ferrolock.unsubscribe(Ferrolock.subscribe(v) { nil }) }
+        }
+      end
+
+      # The operators' read model and force release (Ferrolock::Admin), on an empty namespace.
+      def admin_targets
+        {
+          "Admin.new(client:)" => ->(v) { Ferrolock::Admin.new(client: v) },
+          "Admin#locks(pattern)" => ->(v) { admin.locks(v) },
+          "Admin#uniques(pattern)" => ->(v) { admin.uniques(v) },
+          "Admin#rate_limiters(pattern)" => ->(v) { admin.rate_limiters(v) },
+          "Admin#limiters(pattern)" => ->(v) { admin.limiters(v) },
+          "Admin#markers(queue_pattern)" => ->(v) { admin.markers(v) },
+          "Admin#tenants(job_class)" => ->(v) { admin.tenants(v) },
+          "Admin#tenants(queue:)" => ->(v) { admin.tenants(queue: v) },
+          "Admin#locks(cursor:)" => ->(v) { admin.locks(cursor: v) },
+          "Admin#locks(per_page:)" => ->(v) { admin.locks(per_page: v) },
+          "Admin#show(name)" => ->(v) { admin.show(v) },
+          "Admin#force_release(name)" => ->(v) { admin.force_release(v) },
+          "Admin#force_release(kind:)" => ->(v) { admin.force_release("n", kind: v) },
+          "Admin#force_release(token:)" => ->(v) { admin.force_release("n", token: v) }
         }
       end
 
@@ -123,6 +164,11 @@ module FerrolockTest
           "Shoryuken::Lock.new(lock_ttl:)" => ->(v) { Ferrolock::Shoryuken::Lock.new(lock_ttl: v) },
           "Shoryuken::Lock.new(processed_ttl:)" => ->(v) { Ferrolock::Shoryuken::Lock.new(processed_ttl: v) },
           "Shoryuken.configure lock_ttl" => ->(v) { shoryuken_configure(:lock_ttl, v) },
+          "Shoryuken::Lock.new(options)" => ->(v) { Ferrolock::Shoryuken::Lock.new(v) },
+          "Shoryuken::Lock.new(client:)" => ->(v) { Ferrolock::Shoryuken::Lock.new(client: v) },
+          "Shoryuken::Lock.new(enabled:)" => ->(v) { Ferrolock::Shoryuken::Lock.new(enabled: v) },
+          "Shoryuken::Lock.new(on_redis_error:)" => ->(v) { Ferrolock::Shoryuken::Lock.new(on_redis_error: v) },
+          "shoryuken_options ferrolock_lock:" => ->(v) { Ferrolock::Shoryuken::Options.from_worker(v) },
           "sidekiq_options dual_lock: wait_ttl" => ->(v) { dual_lock_settings(wait_ttl: v) },
           "sidekiq_options dual_lock: exec_ttl" => ->(v) { dual_lock_settings(exec_ttl: v) },
           "sidekiq_options dual_lock: max_wait" => ->(v) { dual_lock_settings(max_wait: v) },
@@ -330,6 +376,10 @@ module FerrolockTest
 
       def message_lock
         Ferrolock::Shoryuken::MessageLock.new
+      end
+
+      def admin
+        @admin ||= Ferrolock::Admin.new
       end
 
       # A sane call with one argument replaced (a fresh jid: each case counts once).

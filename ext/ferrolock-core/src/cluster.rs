@@ -137,7 +137,10 @@ impl Cluster {
                         patched.masters.len() - 1
                     }
                 };
-                patched.owner[slot as usize] = index as u16;
+                // Retry::of admits only slots below 16384; `get_mut` keeps a bad one from panicking.
+                if let Some(owner) = patched.owner.get_mut(usize::from(slot)) {
+                    *owner = index as u16;
+                }
                 *table = Arc::new(patched);
             }
         }

@@ -8,6 +8,7 @@
 //! outcome is unknown (see [`release_in_background`]).
 
 use crate::client::{int, Client, ClientInner};
+use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::lost_leases::LostLease;
 use crate::script::ScriptCall;
@@ -36,8 +37,9 @@ pub struct Lease {
 
 impl Lease {
     /// Starts renewing: `renew` must return 1 while the lease is ours and 0 once it is not.
+    /// Panics when the OS refuses the watchdog thread (see [`Lease::try_start`]).
     pub fn start(client: &Client, renew: ScriptCall, ttl: Duration) -> Lease {
-        Self::start_with(client, renew, ttl, None)
+        started(Self::try_start(client, renew, ttl, None))
     }
 
     /// As `start`; a loss found by a renewal is also queued for `lost_leases::next` (the
@@ -48,15 +50,19 @@ impl Lease {
         ttl: Duration,
         report: LostLease,
     ) -> Lease {
-        Self::start_with(client, renew, ttl, Some(report))
+        started(Self::try_start(client, renew, ttl, Some(report)))
     }
 
-    fn start_with(
+    /// As `start` (`start_reporting` with a `report`), but an error when the client's watchdog
+    /// thread is not running yet and the OS refuses to start it (thread limit, memory): the
+    /// lease would never be renewed. The watchdog is left as it was, so a later lease tries
+    /// again. The caller still holds what it acquired, and should release it.
+    pub fn try_start(
         client: &Client,
         renew: ScriptCall,
         ttl: Duration,
         report: Option<LostLease>,
-    ) -> Lease {
+    ) -> Result<Lease> {
         let entry = Arc::new(LeaseEntry {
             renew,
             ttl,
@@ -68,18 +74,26 @@ impl Lease {
             .inner
             .watchdog
             .get()
-            .add(&client.inner, Work::Renew(entry.clone()), at);
-        Lease {
+            .add(&client.inner, Work::Renew(entry.clone()), at)?;
+        Ok(Lease {
             client: client.clone(),
             id,
             entry,
-        }
+        })
     }
 
     /// True once a renewal found the lease gone or taken by another token.
     pub fn is_lost(&self) -> bool {
         self.entry.lost.load(Ordering::SeqCst)
     }
+}
+
+/// The primitives start leases infallibly (right after Redis granted the hold): a refused
+/// watchdog thread is still a panic there, which the binding turns into `Ferrolock::Error`
+/// ("internal error in ferrolock: could not start the lease watchdog thread: …"). Only its
+/// state is kept sound (see `Watchdog::add`).
+fn started(lease: Result<Lease>) -> Lease {
+    lease.unwrap_or_else(|e| panic!("{e}"))
 }
 
 impl Drop for Lease {
@@ -98,6 +112,8 @@ impl Drop for Lease {
 /// dead): a call cut short may still be executed by Redis after the cleanup, from the bytes it
 /// had already sent on its own connection, and the repeats catch that grant well within one
 /// renewal tick instead of letting it block others for its whole lease.
+/// Without a watchdog thread (the OS refused one) the release is dropped: the key expires
+/// with its lease.
 pub fn release_in_background(client: &Client, release: ScriptCall, give_up_after: Duration) {
     let now = Instant::now();
     let watchdog = client.inner.watchdog.get();
@@ -106,7 +122,9 @@ pub fn release_in_background(client: &Client, release: ScriptCall, give_up_after
             call: release.clone(),
             give_up_at: now + give_up_after,
         };
-        watchdog.add(&client.inner, work, now + delay);
+        if watchdog.add(&client.inner, work, now + delay).is_err() {
+            return;
+        }
     }
 }
 
@@ -207,27 +225,31 @@ impl Due {
 }
 
 impl Watchdog {
-    fn add(self: &Arc<Self>, client: &Arc<ClientInner>, work: Work, at: Instant) -> u64 {
+    /// Queues `work`, starting the thread first if it is not running. When the OS refuses
+    /// the thread, nothing is queued and `running` stays false: no entry waits for a thread
+    /// that does not exist (it would be renewed forever once a later one started), and the
+    /// next call tries again.
+    fn add(self: &Arc<Self>, client: &Arc<ClientInner>, work: Work, at: Instant) -> Result<u64> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if !st.running {
+            let me = self.clone();
+            let client = Arc::downgrade(client);
+            spawn_thread(move || me.run(client)).map_err(|e| {
+                // Error::Redis: the binding's plain Ferrolock::Error.
+                Error::Redis(format!("could not start the lease watchdog thread: {e}"))
+            })?;
+            st.running = true;
+        }
         st.next_id += 1;
         let id = st.next_id;
         st.due.insert(id, Due { work, at });
         // Wake the thread only if it would otherwise look too late: locks taken and released
         // within a TTL/3 never cost a wake-up.
         let wake = st.wakes_at.is_none_or(|t| at < t);
-        if !st.running {
-            st.running = true;
-            let me = self.clone();
-            let client = Arc::downgrade(client);
-            std::thread::Builder::new()
-                .name("ferrolock-watchdog".into())
-                .spawn(move || me.run(client))
-                .expect("spawn the lease watchdog thread");
-        }
         if wake {
             self.wake.notify_one();
         }
-        id
+        Ok(id)
     }
 
     fn remove(&self, id: u64) {
@@ -236,6 +258,13 @@ impl Watchdog {
             .unwrap_or_else(|e| e.into_inner())
             .due
             .remove(&id);
+    }
+
+    /// Queued items (leases and cleanups), for tests.
+    #[cfg(test)]
+    fn queued(&self) -> (usize, bool) {
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        (st.due.len(), st.running)
     }
 
     pub(crate) fn stop(&self) {
@@ -294,5 +323,65 @@ impl Watchdog {
                 }
             }
         }
+    }
+}
+
+fn spawn_thread(run: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    #[cfg(test)]
+    if tests::REFUSE_THREADS.with(std::cell::Cell::get) {
+        return Err(std::io::Error::other("refused by the test"));
+    }
+    std::thread::Builder::new()
+        .name("ferrolock-watchdog".into())
+        .spawn(run)
+        .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::ClientOptions;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// The OS "refuses" the watchdog thread to this test thread.
+        pub(super) static REFUSE_THREADS: Cell<bool> = const { Cell::new(false) };
+    }
+
+    // (lua_script! is defined after this module.)
+    static RENEW: crate::script::Script = crate::script::Script::new(
+        "lease/renew_key",
+        include_str!("../lua/lease/renew_key.lua"),
+    );
+
+    #[test]
+    fn a_refused_watchdog_thread_is_an_error_and_the_next_lease_tries_again() {
+        // Nothing listens there: no renewal in this test reaches a server, none needs to.
+        let client = Client::new(ClientOptions::new("redis://127.0.0.1:1")).unwrap();
+        let renew = || ScriptCall::new(&RENEW).key("k").arg("token").arg(60_000);
+        let ttl = Duration::from_secs(60);
+        let watchdog = client.inner.watchdog.get().clone();
+
+        REFUSE_THREADS.with(|r| r.set(true));
+        let refused = Lease::try_start(&client, renew(), ttl, None).err();
+        let start = std::panic::AssertUnwindSafe(|| Lease::start(&client, renew(), ttl));
+        let panic = std::panic::catch_unwind(start).err();
+        release_in_background(&client, renew(), ttl); // dropped, without a panic
+        assert_eq!(watchdog.queued(), (0, false));
+        REFUSE_THREADS.with(|r| r.set(false));
+
+        let message = "could not start the lease watchdog thread: refused by the test";
+        assert_eq!(refused.map(|e| e.to_string()).as_deref(), Some(message));
+        let panic = panic.expect("Lease::start panics");
+        assert_eq!(
+            panic.downcast_ref::<String>().map(String::as_str),
+            Some(message)
+        );
+
+        let lease = Lease::try_start(&client, renew(), ttl, None).unwrap();
+        assert_eq!(watchdog.queued(), (1, true));
+        drop(lease);
+        assert_eq!(watchdog.queued(), (0, true));
+        client.inner.watchdog.get().stop();
     }
 }

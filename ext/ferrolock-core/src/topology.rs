@@ -11,7 +11,7 @@ use crate::interrupt::Interrupt;
 use crate::pool::{Connector, NodePool};
 use crate::script::Script;
 use crate::sentinel::Sentinel;
-use crate::slot::key_slot;
+use crate::slot::{key_slot, SLOTS};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -53,6 +53,9 @@ pub(crate) enum Retry {
 }
 
 impl Retry {
+    /// A redirect or a "not run" error; `None` for anything else, including a MOVED/ASK whose
+    /// slot is not below 16384 (a broken or hostile server): that one stays a plain Redis error
+    /// instead of indexing past the slot table.
     pub(crate) fn of(e: &Error) -> Option<Retry> {
         match e {
             Error::Redis(text) => {
@@ -62,6 +65,9 @@ impl Retry {
                     return None;
                 }
                 let slot: u16 = words.next()?.parse().ok()?;
+                if usize::from(slot) >= SLOTS {
+                    return None;
+                }
                 let (host, port) = words.next()?.rsplit_once(':')?;
                 let (host, port) = (host.to_string(), port.parse().ok()?);
                 Some(if code == "MOVED" {
@@ -306,5 +312,21 @@ mod tests {
         assert_eq!(Retry::of(&busy), Some(Retry::Unavailable));
         assert_eq!(Retry::of(&Error::connection("h:1", "timed out")), None);
         assert_eq!(Retry::of(&Error::Redis("ERR MOVED".into())), None);
+    }
+
+    #[test]
+    fn a_redirect_to_a_slot_outside_the_table_is_a_protocol_error() {
+        let last = Retry::of(&Error::Redis("MOVED 16383 10.0.0.1:7000".into()));
+        assert!(matches!(last, Some(Retry::Moved { slot: 16383, .. })));
+        for reply in [
+            "MOVED 16384 10.0.0.1:7000",
+            "MOVED 65535 10.0.0.1:7000",
+            "MOVED 65536 10.0.0.1:7000",
+            "MOVED -1 10.0.0.1:7000",
+            "ASK 16384 10.0.0.1:7000",
+            "ASK 99999 10.0.0.1:7000",
+        ] {
+            assert_eq!(Retry::of(&Error::Redis(reply.into())), None, "{reply}");
+        }
     }
 }

@@ -153,11 +153,12 @@ fn settle<R>(
 }
 
 /// True when an exception (Thread#raise, Thread#kill, Timeout) is queued for the current
-/// thread, deferred or not.
-fn exception_pending(ruby: &Ruby) -> bool {
+/// thread, deferred or not. A method call runs the interrupt check when it returns: an
+/// exception the thread's mask lets through is raised there, and is returned as the `Err`
+/// (dropped, it would be lost).
+fn exception_pending(ruby: &Ruby) -> Result<bool, Error> {
     ruby.class_thread()
         .funcall::<_, _, bool>("pending_interrupt?", ())
-        .unwrap_or(false)
 }
 
 /// `Ferrolock::Native::Interrupted`: an acquisition gave up because an exception is queued for
@@ -185,7 +186,7 @@ pub fn acquire<R>(
     ruby: &Ruby,
     f: impl Fn(&Interrupt) -> ferrolock_core::Result<R>,
 ) -> Result<R, Error> {
-    let deferred_before = exception_pending(ruby);
+    let deferred_before = exception_pending(ruby)?;
     loop {
         match without_gvl(&f, Cancel::Yes) {
             // Not run (an interrupt was pending) or cut short: nothing acquired yet.
@@ -193,7 +194,7 @@ pub fn acquire<R>(
             Some(outcome) => return settle(ruby, outcome),
         }
         ruby.thread_check_ints()?;
-        if !deferred_before && exception_pending(ruby) {
+        if !deferred_before && exception_pending(ruby)? {
             return Err(interrupted(ruby));
         }
     }

@@ -35,7 +35,8 @@ module Ferrolock
         text.gsub(GLOB_SPECIAL) { |char| "\\#{char}" }
       end
 
-      # A name pattern from the user: a Redis glob, no braces (they would leave the hash tag).
+      # A name pattern from the user: a Redis glob, no braces (they would leave the hash tag), as
+      # UTF-8 (names are UTF-8; other bytes would fail the match? below, or the key's interpolation).
       def self.pattern!(value)
         value = "*" if nil.equal?(value)
         # `case`, not value.is_a?: a BasicObject has no is_a? (Validate's rule).
@@ -43,6 +44,7 @@ module Ferrolock
         when String then nil
         else raise TypeError, "pattern must be a String, got #{Validate.show(value)}"
         end
+        value = Validate.utf8!(:pattern, value)
         raise ArgumentError, "pattern must not contain '{' or '}' (got #{Validate.show(value)})" if value.match?(/[{}]/)
 
         value.empty? ? "*" : value

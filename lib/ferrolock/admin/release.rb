@@ -35,7 +35,9 @@ module Ferrolock
 
       def self.kind!(value)
         kind = case value # not value.respond_to?: a BasicObject has none (Validate's rule)
-               when String, Symbol then value.to_sym
+               when Symbol then value
+               # By name: to_sym raises on bytes that are not UTF-8.
+               when String then KINDS.find { |known| known.name == value }
                end
         return kind if KINDS.include?(kind)
 

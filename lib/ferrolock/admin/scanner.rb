@@ -56,9 +56,15 @@ module Ferrolock
                 else value
                 end
         case value
-        when String then return value if value.match?(/\A(\d{1,4}\.)?\d{1,20}\z/)
+        when String then return value if cursor_text?(value)
         end
         raise ArgumentError, "cursor must be a SCAN cursor (digits), got #{Validate.show(value)}"
+      end
+
+      # Digits, optionally after "<node>.", in any ASCII-compatible encoding (a UTF-16 or broken
+      # String would raise in the match, not name the cursor).
+      def self.cursor_text?(value)
+        value.valid_encoding? && value.encoding.ascii_compatible? && value.match?(/\A(\d{1,4}\.)?\d{1,20}\z/)
       end
 
       def self.per_page!(value)

@@ -23,8 +23,11 @@ module Ferrolock
       # Shoryuken's chain keeps `chain.add Lock, lock_ttl: 120` as a positional Hash and calls
       # Lock.new(hash) for every message; plain keywords work too.
       def initialize(options = nil, **keywords)
-        raise TypeError, "Ferrolock::Shoryuken::Lock options must be a Hash, got #{options.inspect}" unless
-          options.nil? || options.is_a?(Hash)
+        # `case`, not options.is_a?: a BasicObject has no is_a? (Validate's rule).
+        case options
+        when nil, Hash then nil
+        else raise TypeError, "Ferrolock::Shoryuken::Lock options must be a Hash, got #{Validate.show(options)}"
+        end
 
         @options = Options.validate((options || {}).merge(keywords), "Ferrolock::Shoryuken::Lock")
       end

@@ -19,13 +19,18 @@ module Ferrolock
       module_function
 
       # A copy of hash with symbol keys, each value checked; unknown keys raise ArgumentError.
+      # Values are tested with `case`/`===` and shown with Validate.show, never with their own
+      # methods (is_a?, nil?, inspect): a BasicObject has none (Validate's rule).
       def validate(hash, source)
-        raise TypeError, "#{source} must be a Hash, got #{hash.inspect}" unless hash.is_a?(Hash)
+        case hash
+        when Hash then nil
+        else raise TypeError, "#{source} must be a Hash, got #{Validate.show(hash)}"
+        end
 
         hash.each_with_object({}) do |(key, value), out|
-          key = key.to_sym if key.is_a?(String)
+          key = option_name(key)
           unless KEYS.include?(key)
-            raise ArgumentError, "#{source}: unknown option #{key.inspect} (known: #{KEYS.join(", ")})"
+            raise ArgumentError, "#{source}: unknown option #{Validate.show(key)} (known: #{KEYS.join(", ")})"
           end
 
           out[key] = check(key, value)
@@ -37,16 +42,30 @@ module Ferrolock
         when :enabled then Validate.boolean!(:enabled, value)
         when :lock_ttl, :processed_ttl then Validate.seconds!(key, value)
         when :on_redis_error then redis_error_policy!(value)
-        when :client then value.nil? ? nil : Validate.client!(value)
+        when :client then nil.equal?(value) ? nil : Validate.client!(value)
         else raise ArgumentError, "unknown option #{key.inspect}"
         end
       end
 
+      # An option key as a Symbol: a String of valid UTF-8 is converted (to_sym raises on other
+      # bytes); anything else is compared as it is (and is then an unknown option).
+      def option_name(key)
+        case key
+        when String then key.valid_encoding? ? key.to_sym : key
+        else key
+        end
+      end
+
+      # :raise or :run, given as a Symbol or String (compared by name: a String's to_sym raises
+      # on bytes that are not UTF-8).
       def redis_error_policy!(value)
-        policy = value.is_a?(String) ? value.to_sym : value
+        policy = case value
+                 when Symbol then value
+                 when String then REDIS_ERROR_POLICIES.find { |known| known.name == value }
+                 end
         return policy if REDIS_ERROR_POLICIES.include?(policy)
 
-        raise ArgumentError, "on_redis_error must be :raise or :run, got #{value.inspect}"
+        raise ArgumentError, "on_redis_error must be :raise or :run, got #{Validate.show(value)}"
       end
 
       # A worker's `shoryuken_options ferrolock_lock:` as options: true/false switch the lock
@@ -56,7 +75,8 @@ module Ferrolock
         when nil then {}
         when true, false then { enabled: value }
         when Hash then { enabled: true }.merge(validate(value, "shoryuken_options ferrolock_lock"))
-        else raise TypeError, "shoryuken_options ferrolock_lock must be true, false or a Hash, got #{value.inspect}"
+        else
+          raise TypeError, "shoryuken_options ferrolock_lock must be true, false or a Hash, got #{Validate.show(value)}"
         end
       end
     end
