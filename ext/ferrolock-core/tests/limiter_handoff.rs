@@ -131,9 +131,12 @@ fn slots_go_to_waiters_in_the_order_they_queued() {
     let circulating = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
     let kept = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
     let entered = Arc::new(Mutex::new(Vec::new()));
+    // Each waiter on a client of its own (a process each): threads of one client would wait
+    // behind the first in the process (tests/limiter_local_line.rs).
     let waiters: Vec<_> = (0..6)
         .map(|i| {
-            let (l, entered) = (l.clone(), entered.clone());
+            let l = limiter(&server.client("t"), "fifo", 2, 30_000);
+            let entered = entered.clone();
             let waiter = std::thread::spawn(move || {
                 let intr = Interrupt::new();
                 let slot = l.acquire(&intr, &token(), after(20_000)).unwrap();
@@ -281,8 +284,9 @@ fn waiters_that_time_out_as_a_slot_is_handed_to_them_never_strand_it() {
             })
         };
         until_queued(&client, "race", 1);
+        // Another process's waiter, queued in Redis behind the hasty one.
         let patient = {
-            let l = l.clone();
+            let l = limiter(&server.client("t"), "race", 1, 30_000);
             std::thread::spawn(move || {
                 let intr = Interrupt::new();
                 let slot = l.acquire(&intr, &token(), after(10_000)).unwrap();

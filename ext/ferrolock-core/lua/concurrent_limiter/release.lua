@@ -4,9 +4,18 @@
 -- KEYS[1] slots, KEYS[2] line (list of "token|deadline ms"), KEYS[3] this token's grant list
 -- ARGV[1] token, ARGV[2] lease (ms), ARGV[3] grant list key prefix (a waiter's token follows),
 -- ARGV[4] '1' when the token also leaves the line (a waiter that gave up: its entries and any
--- grant not popped yet go, and a slot that reached it is handed on)
--- Returns 1 released (or handed on), 0 the token held no live slot (its lease was lost). The
--- member is removed at most once, so releasing twice never frees two slots.
+-- grant not popped yet go, and a slot that reached it is handed on), ARGV[5] the releasing
+-- process's next local waiter ('' if none; see src/local_line.rs) and ARGV[6] how long it will
+-- wait (ms): while this token holds a live slot, its entry joins the TAIL of the line before the
+-- hand-off (other processes keep their turns; alone, it is handed this very slot), and it never
+-- runs an attempt of its own.
+-- Returns 1 released (or handed on), 0 the token held no live slot (its lease was lost: nobody
+-- queued), {1, entry} when the local waiter was queued as entry (it may be the one handed the
+-- slot). The member is removed at most once, so releasing twice never frees two slots.
+--
+-- Commands when handing over: TIME, ZSCORE, LPOP, RPUSH grant, PEXPIRE grant, ZADD, ZREM;
+-- queueing a local waiter adds RPUSH (its entry) and, when others still wait after it, PEXPIRE
+-- (the line). When nobody waits: TIME, ZSCORE, LPOP, ZREM.
 --
 -- The next waiter's grant list cannot be declared in KEYS (who waits is read here). On a Redis
 -- Cluster slot being migrated, touching a key that is not on this node fails the script where it
@@ -26,22 +35,6 @@ local holds = expiry and expiry > now
 local function parse(entry)
   local who, deadline = string.match(entry, '^(.*)|(%d+)$')
   return who, tonumber(deadline or 0)
-end
-
--- The next waiter, taken off the line: the first entry (not this token's own) whose wait has
--- not ended; the dead and own entries ahead of it go with it. Returns its token, deadline and
--- entry.
-local function pop_next()
-  while true do
-    local entry = redis.call('LPOP', KEYS[2])
-    if not entry then
-      return nil
-    end
-    local who, deadline = parse(entry)
-    if who and who ~= token and deadline > now then
-      return who, deadline, entry
-    end
-  end
 end
 
 -- A token that gives up reads the whole line (rare): its own entries go wherever they are.
@@ -65,14 +58,48 @@ if not holds then
   return 0
 end
 
-local next_token, next_deadline, next_entry = pop_next()
+-- The local successor's entry, at the tail, as acquire.lua would queue it (checked above that
+-- this token holds a live slot, so it is never queued by a release that hands nothing over).
+local queued, length
+local successor_wait = tonumber(ARGV[6] or 0) or 0
+if ARGV[5] and ARGV[5] ~= '' and not leaving then
+  queued = ARGV[5] .. '|' .. string.format('%d', now + successor_wait)
+  length = redis.call('RPUSH', KEYS[2], queued)
+end
+local function done()
+  if queued then
+    return {1, queued}
+  end
+  return 1
+end
+
+local popped = 0
+local next_token, next_deadline, next_entry
+while true do
+  local entry = redis.call('LPOP', KEYS[2])
+  if not entry then
+    break
+  end
+  popped = popped + 1
+  local who, deadline = parse(entry)
+  if who and who ~= token and deadline > now then
+    next_token, next_deadline, next_entry = who, deadline, entry
+    break
+  end
+end
 if next_token then
   local grant = ARGV[3] .. next_token
   local pushed = redis.pcall('RPUSH', grant, string.format('%d', expiry))
   if type(pushed) == 'table' and pushed.err then
     -- Nothing else written yet: the waiter goes back to the head of its line (dead entries
-    -- popped before it stay gone).
-    redis.call('LPUSH', KEYS[2], next_entry)
+    -- popped before it stay gone), and the local successor's entry out (the client sends the
+    -- script again, queueing it anew).
+    if queued and next_entry ~= queued then
+      redis.call('LREM', KEYS[2], -1, queued)
+    end
+    if next_entry ~= queued then
+      redis.call('LPUSH', KEYS[2], next_entry)
+    end
     if redis.call('PTTL', KEYS[2]) < next_deadline - now + 1000 then
       redis.call('PEXPIRE', KEYS[2], next_deadline - now + 1000)
     end
@@ -100,4 +127,9 @@ if next_token then
   redis.call('ZADD', KEYS[1], until_ms, next_token)
 end
 redis.call('ZREM', KEYS[1], token)
-return 1
+-- The local waiter's entry outlives its wait, as acquire.lua keeps the line (only when others
+-- still wait: a line just emptied is gone).
+if queued and popped < length then
+  redis.call('PEXPIRE', KEYS[2], math.max(successor_wait, math.max(lease, 1000) + 1000))
+end
+return done()
