@@ -526,7 +526,9 @@ impl ConcurrentLimiter {
             .arg(if leave_line { "1" } else { "0" })
     }
 
-    /// Live slots and waiting callers, across every process.
+    /// Live slots and waiting callers: the live entries of the Redis line (one per waiting
+    /// process, and threads that queued themselves) plus this process's threads waiting behind
+    /// its entry (other processes' local waiters are not visible in Redis).
     pub fn status(&self, intr: &Interrupt) -> Result<LimiterStatus> {
         let call = ScriptCall::new(&STATUS)
             .key(&self.slots_key)
@@ -535,7 +537,7 @@ impl ConcurrentLimiter {
             [in_use, waiting] => Ok(LimiterStatus {
                 limit: self.limit,
                 in_use: count_u32(*in_use),
-                waiting: count_u32(*waiting),
+                waiting: count_u32(waiting.saturating_add(self.local_waiters() as i64)),
             }),
             other => Err(Error::Redis(format!(
                 "concurrent_limiter/status: unexpected reply {other:?}"
