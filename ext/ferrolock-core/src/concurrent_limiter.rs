@@ -466,10 +466,7 @@ impl ConcurrentLimiter {
         successor: local_line::Successor,
     ) -> Result<bool> {
         let wait_ms = successor.deadline.map_or(0, |d| self.planned_wait_ms(d));
-        let call = self
-            .release_call(token, false)
-            .arg(successor.token.as_str())
-            .arg(wait_ms);
+        let call = self.release_queueing_call(token, false, &successor.token, wait_ms);
         let reply = self.client.eval(intr, &call).inspect_err(|e| {
             if matches!(
                 e,
@@ -482,10 +479,16 @@ impl ConcurrentLimiter {
             }
         })?;
         match &reply {
-            Value::Array(items) => match (items.first().map(int), items.get(1)) {
-                (Some(Ok(1)), Some(Value::BulkString(entry))) => {
+            Value::Array(items) => match (items.first().map(int), items.get(1), items.get(2)) {
+                (Some(Ok(1)), Some(Value::BulkString(entry)), room) => {
                     let entry = String::from_utf8_lossy(entry).into_owned();
                     successor.tell(Turn::Queued(entry));
+                    // Slots still free (one freed earlier while nobody was in line): the next
+                    // local waiters attempt now instead of waiting for releases of this process.
+                    let room = room.map(int).and_then(|r| r.ok()).unwrap_or(0);
+                    if room > 0 {
+                        local_line::pass_room(self.line_id(), &self.slots_key, room as usize);
+                    }
                     Ok(true)
                 }
                 _ => Err(Error::Redis(format!(
@@ -516,6 +519,18 @@ impl ConcurrentLimiter {
     /// The token-checked release of one slot (handing it to the next waiter), used by
     /// `release` and `abandon`; `leave_line`: the token also leaves the line.
     pub(crate) fn release_call(&self, token: &str, leave_line: bool) -> ScriptCall {
+        self.release_queueing_call(token, leave_line, "", 0)
+    }
+
+    /// `release_call` that also queues `successor` (a local waiter's token, planning to wait
+    /// `wait_ms`) at the tail of the line; "" for none.
+    fn release_queueing_call(
+        &self,
+        token: &str,
+        leave_line: bool,
+        successor: &str,
+        wait_ms: u64,
+    ) -> ScriptCall {
         ScriptCall::new(&RELEASE)
             .key(&self.slots_key)
             .key(&self.line_key)
@@ -524,6 +539,9 @@ impl ConcurrentLimiter {
             .arg(self.lease_ms())
             .arg(self.grant_prefix.as_str())
             .arg(if leave_line { "1" } else { "0" })
+            .arg(successor)
+            .arg(wait_ms)
+            .arg(self.limit)
     }
 
     /// Live slots and waiting callers: the live entries of the Redis line (one per waiting

@@ -397,6 +397,24 @@ impl LocalWaiter {
     }
 }
 
+/// A limiter has `room` free slots: up to that many of the oldest local waiters attempt now (each
+/// then counts as a waiter in Redis).
+pub fn pass_room(client_id: usize, lock_key: &str, room: usize) {
+    let mut lines = lines();
+    let Some(line) = lines.0.get_mut(&(client_id, lock_key.to_string())) else {
+        return;
+    };
+    for _ in 0..room {
+        let Some(id) = line.waiting.pop_front() else {
+            break;
+        };
+        line.slots
+            .insert(id, Slot::Told(Turn::Attempt { uncertain: false }));
+        line.in_redis += 1;
+    }
+    line.wake.notify_all();
+}
+
 /// Local waiters of one name (tests: how many threads of this process wait behind the one in Redis).
 pub fn local_waiters(client_id: usize, lock_key: &str) -> usize {
     lines()

@@ -70,7 +70,7 @@ fn an_uncontended_acquire_and_release_cost_twelve_commands() {
         l.release(&intr, slot).unwrap();
     }
     // Acquire: EVALSHA, TIME, ZRANGEBYSCORE, ZREMRANGEBYSCORE, ZADD (the slot and the limit in
-    // one), PTTL, PEXPIRE. Release: EVALSHA, TIME, ZSCORE, LPOP, ZREM.
+    // one), PTTL, PEXPIRE. Release: EVALSHA, TIME, ZRANGEBYSCORE, LPOP, ZREM.
     assert_eq!(
         commands_run(&client, &[]),
         12 * rounds,
@@ -111,7 +111,7 @@ fn a_contended_hand_off_costs_fourteen_commands() {
     let entered = waiter.join().unwrap();
     // Everything but the polling LLENs (and the CLIENT ID a fresh blocking connection asks):
     // the waiter's attempt (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH, PEXPIRE) and BLPOP, the
-    // release (EVALSHA, TIME, ZSCORE, LPOP, RPUSH, PEXPIRE, ZADD, ZREM).
+    // release (EVALSHA, TIME, ZRANGEBYSCORE, LPOP, RPUSH, PEXPIRE, ZADD, ZREM).
     let block = commands_run(&client, &["llen", "client|id"]);
     assert_eq!(block, 14, "{:?}", calls(&client));
     l.release(&intr, entered).unwrap();
@@ -225,7 +225,7 @@ fn a_hand_off_to_a_local_waiter_costs_ten_commands() {
         reset(&client);
         first.release();
         second.wait_entered();
-        // The release (EVALSHA, TIME, ZSCORE, RPUSH entry, LPOP, RPUSH grant, PEXPIRE grant,
+        // The release (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH entry, LPOP, RPUSH grant, PEXPIRE grant,
         // ZADD, ZREM) and the second one's BLPOP: no attempt of its own.
         let measured = section_commands(&client, 1);
         second.release();
@@ -263,7 +263,7 @@ fn a_contended_block_between_processes_costs_eleven_commands() {
         reset(&a);
         a1.release();
         b1.wait_entered();
-        // The release (EVALSHA, TIME, ZSCORE, RPUSH entry, LPOP, RPUSH grant, PEXPIRE grant,
+        // The release (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH entry, LPOP, RPUSH grant, PEXPIRE grant,
         // ZADD, ZREM, PEXPIRE line) and B1's BLPOP.
         let measured = section_commands(&a, 1);
         assert_eq!(queued(&a, name), 1, "A2 queued behind B1");
