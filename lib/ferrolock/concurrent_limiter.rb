@@ -49,7 +49,8 @@ module Ferrolock
       end
     end
 
-    # { limit:, in_use:, waiting: } read from Redis: every process's slots and waiters. `limit` is
+    # { limit:, in_use:, waiting: } read from Redis: every process's slots and waiters in line (one
+    # entry per waiting process), plus this process's threads waiting behind its entry. `limit` is
     # this object's; `stored_limit:` is added when the slots set holds another one (written by the
     # latest caller to take a free slot: some process passes a different limit for this name).
     def status

@@ -6,12 +6,18 @@
 //! release hands its slot straight to the first waiter still waiting
 //! (lua/concurrent_limiter/release.lua), which pops the grant from its own list and enters
 //! (handoff.rs): no second attempt, no barging.
+//!
+//! Threads of one process waiting for the same name queue in Redis one at a time (local_line.rs,
+//! shared with DistMutex): the others wait in the process, and the next release of any of the
+//! process's holders queues the next local waiter at the tail of the Redis line in the same
+//! script (when the process has nobody there), so that waiter only pops its grant.
 
 use crate::client::{int, ints, Client};
 use crate::error::{Error, Result};
 use crate::handoff::{ack_grant, wait_grant, CutShort};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
+use crate::local_line::{self, Joined, Left, Member, Turn};
 use crate::lost_leases::LostLease;
 use crate::lua_script;
 use crate::replicas::{ack_timeout, eval_grant, refuse};
@@ -67,12 +73,23 @@ pub struct ConcurrentLimiter {
 pub struct Slot {
     token: String,
     lease: Lease,
+    /// This holder's place among its process's threads for the name, when it came through the
+    /// local line: its release may queue the next local waiter.
+    member: Option<Member>,
 }
 
 impl Slot {
     pub fn token(&self) -> &str {
         &self.token
     }
+}
+
+/// How a waiter got its slot.
+enum Entered {
+    /// A release handed it over: the limiter was full.
+    HandedOver,
+    /// Its own attempt found room (or a slot granted to it meanwhile).
+    FreeSlot,
 }
 
 enum Attempt {
@@ -199,6 +216,7 @@ impl ConcurrentLimiter {
         Slot {
             token: token.to_string(),
             lease: Lease::start_reporting(&self.client, self.renew_call(token), self.lease, report),
+            member: None,
         }
     }
 
@@ -212,14 +230,106 @@ impl ConcurrentLimiter {
         deadline: Instant,
     ) -> Result<Option<Slot>> {
         // A retry of a call cut short takes its place in line back (and may be granted already).
+        // It, a grant that replicas must acknowledge (ack_grant's extra round trip) and a caller
+        // out of time (one attempt: it must not wait behind the process's waiter) keep the
+        // plain path: one Redis entry per thread.
         self.cut_short.resume(token, |retried, queued| {
-            self.wait_in_line(intr, token, deadline, retried, queued)
+            if retried || self.min_replicas_acked > 0 || deadline <= Instant::now() {
+                let entered = self.wait_in_line(intr, token, deadline, retried, queued, false)?;
+                Ok(entered.map(|(slot, _)| slot))
+            } else {
+                self.wait_in_process_line(intr, token, deadline, queued)
+            }
         })
+    }
+
+    /// Which process-local line this name's waiters share: one per client and name.
+    fn line_id(&self) -> usize {
+        std::sync::Arc::as_ptr(&self.client.inner) as usize
+    }
+
+    /// Threads of this process waiting for this name behind the one in Redis (for tests).
+    pub fn local_waiters(&self) -> usize {
+        local_line::local_waiters(self.line_id(), &self.slots_key)
+    }
+
+    /// The longest a waiter blocks between two attempts: its entry must cover that.
+    fn max_block(&self) -> Duration {
+        self.lease.max(MIN_RECHECK)
+    }
+
+    /// How long a waiter plans to wait for its next turn (ms; 0: it is out of time and won't),
+    /// which its entry in the line records.
+    fn planned_wait_ms(&self, deadline: Instant) -> u64 {
+        let left = deadline.saturating_duration_since(Instant::now());
+        // A caller out of time makes its last attempt without joining the line.
+        if left.is_zero() {
+            0
+        } else {
+            crate::seconds::millis(left.min(self.max_block()) + WAIT_MARK_MARGIN)
+        }
+    }
+
+    /// Waits behind the process's waiter in Redis for this name (if any) until passed on, then
+    /// in Redis: with the entry a release queued, or by an attempt of its own.
+    fn wait_in_process_line(
+        &self,
+        intr: &Interrupt,
+        token: &str,
+        deadline: Instant,
+        queued: &mut Option<String>,
+    ) -> Result<Option<Slot>> {
+        let joined = local_line::join(self.line_id(), &self.slots_key, token, Some(deadline));
+        let (turn, mut member) = match joined {
+            Joined::Active(member) => (Turn::Attempt { uncertain: false }, member),
+            // Holders renew, so nobody but a release passes a local waiter on within a lease;
+            // a slot freed by another process's release while none of this one waits in Redis
+            // is found within MIN_RECHECK (the oldest local waiter then attempts).
+            Joined::Local(waiter) => match waiter.wait(intr, self.max_block(), Some(MIN_RECHECK)) {
+                Ok(turned) => turned,
+                Err(Left::Timeout) => return Ok(None),
+                Err(Left::Interrupted) => return Err(Error::Interrupted),
+            },
+        };
+        // `member` lives until this returns: an error passes the turn on as it drops.
+        let queued_by_release = match turn {
+            Turn::Queued(entry) => {
+                *queued = Some(entry);
+                true
+            }
+            Turn::Attempt { uncertain } => {
+                if uncertain {
+                    // The release that was queueing this waiter failed: it may have left an
+                    // entry (or a grant, or even a slot) for this token, which nobody would take
+                    // out later.
+                    crate::lease::release_now(
+                        &self.client,
+                        intr,
+                        self.release_call(token, true),
+                        self.lease,
+                    )?;
+                }
+                false
+            }
+        };
+        let entered = self.wait_in_line(intr, token, deadline, false, queued, queued_by_release)?;
+        Ok(entered.map(|(mut slot, how)| {
+            match how {
+                Entered::HandedOver => member.acquired(),
+                // The limiter had room: the next local waiter may find some too, so it attempts
+                // now instead of waiting for a release of this process.
+                Entered::FreeSlot => member.acquired_with_room(),
+            }
+            slot.member = Some(member);
+            slot
+        }))
     }
 
     /// Attempts, queueing on failure, then waits for the hand-off. One turn's wait never
     /// outlasts the earliest live slot's expiry (at least `MIN_RECHECK`): a holder that crashed
     /// hands over nothing, so then it attempts again, keeping its place in the line.
+    /// `queued_by_release`: a release already queued this waiter (as `queued`), so it starts
+    /// with the wait, for at most its planned wait (a lease).
     fn wait_in_line(
         &self,
         intr: &Interrupt,
@@ -227,23 +337,29 @@ impl ConcurrentLimiter {
         deadline: Instant,
         retried: bool,
         queued: &mut Option<String>,
-    ) -> Result<Option<Slot>> {
-        // The longest a waiter blocks between two attempts: its entry must cover that.
-        let max_block = self.lease.max(MIN_RECHECK);
+        queued_by_release: bool,
+    ) -> Result<Option<(Slot, Entered)>> {
+        let mut skip_attempt = queued_by_release;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            // A caller out of time makes its last attempt without joining the line.
-            let wait_ms = if left.is_zero() {
-                0
-            } else {
-                crate::seconds::millis(left.min(max_block) + WAIT_MARK_MARGIN)
-            };
+            if std::mem::take(&mut skip_attempt) && !left.is_zero() {
+                // As planned by the release's entry: at most a lease (the earliest slot's
+                // expiry is not known without an attempt; a crashed holder's slot is found
+                // at the next one).
+                let wait = left.min(self.max_block());
+                if wait_grant(&self.client, intr, &self.grant_key(token), wait)?.is_some() {
+                    *queued = None;
+                    return Ok(Some((self.granted(intr, token)?, Entered::HandedOver)));
+                }
+                continue;
+            }
+            let wait_ms = self.planned_wait_ms(deadline);
             let maybe_ours = retried || queued.is_some();
             let expires_in_ms =
                 match self.attempt(intr, token, wait_ms, queued.as_deref(), maybe_ours)? {
                     Attempt::Acquired => {
                         *queued = None;
-                        return Ok(Some(self.slot(token)));
+                        return Ok(Some((self.slot(token), Entered::FreeSlot)));
                     }
                     Attempt::Full {
                         expires_in_ms,
@@ -265,7 +381,7 @@ impl ConcurrentLimiter {
                 .min(deadline - now);
             if wait_grant(&self.client, intr, &self.grant_key(token), wait)?.is_some() {
                 *queued = None;
-                return self.granted(intr, token).map(Some);
+                return Ok(Some((self.granted(intr, token)?, Entered::HandedOver)));
             }
             if Instant::now() >= deadline {
                 // One last attempt (it may find the slot a hand-off raced in), then leave.
@@ -311,17 +427,26 @@ impl ConcurrentLimiter {
     /// Gives the slot back (to the next waiter in line, if any). `Error::LockLost` when the
     /// slot's lease had run out (or Redis lost it) while held: the limit may have been exceeded
     /// meanwhile.
-    pub fn release(&self, intr: &Interrupt, slot: Slot) -> Result<()> {
+    pub fn release(&self, intr: &Interrupt, mut slot: Slot) -> Result<()> {
         let lost_before = slot.lease.is_lost();
         let token = slot.token.clone();
+        let member = slot.member.take();
         drop(slot); // stop renewing before releasing
-        let call = self.release_call(&token, false);
-        let released = int(&crate::lease::release_now(
-            &self.client,
-            intr,
-            call,
-            self.lease,
-        )?)? == 1;
+
+        // The member is kept until the release is done (a newcomer meanwhile waits locally and
+        // is then passed on), or handed to the local successor this release queues.
+        let successor = member.map(Member::take_successor);
+        let released = match successor {
+            Some(Ok(successor)) => self.release_queueing(intr, &token, successor)?,
+            _ => {
+                int(&crate::lease::release_now(
+                    &self.client,
+                    intr,
+                    self.release_call(&token, false),
+                    self.lease,
+                )?)? == 1
+            }
+        };
         if released && !lost_before {
             Ok(())
         } else {
@@ -329,6 +454,52 @@ impl ConcurrentLimiter {
                 "ConcurrentLimiter {:?}: the slot's lease was lost while held (lock_timeout passed without renewal)",
                 self.name
             )))
+        }
+    }
+
+    /// The release that also queues the process's next local waiter for this name (see
+    /// local_line.rs). True when the slot was still ours.
+    fn release_queueing(
+        &self,
+        intr: &Interrupt,
+        token: &str,
+        successor: local_line::Successor,
+    ) -> Result<bool> {
+        let wait_ms = successor.deadline.map_or(0, |d| self.planned_wait_ms(d));
+        let call = self.release_queueing_call(token, false, &successor.token, wait_ms);
+        let reply = self.client.eval(intr, &call).inspect_err(|e| {
+            if matches!(
+                e,
+                Error::Connection { .. } | Error::Timeout(_) | Error::Interrupted
+            ) {
+                // As `release_now`, but without the successor: it attempts on its own now
+                // (dropped untold below, uncertain), so a repeated release must not queue it.
+                let plain = self.release_call(token, false);
+                crate::lease::release_in_background(&self.client, plain, self.lease);
+            }
+        })?;
+        match &reply {
+            Value::Array(items) => match (items.first().map(int), items.get(1), items.get(2)) {
+                (Some(Ok(1)), Some(Value::BulkString(entry)), room) => {
+                    let entry = String::from_utf8_lossy(entry).into_owned();
+                    successor.tell(Turn::Queued(entry));
+                    // Slots still free (one freed earlier while nobody was in line): the next
+                    // local waiters attempt now instead of waiting for releases of this process.
+                    let room = room.map(int).and_then(|r| r.ok()).unwrap_or(0);
+                    if room > 0 {
+                        local_line::pass_room(self.line_id(), &self.slots_key, room as usize);
+                    }
+                    Ok(true)
+                }
+                _ => Err(Error::Redis(format!(
+                    "concurrent_limiter/release: unexpected reply {reply:?}"
+                ))),
+            },
+            other => {
+                // Not ours any more (or nothing to queue): nothing was queued.
+                successor.tell(Turn::Attempt { uncertain: false });
+                Ok(int(other)? == 1)
+            }
         }
     }
 
@@ -348,6 +519,18 @@ impl ConcurrentLimiter {
     /// The token-checked release of one slot (handing it to the next waiter), used by
     /// `release` and `abandon`; `leave_line`: the token also leaves the line.
     pub(crate) fn release_call(&self, token: &str, leave_line: bool) -> ScriptCall {
+        self.release_queueing_call(token, leave_line, "", 0)
+    }
+
+    /// `release_call` that also queues `successor` (a local waiter's token, planning to wait
+    /// `wait_ms`) at the tail of the line; "" for none.
+    fn release_queueing_call(
+        &self,
+        token: &str,
+        leave_line: bool,
+        successor: &str,
+        wait_ms: u64,
+    ) -> ScriptCall {
         ScriptCall::new(&RELEASE)
             .key(&self.slots_key)
             .key(&self.line_key)
@@ -356,9 +539,14 @@ impl ConcurrentLimiter {
             .arg(self.lease_ms())
             .arg(self.grant_prefix.as_str())
             .arg(if leave_line { "1" } else { "0" })
+            .arg(successor)
+            .arg(wait_ms)
+            .arg(self.limit)
     }
 
-    /// Live slots and waiting callers, across every process.
+    /// Live slots and waiting callers: the live entries of the Redis line (one per waiting
+    /// process, and threads that queued themselves) plus this process's threads waiting behind
+    /// its entry (other processes' local waiters are not visible in Redis).
     pub fn status(&self, intr: &Interrupt) -> Result<LimiterStatus> {
         let call = ScriptCall::new(&STATUS)
             .key(&self.slots_key)
@@ -367,7 +555,7 @@ impl ConcurrentLimiter {
             [in_use, waiting] => Ok(LimiterStatus {
                 limit: self.limit,
                 in_use: count_u32(*in_use),
-                waiting: count_u32(*waiting),
+                waiting: count_u32(waiting.saturating_add(self.local_waiters() as i64)),
             }),
             other => Err(Error::Redis(format!(
                 "concurrent_limiter/status: unexpected reply {other:?}"

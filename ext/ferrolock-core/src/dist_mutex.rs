@@ -289,7 +289,7 @@ impl DistMutex {
             match local_line::join(self.line_id(), &self.lock_key, token, deadline) {
                 Joined::Active(member) => (Turn::Attempt { uncertain: false }, member),
                 Joined::Local(waiter) => waiter
-                    .wait(intr, self.ttl)
+                    .wait(intr, self.ttl, None)
                     .map_err(|why| local_line::left_error(why, &self.name))?,
             };
         // `member` lives until this returns: an error passes the turn on as it drops.

@@ -1,11 +1,17 @@
 //! One waiter per process per name (issue 16). Threads of one process that wait for the same
-//! auto-release DistMutex (same client, same name) do not each queue in Redis: while one of
-//! them waits in the Redis line, the others wait here, in FIFO order, on a condition variable.
-//! When that one is granted the lock, the process has nobody in the Redis line: the holder's
-//! release then pushes the next local waiter's entry at the tail of the line in its own script,
-//! so that waiter never runs an attempt, it only blocks on its grant (dist_mutex.rs,
-//! lua/dist_mutex/release.lua). A newcomer while the process only holds the lock (nobody of it
-//! in Redis, nobody waiting locally) goes to Redis itself, as before.
+//! auto-release DistMutex or ConcurrentLimiter (same client, same name) do not each queue in
+//! Redis: while one of them waits in the Redis line, the others wait here, in FIFO order, on a
+//! condition variable. When that one is granted the lock (a slot), the process has nobody in
+//! the Redis line: the next release of one of its holders then pushes the next local waiter's
+//! entry at the tail of the line in its own script, so that waiter never runs an attempt, it
+//! only blocks on its grant (dist_mutex.rs, lua/dist_mutex/release.lua, concurrent_limiter.rs,
+//! lua/concurrent_limiter/release.lua). A newcomer while the process only holds (nobody of it in
+//! Redis, nobody waiting locally) goes to Redis itself, as before.
+//!
+//! A limiter's process may hold several slots: any of its holders' releases queues the next
+//! local waiter (the first to find nobody of the process in Redis). A slot may also free up
+//! elsewhere while the process's local waiters wait for their own holders: `unqueued` bounds
+//! that (the oldest goes to Redis by itself).
 //!
 //! The lines live in a process-wide map keyed by client and lock key (DistMutex objects are
 //! created per call by the Ruby layer, so an instance would not do), reset in a forked child.
@@ -136,6 +142,29 @@ impl Member {
         if let Some(line) = lines.0.get_mut(&self.key) {
             line.in_redis = line.in_redis.saturating_sub(1);
             line.holding += 1;
+        }
+        self.role = Role::Holding;
+    }
+
+    /// The waiter in Redis got a free slot by its own attempt (a limiter with room): the oldest
+    /// local waiter, which may find room too, goes to Redis now (attempting), instead of waiting
+    /// for a release of this process.
+    pub fn acquired_with_room(&mut self) {
+        if self.role == Role::Holding || crate::fork::generation() != self.generation {
+            return;
+        }
+        let mut lines = lines();
+        if let Some(line) = lines.0.get_mut(&self.key) {
+            line.in_redis = line.in_redis.saturating_sub(1);
+            line.holding += 1;
+            if line.in_redis == 0 {
+                if let Some(id) = line.waiting.pop_front() {
+                    line.slots
+                        .insert(id, Slot::Told(Turn::Attempt { uncertain: false }));
+                    line.in_redis = 1;
+                    line.wake.notify_all();
+                }
+            }
         }
         self.role = Role::Holding;
     }
@@ -274,14 +303,20 @@ pub enum Left {
 impl LocalWaiter {
     /// Waits to be passed on. Never longer than `recheck` (the lock TTL) while nobody passes it
     /// on: then it goes to Redis by itself, so a bug that loses a turn cannot
-    /// strand it. Once a release is queueing it, it waits for the outcome even past its
-    /// deadline or an interrupt (a round trip): the caller then handles both with its entry.
+    /// strand it. `unqueued` (a limiter's): the oldest local waiter also goes to Redis by
+    /// itself once nobody of the process has waited in Redis for that long (only holders
+    /// would pass it on, while a slot may be free). Once a release is queueing it, it waits
+    /// for the outcome even past its deadline or an interrupt (a round trip): the caller then
+    /// handles both with its entry.
     pub fn wait(
         self,
         intr: &Interrupt,
         recheck: Duration,
+        unqueued: Option<Duration>,
     ) -> std::result::Result<(Turn, Member), Left> {
         let started = Instant::now();
+        // Since when this waiter is the oldest with nobody of the process in Redis.
+        let mut unqueued_since: Option<Instant> = None;
         let mut lines = lines();
         loop {
             let line = lines
@@ -319,8 +354,20 @@ impl LocalWaiter {
                         return Err(why);
                     }
                     let waited = now - started;
-                    if waited >= recheck {
-                        // Nobody passed it on within a lock TTL: go to Redis alone.
+                    let first_unqueued = unqueued
+                        .filter(|_| line.in_redis == 0 && line.waiting.front() == Some(&self.id));
+                    let since = match first_unqueued {
+                        Some(_) => *unqueued_since.get_or_insert(now),
+                        None => {
+                            unqueued_since = None;
+                            now
+                        }
+                    };
+                    let unqueued_left =
+                        first_unqueued.map(|limit| limit.saturating_sub(now - since));
+                    if waited >= recheck || unqueued_left.is_some_and(|l| l.is_zero()) {
+                        // Nobody passed it on within a lock TTL (or, first in line, within
+                        // `unqueued` while nobody of the process was in Redis): go alone.
                         line.waiting.retain(|id| *id != self.id);
                         line.slots.remove(&self.id);
                         line.in_redis += 1;
@@ -332,6 +379,9 @@ impl LocalWaiter {
                         return Ok((Turn::Attempt { uncertain: false }, member));
                     }
                     slice = slice.min(recheck - waited);
+                    if let Some(l) = unqueued_left {
+                        slice = slice.min(l);
+                    }
                     if let Some(d) = deadline {
                         slice = slice.min(d - now);
                     }
@@ -345,6 +395,24 @@ impl LocalWaiter {
                 .0;
         }
     }
+}
+
+/// A limiter has `room` free slots: up to that many of the oldest local waiters attempt now (each
+/// then counts as a waiter in Redis).
+pub fn pass_room(client_id: usize, lock_key: &str, room: usize) {
+    let mut lines = lines();
+    let Some(line) = lines.0.get_mut(&(client_id, lock_key.to_string())) else {
+        return;
+    };
+    for _ in 0..room {
+        let Some(id) = line.waiting.pop_front() else {
+            break;
+        };
+        line.slots
+            .insert(id, Slot::Told(Turn::Attempt { uncertain: false }));
+        line.in_redis += 1;
+    }
+    line.wake.notify_all();
 }
 
 /// Local waiters of one name (tests: how many threads of this process wait behind the one in Redis).

@@ -131,9 +131,12 @@ fn slots_go_to_waiters_in_the_order_they_queued() {
     let circulating = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
     let kept = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
     let entered = Arc::new(Mutex::new(Vec::new()));
+    // Each waiter on a client of its own (a process each): threads of one client would wait
+    // behind the first in the process (tests/limiter_local_line.rs).
     let waiters: Vec<_> = (0..6)
         .map(|i| {
-            let (l, entered) = (l.clone(), entered.clone());
+            let l = limiter(&server.client("t"), "fifo", 2, 30_000);
+            let entered = entered.clone();
             let waiter = std::thread::spawn(move || {
                 let intr = Interrupt::new();
                 let slot = l.acquire(&intr, &token(), after(20_000)).unwrap();
@@ -281,8 +284,9 @@ fn waiters_that_time_out_as_a_slot_is_handed_to_them_never_strand_it() {
             })
         };
         until_queued(&client, "race", 1);
+        // Another process's waiter, queued in Redis behind the hasty one.
         let patient = {
-            let l = l.clone();
+            let l = limiter(&server.client("t"), "race", 1, 30_000);
             std::thread::spawn(move || {
                 let intr = Interrupt::new();
                 let slot = l.acquire(&intr, &token(), after(10_000)).unwrap();
@@ -437,4 +441,61 @@ fn many_threads_never_exceed_the_limit_and_take_turns() {
     );
     assert_eq!(grant_keys(&client), Value::Array(vec![]));
     assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
+}
+
+#[test]
+fn room_left_by_an_earlier_release_goes_to_the_next_waiters_in_line_never_past_the_limit() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let l = limiter(&client, "room", 3, 30_000);
+    let intr = Interrupt::new();
+    // One slot held of three: two are free, as after releases that found nobody in line while
+    // the waiters of other processes waited in their processes.
+    let held = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
+    // Three waiters queued as if full (the script run with a limit of 1): they wait on their
+    // grants and attempt no more (dead to Redis, live entries).
+    let waiters = [token(), token(), token()];
+    for t in &waiters {
+        enqueue_and_die(&client, "room", t, 30_000, 30_000);
+    }
+    l.release(&intr, held).unwrap();
+    // The release handed its own slot to the first and the two free ones to the next two: three
+    // in use, the limit.
+    for t in &waiters[..2] {
+        assert!(slot_of(&client, "room", t).is_some(), "granted");
+        assert!(exists(&client, &grant_key(&client, "room", t)));
+    }
+    assert!(
+        slot_of(&client, "room", &waiters[2]).is_some(),
+        "room for the third"
+    );
+    assert_eq!(status(&l).in_use, 3);
+    assert_eq!(line_len(&client, "room"), 0);
+    assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
+}
+
+#[test]
+fn a_full_limiter_hands_over_only_the_released_slot() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let l = limiter(&client, "full", 2, 30_000);
+    let intr = Interrupt::new();
+    let held = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
+    let kept = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
+    let waiters = [token(), token()];
+    for t in &waiters {
+        enqueue_and_die(&client, "full", t, 30_000, 30_000);
+    }
+    l.release(&intr, held).unwrap();
+    assert!(slot_of(&client, "full", &waiters[0]).is_some());
+    assert_eq!(
+        slot_of(&client, "full", &waiters[1]),
+        None,
+        "no room for a second"
+    );
+    assert_eq!(status(&l).in_use, 2);
+    assert_eq!(line_len(&client, "full"), 1);
+    l.release(&intr, kept).unwrap();
+    assert!(slot_of(&client, "full", &waiters[1]).is_some());
+    assert_eq!(status(&l).in_use, 2);
 }

@@ -4,9 +4,22 @@
 -- KEYS[1] slots, KEYS[2] line (list of "token|deadline ms"), KEYS[3] this token's grant list
 -- ARGV[1] token, ARGV[2] lease (ms), ARGV[3] grant list key prefix (a waiter's token follows),
 -- ARGV[4] '1' when the token also leaves the line (a waiter that gave up: its entries and any
--- grant not popped yet go, and a slot that reached it is handed on)
--- Returns 1 released (or handed on), 0 the token held no live slot (its lease was lost). The
--- member is removed at most once, so releasing twice never frees two slots.
+-- grant not popped yet go, and a slot that reached it is handed on), ARGV[5] the releasing
+-- process's next local waiter ('' if none; see src/local_line.rs) and ARGV[6] how long it will
+-- wait (ms): while this token holds a live slot, its entry joins the TAIL of the line before the
+-- hand-off (other processes keep their turns; alone, it is handed this very slot), and it never
+-- runs an attempt of its own.
+-- ARGV[7] the limit ('' : not known): when at most 16, one read gives this token's slot and the
+-- live count, and room left (a slot freed earlier while nobody was in line, whose waiters then
+-- waited in their processes) goes to the next live entries too, with a fresh lease each.
+-- Returns 1 released (or handed on), 0 the token held no live slot (its lease was lost: nobody
+-- queued), {1, entry, room} when the local waiter was queued as entry (it may be the one handed
+-- the slot; room: slots still free after this script, for the process's next local waiters).
+-- The member is removed at most once, so releasing twice never frees two slots.
+--
+-- Commands when handing over: TIME, ZRANGEBYSCORE (ZSCORE for a limit over 16), LPOP, RPUSH grant, PEXPIRE grant, ZADD, ZREM;
+-- queueing a local waiter adds RPUSH (its entry) and, when others still wait after it, PEXPIRE
+-- (the line). When nobody waits: TIME, ZRANGEBYSCORE, LPOP, ZREM.
 --
 -- The next waiter's grant list cannot be declared in KEYS (who waits is read here). On a Redis
 -- Cluster slot being migrated, touching a key that is not on this node fails the script where it
@@ -18,30 +31,35 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token, lease = ARGV[1], tonumber(ARGV[2])
 local leaving = ARGV[4] == '1'
 
-local expiry = redis.call('ZSCORE', KEYS[1], token)
-expiry = expiry and tonumber(expiry)
+local limit = tonumber(ARGV[7] or '')
+local expiry, live
+-- Whether a member of this token may be left that is not live (absent or expired).
+local maybe_member = false
+if limit and limit <= 16 then
+  -- The live slots (as acquire.lua reads them): this token's among them, and their count.
+  local slots = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 32)
+  for i = 1, #slots, 2 do
+    if slots[i] == token then
+      expiry = tonumber(slots[i + 1])
+    end
+  end
+  if #slots < 64 then
+    live = #slots / 2
+    maybe_member = not expiry
+  elseif not expiry then
+    expiry = redis.call('ZSCORE', KEYS[1], token)
+    expiry = expiry and tonumber(expiry)
+  end
+else
+  expiry = redis.call('ZSCORE', KEYS[1], token)
+  expiry = expiry and tonumber(expiry)
+end
 local holds = expiry and expiry > now
 
 -- An entry splits at its LAST '|', so a token may contain one.
 local function parse(entry)
   local who, deadline = string.match(entry, '^(.*)|(%d+)$')
   return who, tonumber(deadline or 0)
-end
-
--- The next waiter, taken off the line: the first entry (not this token's own) whose wait has
--- not ended; the dead and own entries ahead of it go with it. Returns its token, deadline and
--- entry.
-local function pop_next()
-  while true do
-    local entry = redis.call('LPOP', KEYS[2])
-    if not entry then
-      return nil
-    end
-    local who, deadline = parse(entry)
-    if who and who ~= token and deadline > now then
-      return who, deadline, entry
-    end
-  end
 end
 
 -- A token that gives up reads the whole line (rare): its own entries go wherever they are.
@@ -58,21 +76,58 @@ if not holds then
   if leaving then
     leave_line()
   end
-  if expiry then
+  if expiry or maybe_member then
     -- Expired: others may have counted it as free already, so it must not come back.
     redis.call('ZREM', KEYS[1], token)
   end
   return 0
 end
 
+-- The local successor's entry, at the tail, as acquire.lua would queue it (checked above that
+-- this token holds a live slot, so it is never queued by a release that hands nothing over).
+local queued, length
+local successor_wait = tonumber(ARGV[6] or 0) or 0
+if ARGV[5] and ARGV[5] ~= '' and not leaving then
+  queued = ARGV[5] .. '|' .. string.format('%d', now + successor_wait)
+  length = redis.call('RPUSH', KEYS[2], queued)
+end
+local room = 0
+local function done()
+  if queued then
+    return {1, queued, room}
+  end
+  return 1
+end
+
+local popped = 0
+-- The next live entry (not this token's own) off the line; dead ones ahead of it go with it.
+local function pop_next()
+  while true do
+    local entry = redis.call('LPOP', KEYS[2])
+    if not entry then
+      return nil
+    end
+    popped = popped + 1
+    local who, deadline = parse(entry)
+    if who and who ~= token and deadline > now then
+      return who, deadline, entry
+    end
+  end
+end
 local next_token, next_deadline, next_entry = pop_next()
 if next_token then
   local grant = ARGV[3] .. next_token
   local pushed = redis.pcall('RPUSH', grant, string.format('%d', expiry))
   if type(pushed) == 'table' and pushed.err then
     -- Nothing else written yet: the waiter goes back to the head of its line (dead entries
-    -- popped before it stay gone).
-    redis.call('LPUSH', KEYS[2], next_entry)
+    -- popped before it stay gone), and the local successor's entry out (the client sends the
+    -- script again, queueing it anew).
+    if queued and next_entry ~= queued then
+      redis.call('LREM', KEYS[2], -1, queued)
+    end
+    if next_entry ~= queued then
+      redis.call('LPUSH', KEYS[2], next_entry)
+    end
     if redis.call('PTTL', KEYS[2]) < next_deadline - now + 1000 then
       redis.call('PEXPIRE', KEYS[2], next_deadline - now + 1000)
     end
@@ -100,4 +155,42 @@ if next_token then
   redis.call('ZADD', KEYS[1], until_ms, next_token)
 end
 redis.call('ZREM', KEYS[1], token)
-return 1
+-- Room left (this token's slot is counted in `live`, and stays in use when handed on): the next
+-- live entries get a slot each, as a hand-off, with a whole lease.
+if live then
+  room = limit - live
+  if not next_token then
+    room = room + 1
+  end
+  while room > 0 and next_token do
+    local who, deadline, entry = pop_next()
+    if not who then
+      break
+    end
+    local grant = ARGV[3] .. who
+    local pushed = redis.pcall('RPUSH', grant, string.format('%d', now + lease))
+    if type(pushed) == 'table' and pushed.err then
+      -- Not on this node (a migrating cluster slot): back at the head, for the next release.
+      redis.call('LPUSH', KEYS[2], entry)
+      popped = popped - 1
+      -- The pop may have emptied the line: the list LPUSH made anew needs its TTL.
+      if redis.call('PTTL', KEYS[2]) < deadline - now + 1000 then
+        redis.call('PEXPIRE', KEYS[2], deadline - now + 1000)
+      end
+      break
+    end
+    redis.call('PEXPIRE', grant, deadline - now + 1000)
+    redis.call('ZADD', KEYS[1], now + lease, who)
+    if redis.call('PTTL', KEYS[1]) < lease then
+      redis.call('PEXPIRE', KEYS[1], lease)
+    end
+    room = room - 1
+  end
+  room = math.max(room, 0)
+end
+-- The local waiter's entry outlives its wait, as acquire.lua keeps the line (only when others
+-- still wait: a line just emptied is gone).
+if queued and popped < length then
+  redis.call('PEXPIRE', KEYS[2], math.max(successor_wait, math.max(lease, 1000) + 1000))
+end
+return done()

@@ -1,0 +1,528 @@
+//! One waiter per process per name for ConcurrentLimiter (src/local_line.rs, shared with
+//! DistMutex): threads of one client waiting for the same limiter keep one entry in the Redis
+//! line; the others wait in the process, in the order they came, and the next release of any of
+//! the process's holders queues the next of them. A client stands for a process here.
+mod support;
+
+use ferrolock_core::client::int;
+use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions};
+use ferrolock_core::{Client, Error, Interrupt};
+use redis::Value;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use support::{cmd, RedisServer};
+
+/// A 30 s lease everywhere but where said: a waiter entering within seconds was handed over.
+fn limiter(client: &Client, name: &str, limit: u32) -> Arc<ConcurrentLimiter> {
+    let opts = LimiterOptions {
+        limit,
+        lease: Duration::from_secs(30),
+    };
+    Arc::new(ConcurrentLimiter::new(client, name, opts).unwrap())
+}
+
+fn token() -> String {
+    ConcurrentLimiter::new_token()
+}
+
+fn after(ms: u64) -> Instant {
+    Instant::now() + Duration::from_millis(ms)
+}
+
+fn key(name: &str, part: &str) -> String {
+    format!("t:{{{name}}}:{part}")
+}
+
+fn queued(client: &Client, name: &str) -> i64 {
+    int(&cmd(client, &["LLEN", &key(name, "line")])).unwrap()
+}
+
+fn in_use(l: &ConcurrentLimiter) -> u32 {
+    l.status(&Interrupt::new()).unwrap().in_use
+}
+
+/// Waits (generously: the machine may be loaded) until `what` holds.
+fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// Every key of the test's namespace that would never expire.
+fn keys_without_ttl(client: &Client) -> Vec<String> {
+    let Value::Array(keys) = cmd(client, &["KEYS", "t:*"]) else {
+        panic!("KEYS: not an array")
+    };
+    keys.iter()
+        .map(|k| match k {
+            Value::BulkString(b) => String::from_utf8(b.clone()).unwrap(),
+            other => panic!("KEYS: {other:?}"),
+        })
+        .filter(|k| int(&cmd(client, &["PTTL", k])).unwrap() == -1)
+        .collect()
+}
+
+fn grant_keys(client: &Client) -> Value {
+    cmd(client, &["KEYS", "t:*:grant:*"])
+}
+
+/// Calls of every command since the last CONFIG RESETSTAT, but the test's own probes.
+fn commands_since_reset(client: &Client) -> Vec<(String, i64)> {
+    let stats = match cmd(client, &["INFO", "commandstats"]) {
+        Value::BulkString(b) => String::from_utf8(b).unwrap(),
+        other => panic!("INFO: {other:?}"),
+    };
+    stats
+        .lines()
+        .filter_map(|l| l.strip_prefix("cmdstat_"))
+        .map(|l| {
+            let (name, rest) = l.split_once(':').unwrap();
+            (
+                name.to_string(),
+                rest.split(['=', ',']).nth(1).unwrap().parse().unwrap(),
+            )
+        })
+        .filter(|(name, _)| {
+            !["info", "llen"].contains(&name.as_str()) && !name.starts_with("config")
+        })
+        .collect()
+}
+
+/// A thread that takes a slot (waiting up to 20 s), says so with its id, and releases when told.
+struct Gated {
+    entered: Receiver<usize>,
+    go: Sender<()>,
+    thread: std::thread::JoinHandle<Result<(), Error>>,
+}
+
+fn gated(l: &Arc<ConcurrentLimiter>, id: usize, log: &Arc<Mutex<Vec<usize>>>) -> Gated {
+    let (entered_tx, entered) = channel();
+    let (go, go_rx) = channel::<()>();
+    let (l, log) = (l.clone(), log.clone());
+    let thread = std::thread::spawn(move || {
+        let intr = Interrupt::new();
+        let slot = l.acquire(&intr, &token(), after(20_000))?;
+        let slot = slot.expect("a slot within 20 s");
+        log.lock().unwrap().push(id);
+        entered_tx.send(id).unwrap();
+        let _ = go_rx.recv();
+        l.release(&intr, slot)
+    });
+    Gated {
+        entered,
+        go,
+        thread,
+    }
+}
+
+impl Gated {
+    fn wait_entered(&self) {
+        self.entered.recv_timeout(Duration::from_secs(20)).unwrap();
+    }
+    fn release(self) -> Result<(), Error> {
+        self.go.send(()).unwrap();
+        self.thread.join().unwrap()
+    }
+}
+
+/// A thread that takes a slot and gives it back at once, recording its id.
+fn passer(
+    l: &Arc<ConcurrentLimiter>,
+    id: usize,
+    log: &Arc<Mutex<Vec<usize>>>,
+) -> std::thread::JoinHandle<()> {
+    let (l, log) = (l.clone(), log.clone());
+    std::thread::spawn(move || {
+        let intr = Interrupt::new();
+        let slot = l.acquire(&intr, &token(), after(20_000)).unwrap();
+        log.lock().unwrap().push(id);
+        l.release(&intr, slot.expect("a slot within 20 s")).unwrap();
+    })
+}
+
+#[test]
+fn threads_of_one_process_keep_one_entry_send_nothing_while_waiting_and_enter_in_order() {
+    let server = RedisServer::start();
+    let holder_client = server.client("t");
+    // One slot: with more, slots granted at once are entered in any order.
+    let holder = limiter(&holder_client, "one", 1);
+    let intr = Interrupt::new();
+    let held = holder.acquire(&intr, &token(), after(0)).unwrap().unwrap();
+    let l = limiter(&server.client("t"), "one", 1);
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let mut threads = vec![passer(&l, 0, &log)];
+    until("the first waiter queued in Redis", || {
+        queued(&holder_client, "one") == 1
+    });
+    for i in 1..6 {
+        threads.push(passer(&l, i, &log));
+        until("the waiter waits locally", || l.local_waiters() == i);
+    }
+    assert_eq!(
+        queued(&holder_client, "one"),
+        1,
+        "one entry for the whole process"
+    );
+    // The waiting threads send nothing: the one in Redis blocks on its grant (a 30 s lease: its
+    // turn outlasts this pause), the others on a condition variable.
+    cmd(&holder_client, &["CONFIG", "RESETSTAT"]);
+    std::thread::sleep(Duration::from_millis(1500));
+    let sent = commands_since_reset(&holder_client);
+    assert!(
+        sent.iter().all(|(_, n)| *n == 0),
+        "commands while waiting: {sent:?}"
+    );
+    holder.release(&intr, held).unwrap();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    assert_eq!(*log.lock().unwrap(), (0..6).collect::<Vec<_>>());
+    assert_eq!(in_use(&l), 0);
+    assert_eq!(queued(&holder_client, "one"), 0);
+    assert_eq!(l.local_waiters(), 0);
+    assert_eq!(grant_keys(&holder_client), Value::Array(vec![]));
+    assert_eq!(keys_without_ttl(&holder_client), Vec::<String>::new());
+}
+
+#[test]
+fn redis_sees_one_entry_per_process_and_processes_take_turns() {
+    let server = RedisServer::start();
+    let holder_client = server.client("t");
+    let holder = limiter(&holder_client, "turns", 1);
+    let intr = Interrupt::new();
+    let held = holder.acquire(&intr, &token(), after(0)).unwrap().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let processes: Vec<_> = (0..3)
+        .map(|_| limiter(&server.client("t"), "turns", 1))
+        .collect();
+    let mut threads = Vec::new();
+    // Process p's thread t has id 10 * p + t; the first thread of each queues in Redis.
+    for t in 0..3 {
+        for (p, l) in processes.iter().enumerate() {
+            threads.push(passer(l, 10 * p + t, &log));
+            if t == 0 {
+                until("queued in Redis", || {
+                    queued(&holder_client, "turns") == p as i64 + 1
+                });
+            } else {
+                until("waits locally", || l.local_waiters() == t);
+            }
+        }
+    }
+    assert_eq!(queued(&holder_client, "turns"), 3, "one entry per process");
+    holder.release(&intr, held).unwrap();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    // Each process's next thread joins the tail of the line when the one before it leaves.
+    assert_eq!(*log.lock().unwrap(), vec![0, 10, 20, 1, 11, 21, 2, 12, 22]);
+    assert_eq!(queued(&holder_client, "turns"), 0);
+    assert_eq!(in_use(&holder), 0);
+}
+
+#[test]
+fn any_holder_of_the_process_queues_its_next_local_waiter() {
+    let server = RedisServer::start();
+    let (a, b) = (server.client("t"), server.client("t"));
+    let (la, lb) = (limiter(&a, "many", 3), limiter(&b, "many", 3));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    // Process A holds two slots, B one; then A's W1 queues in Redis, W2 and W3 wait locally.
+    let h1 = gated(&la, 101, &log);
+    h1.wait_entered();
+    let h2 = gated(&la, 102, &log);
+    h2.wait_entered();
+    let hb = gated(&lb, 200, &log);
+    hb.wait_entered();
+    let w1 = gated(&la, 1, &log);
+    until("W1 queued", || queued(&a, "many") == 1);
+    let w2 = gated(&la, 2, &log);
+    until("W2 waits locally", || la.local_waiters() == 1);
+    let w3 = gated(&la, 3, &log);
+    until("W3 waits locally", || la.local_waiters() == 2);
+    // B's release hands its slot to W1: A holds all three, nobody of it in Redis.
+    hb.release().unwrap();
+    w1.wait_entered();
+    assert_eq!(in_use(&la), 3);
+    // The second holder's release (not the first's) queues W2 and hands it its own slot.
+    h2.release().unwrap();
+    w2.wait_entered();
+    assert_eq!(in_use(&la), 3);
+    h1.release().unwrap();
+    w3.wait_entered();
+    assert_eq!(in_use(&la), 3);
+    for w in [w1, w2, w3] {
+        w.release().unwrap();
+    }
+    assert_eq!(*log.lock().unwrap(), vec![101, 102, 200, 1, 2, 3]);
+    assert_eq!(in_use(&la), 0);
+    assert_eq!(queued(&a, "many"), 0);
+    assert_eq!(grant_keys(&a), Value::Array(vec![]));
+    assert_eq!(keys_without_ttl(&a), Vec::<String>::new());
+}
+
+#[test]
+fn a_release_that_lost_its_slot_queues_nobody_and_hands_nothing_over() {
+    let server = RedisServer::start();
+    let (a, b) = (server.client("t"), server.client("t"));
+    let (la, lb) = (limiter(&a, "lost", 1), limiter(&b, "lost", 1));
+    let intr = Interrupt::new();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let held = la.acquire(&intr, &token(), after(20_000)).unwrap().unwrap();
+    // A1 queues in Redis, then B1; A2 waits locally behind A1.
+    let a1 = gated(&la, 1, &log);
+    until("A1 queued", || queued(&a, "lost") == 1);
+    let b1 = gated(&lb, 2, &log);
+    until("B1 queued", || queued(&a, "lost") == 2);
+    let a2 = gated(&la, 3, &log);
+    until("A2 waits locally", || la.local_waiters() == 1);
+    la.release(&intr, held).unwrap();
+    a1.wait_entered();
+    let line_before = cmd(&a, &["LRANGE", &key("lost", "line"), "0", "-1"]);
+    // A1's slot is lost (as when its lease ran out and an expired member was purged).
+    cmd(&a, &["DEL", &key("lost", "slots")]);
+    assert!(matches!(a1.release(), Err(Error::LockLost(_))));
+    // Nothing handed over nor queued by that release: B1's entry as it was. A2, told to attempt,
+    // finds the free slot (a free slot with live entries exists only after a lost lease).
+    a2.wait_entered();
+    let line_after = cmd(&a, &["LRANGE", &key("lost", "line"), "0", "-1"]);
+    assert_eq!(line_after, line_before, "B1's entry alone");
+    assert_eq!(*log.lock().unwrap(), vec![1, 3]);
+    a2.release().unwrap();
+    b1.wait_entered();
+    b1.release().unwrap();
+    assert_eq!(in_use(&la), 0);
+    assert_eq!(queued(&a, "lost"), 0);
+    assert_eq!(grant_keys(&a), Value::Array(vec![]));
+    assert_eq!(keys_without_ttl(&a), Vec::<String>::new());
+}
+
+#[test]
+fn local_waiters_that_time_out_or_are_interrupted_leave_nothing_stuck() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let other = limiter(&server.client("t"), "leave", 1);
+    let l = limiter(&client, "leave", 1);
+    let intr = Interrupt::new();
+    // Held by another process: a holder of this one would pass the local waiters on itself.
+    let held = other.acquire(&intr, &token(), after(0)).unwrap().unwrap();
+    let log = Arc::new(Mutex::new(Vec::new()));
+    let first = passer(&l, 0, &log);
+    until("the first waiter queued in Redis", || {
+        queued(&client, "leave") == 1
+    });
+    let hasty = {
+        let l = l.clone();
+        std::thread::spawn(move || {
+            let started = Instant::now();
+            let outcome = l.acquire(&Interrupt::new(), &token(), after(300)).unwrap();
+            (outcome.is_none(), started.elapsed())
+        })
+    };
+    until("the hasty waiter waits locally", || l.local_waiters() == 1);
+    let cut = Arc::new(Interrupt::new());
+    let interrupted = {
+        let (l, cut) = (l.clone(), cut.clone());
+        std::thread::spawn(move || {
+            matches!(
+                l.acquire(&cut, &token(), after(20_000)),
+                Err(Error::Interrupted)
+            )
+        })
+    };
+    until("the interrupted waiter waits locally", || {
+        l.local_waiters() == 2
+    });
+    let last = passer(&l, 3, &log);
+    until("the last waiter waits locally", || l.local_waiters() == 3);
+    let (timed_out, took) = hasty.join().unwrap();
+    assert!(timed_out);
+    assert!(took >= Duration::from_millis(290), "ended early: {took:?}");
+    // On time while the slot is still held (a 30 s lease): generous for a loaded machine.
+    assert!(took < Duration::from_secs(5), "timed out after {took:?}");
+    cut.cancel();
+    assert!(interrupted.join().unwrap());
+    assert_eq!(l.local_waiters(), 1);
+    assert_eq!(queued(&client, "leave"), 1, "only the first waiter's entry");
+    other.release(&intr, held).unwrap();
+    first.join().unwrap();
+    last.join().unwrap();
+    assert_eq!(*log.lock().unwrap(), vec![0, 3]);
+    assert_eq!(in_use(&l), 0);
+    assert_eq!(queued(&client, "leave"), 0);
+    assert_eq!(grant_keys(&client), Value::Array(vec![]));
+    assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
+}
+
+#[test]
+fn waiters_timing_out_or_interrupted_as_a_release_queues_them_never_strand_a_slot() {
+    let server = RedisServer::start();
+    let (a, b) = (server.client("t"), server.client("t"));
+    let (la, lb) = (limiter(&a, "race", 2), limiter(&b, "race", 2));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    for round in 0..16u64 {
+        // A holds one slot (h), B the other; A's W queues in Redis and B's release hands W its
+        // slot, so A has nobody in Redis and its hasty local waiter is queued by h's release,
+        // released about when the hasty one's wait ends (or it is interrupted).
+        let h = gated(&la, 0, &log);
+        h.wait_entered();
+        let hb = gated(&lb, 0, &log);
+        hb.wait_entered();
+        let w = gated(&la, 0, &log);
+        until("W queued", || queued(&a, "race") == 1);
+        let cut = Arc::new(Interrupt::new());
+        let hasty = {
+            let (l, cut) = (la.clone(), cut.clone());
+            let wait_ms = if round % 2 == 0 { 30 } else { 20_000 };
+            std::thread::spawn(move || {
+                let tok = token();
+                match l.acquire(&cut, &tok, after(wait_ms)) {
+                    Ok(Some(slot)) => l.release(&Interrupt::new(), slot).map(|_| "entered"),
+                    Ok(None) => Ok("timed out"),
+                    Err(Error::Interrupted) => {
+                        // As the binding does for a call that failed: give the token up.
+                        l.abandon(&tok);
+                        Ok("interrupted")
+                    }
+                    Err(e) => Err(e),
+                }
+            })
+        };
+        until("the hasty waiter waits locally", || la.local_waiters() == 1);
+        // Another process's patient waiter, queued in Redis.
+        let patient = {
+            let l = lb.clone();
+            std::thread::spawn(move || {
+                let intr = Interrupt::new();
+                let slot = l.acquire(&intr, &token(), after(10_000)).unwrap();
+                l.release(&intr, slot.expect("the patient waiter got a slot"))
+                    .unwrap();
+            })
+        };
+        hb.release().unwrap();
+        w.wait_entered();
+        until("the patient waiter queued", || queued(&a, "race") == 1);
+        let started = Instant::now();
+        let at = Duration::from_micros(20_000 + round * 1_500);
+        if round % 2 == 1 {
+            let cut = cut.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(at);
+                cut.cancel();
+            });
+        }
+        std::thread::sleep(at.saturating_sub(started.elapsed()));
+        h.release().unwrap();
+        let outcome = hasty.join().unwrap().unwrap();
+        w.release().unwrap();
+        patient.join().unwrap();
+        // Every slot is back within moments, not a lease (30 s).
+        until(
+            &format!("every slot back, round {round}: {outcome}"),
+            || in_use(&la) == 0,
+        );
+        assert_eq!(queued(&a, "race"), 0, "round {round}: {outcome}");
+        assert_eq!(la.local_waiters(), 0);
+    }
+    until("no grant left", || grant_keys(&a) == Value::Array(vec![]));
+    assert_eq!(keys_without_ttl(&a), Vec::<String>::new());
+}
+
+#[test]
+fn a_slot_freed_elsewhere_reaches_local_waiters_without_a_release_of_their_process() {
+    let server = RedisServer::start();
+    let (a, b) = (server.client("t"), server.client("t"));
+    let (la, lb) = (limiter(&a, "idle", 2), limiter(&b, "idle", 2));
+    let log = Arc::new(Mutex::new(Vec::new()));
+    // A holds one slot for the whole test, B the other; A's W queues and is handed B's slot; A's
+    // L waits locally with nobody of A in Redis. Then W... stays: B's next slot frees with an
+    // empty line, and only L's own attempt (after a second) can find it.
+    let h = gated(&la, 0, &log);
+    h.wait_entered();
+    let hb = gated(&lb, 0, &log);
+    hb.wait_entered();
+    let w = gated(&la, 1, &log);
+    until("W queued", || queued(&a, "idle") == 1);
+    let l = gated(&la, 2, &log);
+    until("L waits locally", || la.local_waiters() == 1);
+    hb.release().unwrap();
+    w.wait_entered();
+    // A holds both slots; give one back from the side (as a crash would, by expiry): the
+    // limiter has room, and no release of A will come.
+    let w_token = {
+        let members = cmd(&a, &["ZRANGEBYSCORE", &key("idle", "slots"), "0", "+inf"]);
+        let Value::Array(members) = members else {
+            panic!("ZRANGEBYSCORE: {members:?}")
+        };
+        assert_eq!(members.len(), 2);
+        members
+    };
+    let Value::BulkString(first) = &w_token[0] else {
+        panic!("member: {w_token:?}")
+    };
+    let freed_at = Instant::now();
+    cmd(
+        &a,
+        &[
+            "ZREM",
+            &key("idle", "slots"),
+            &String::from_utf8(first.clone()).unwrap(),
+        ],
+    );
+    l.wait_entered();
+    // The lease is 30 s: L found the room by its own attempt.
+    assert!(
+        freed_at.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        freed_at.elapsed()
+    );
+    for g in [h, w, l] {
+        let _ = g.release();
+    }
+    assert_eq!(in_use(&la), 0);
+}
+
+#[test]
+fn many_threads_in_three_processes_never_exceed_the_limit_and_all_finish() {
+    let server = RedisServer::start();
+    let (limit, rounds) = (3usize, 25usize);
+    let inside = Arc::new(AtomicUsize::new(0));
+    let max_inside = Arc::new(AtomicUsize::new(0));
+    let mut threads = Vec::new();
+    for _ in 0..3 {
+        let client = server.client("t");
+        // A short lease: renewals run while threads hold.
+        let opts = LimiterOptions {
+            limit: limit as u32,
+            lease: Duration::from_millis(3_000),
+        };
+        let l = Arc::new(ConcurrentLimiter::new(&client, "stress", opts).unwrap());
+        for _ in 0..5 {
+            let (l, inside, max_inside) = (l.clone(), inside.clone(), max_inside.clone());
+            threads.push(std::thread::spawn(move || {
+                let intr = Interrupt::new();
+                for i in 0..rounds {
+                    let slot = l.acquire(&intr, &token(), after(30_000)).unwrap();
+                    let slot = slot.expect("a slot within 30 s");
+                    let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+                    max_inside.fetch_max(now, Ordering::SeqCst);
+                    if i % 5 == 0 {
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                    inside.fetch_sub(1, Ordering::SeqCst);
+                    l.release(&intr, slot).unwrap();
+                }
+            }));
+        }
+    }
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    assert_eq!(
+        max_inside.load(Ordering::SeqCst),
+        limit,
+        "never more than {limit} inside, and {limit} reached"
+    );
+    let observer = server.client("t");
+    assert_eq!(in_use(&limiter(&observer, "stress", 3)), 0);
+    assert_eq!(queued(&observer, "stress"), 0);
+    assert_eq!(grant_keys(&observer), Value::Array(vec![]));
+    assert_eq!(keys_without_ttl(&observer), Vec::<String>::new());
+}
