@@ -39,6 +39,14 @@ const WAIT_MARK_MARGIN: Duration = Duration::from_secs(1);
 /// cost a waiter more than two commands a second. Only a crashed holder's slot is found later.
 const MIN_RECHECK: Duration = Duration::from_secs(1);
 
+/// The oldest local waiter attempts by itself once nobody of its process has waited in Redis for
+/// this long (local_line.rs, `unqueued`): only releases of this process's holders pass local
+/// waiters on, so a slot freed meanwhile by another process (with an empty line) would stay idle
+/// until one of them releases. Short, so such a slot idles at most this long; it costs one
+/// attempt only when no holder of the process released within it (long blocks), which also puts
+/// the process back in the line.
+const UNQUEUED_GRACE: Duration = Duration::from_millis(100);
+
 #[derive(Clone, Debug)]
 pub struct LimiterOptions {
     pub limit: u32,
@@ -284,12 +292,14 @@ impl ConcurrentLimiter {
             Joined::Active(member) => (Turn::Attempt { uncertain: false }, member),
             // Holders renew, so nobody but a release passes a local waiter on within a lease;
             // a slot freed by another process's release while none of this one waits in Redis
-            // is found within MIN_RECHECK (the oldest local waiter then attempts).
-            Joined::Local(waiter) => match waiter.wait(intr, self.max_block(), Some(MIN_RECHECK)) {
-                Ok(turned) => turned,
-                Err(Left::Timeout) => return Ok(None),
-                Err(Left::Interrupted) => return Err(Error::Interrupted),
-            },
+            // is found within UNQUEUED_GRACE (the oldest local waiter then attempts).
+            Joined::Local(waiter) => {
+                match waiter.wait(intr, self.max_block(), Some(UNQUEUED_GRACE)) {
+                    Ok(turned) => turned,
+                    Err(Left::Timeout) => return Ok(None),
+                    Err(Left::Interrupted) => return Err(Error::Interrupted),
+                }
+            }
         };
         // `member` lives until this returns: an error passes the turn on as it drops.
         let queued_by_release = match turn {

@@ -186,7 +186,7 @@ fn until(what: &str, mut done: impl FnMut() -> bool) {
 
 /// Measures `scenario` (which returns the section's command count) until it gives `pinned`, at
 /// most three times: a local waiter left with nobody of its process in Redis attempts by itself
-/// after a second (local_line.rs, `unqueued`), which a stall of the loaded test machine between
+/// after 100 ms (concurrent_limiter.rs, `UNQUEUED_GRACE`), which a stall of the loaded test machine between
 /// the grant and the release would show as one attempt more. A change of the cost itself shows
 /// in every run.
 fn pinned_cost(pinned: i64, mut scenario: impl FnMut(&str) -> (i64, Vec<(String, i64)>)) {
