@@ -384,6 +384,16 @@ RSpec.describe Ferrolock::Admin do
       expect(admin.rate_limiters("admin-rate:foreign").items.first.known).to be(false)
     end
 
+    it "still knows the app's limiter after many short-lived ones came and went" do
+      # The hygiene spec makes 100k limiters in this process; a bounded most-recent list lost the
+      # web fixture's constants that way (CI). The registry is weak: the live ones stay.
+      kept = Ferrolock::RateLimiter.bucket("admin-rate:kept", 4, :hour)
+      20_000.times { |i| Ferrolock::RateLimiter.window("admin-rate:short-#{i}", 1, 1) }
+      expect(kept.within_limit { :ok }).to eq(:ok)
+      info = admin.rate_limiters("admin-rate:kept").items.first
+      expect(info.to_h).to include(kind: :bucket, limit: 4, known: true)
+    end
+
     it "rejects bad arguments with errors naming them" do
       expect { admin.uniques("a{b") }.to raise_error(ArgumentError, /pattern must not contain/)
       expect { admin.uniques(1) }.to raise_error(TypeError, /pattern must be a String/)

@@ -46,6 +46,7 @@ RSpec.describe Ferrolock::DualLock do
   it "runs, waits then skips duplicates arriving at 0, 0.1 and 0.3 s in three processes" do
     code = <<~RUBY
       require "ferrolock"
+      Ferrolock.client.call("RPUSH", "ready", ARGV[0])
       Ferrolock::Client.new(read_timeout: 30).call("BLPOP", "go:" + ARGV[0], "25")
       sleep Float(ARGV[1])
       lock = Ferrolock::DualLock.new("orig", max_wait: 10)
@@ -59,7 +60,9 @@ RSpec.describe Ferrolock::DualLock do
     procs = [%w[a 0], %w[b 0.1], %w[c 0.3]].map do |name, delay|
       Thread.new { run_ruby!("ARGV.replace(#{[name, delay].inspect}); #{code}") }
     end
-    wait_until(timeout: 20) { redis.call("CLIENT", "LIST").scan("cmd=blpop").size == 3 }
+    # All three booted (a BLPOP count would also see other examples' waiters on this Redis).
+    wait_until(timeout: 40, what: -> { "ready: #{redis.lrange("ready", 0, -1)}" }) { redis.llen("ready") == 3 }
+    sleep 0.2 # from RPUSH to blocking in BLPOP
     %w[a b c].each { |name| redis.rpush("go:#{name}", "1") }
     results = procs.map(&:value)
     expect(results).to eq(%w[true true false])

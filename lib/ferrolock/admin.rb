@@ -68,9 +68,10 @@ module Ferrolock
 
     # RateLimiters (RateInfo) with state in Redis (a limiter idle for its interval has none).
     def rate_limiters(pattern = "*", cursor: "0", per_page: 25)
+      definitions = RateInfo.definitions(@client.namespace)
       page("#{RATE_PREFIX}#{KeySpace.pattern!(pattern)}", cursor, per_page, RATE_PARTS.keys) do |name, part|
         name = name.delete_prefix(RATE_PREFIX)
-        RateInfo.read(@client, @keys, name, part, RateInfo.definition(@client.namespace, name, RATE_PARTS[part]))
+        RateInfo.read(@client, @keys, name, part, definitions[[name, RATE_PARTS[part]]])
       end
     end
 

@@ -19,9 +19,10 @@ module Ferrolock
     # Sidekiq Enterprise's interval names.
     INTERVALS = { second: 1, minute: 60, hour: 3600, day: 86_400 }.freeze
 
-    # This process's latest RateLimiter per [namespace, name, kind], for the operators' view
-    # (Admin::RateInfo): Redis holds a limiter's state, not its count or interval.
-    MADE = RecentlyMade.new(10_000)
+    # This process's live RateLimiters, for the operators' view (Admin::RateInfo): Redis holds a
+    # limiter's state, not its count or interval. Weak, so the app's constants stay however many
+    # short-lived limiters come and go (a bounded most-recent list would drop them).
+    MADE = ObjectSpace::WeakMap.new
 
     attr_reader :name, :kind, :count, :interval, :wait_timeout, :client
     # Extra calls a leaky limiter lets through at once (0 for the other kinds); read by the
@@ -72,7 +73,7 @@ module Ferrolock
       @burst = Validate.count!(:burst, burst, min: 0)
       @client = Validate.client!(client)
       @native = Native::RateLimiter.new(@client.native, @name, kind.to_s, @count, @interval, @burst)
-      MADE.record([@client.namespace, @name, @kind], self)
+      MADE[self] = self
     end
     private_class_method :new
 

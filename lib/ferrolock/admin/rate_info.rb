@@ -78,10 +78,15 @@ module Ferrolock
         (Integer(seconds) * 1_000_000) + Integer(micros)
       end
 
-      # The app's RateLimiter of that name and kind in `namespace`, when this process made one
-      # (the latest: RateLimiter::MADE).
-      def self.definition(namespace, name, kind)
-        RateLimiter::MADE[[namespace, name, kind]]
+      # { [name, kind] => the app's RateLimiter } of this process in `namespace` (RateLimiter::MADE,
+      # the live ones); with several of one name and kind, the largest count. Once per listing page.
+      def self.definitions(namespace)
+        RateLimiter::MADE.values.each_with_object({}) do |limiter, found|
+          next unless limiter.client.namespace == namespace
+
+          id = [limiter.name, limiter.kind]
+          found[id] = limiter if found[id].nil? || found[id].count < limiter.count
+        end
       end
       private_class_method :with_definition, :window_reserved, :gcra_reserved, :interval_us, :now_us
     end
