@@ -302,26 +302,10 @@ impl ConcurrentLimiter {
             }
         };
         // `member` lives until this returns: an error passes the turn on as it drops.
-        let queued_by_release = match turn {
-            Turn::Queued(entry) => {
-                *queued = Some(entry);
-                true
-            }
-            Turn::Attempt { uncertain } => {
-                if uncertain {
-                    // The release that was queueing this waiter failed: it may have left an
-                    // entry (or a grant, or even a slot) for this token, which nobody would take
-                    // out later.
-                    crate::lease::release_now(
-                        &self.client,
-                        intr,
-                        self.release_call(token, true),
-                        self.lease,
-                    )?;
-                }
-                false
-            }
-        };
+        let queued_by_release = turn.start(queued, || {
+            let leave = self.release_call(token, true);
+            crate::lease::release_now(&self.client, intr, leave, self.lease).map(drop)
+        })?;
         let entered = self.wait_in_line(intr, token, deadline, false, queued, queued_by_release)?;
         Ok(entered.map(|(mut slot, how)| {
             match how {

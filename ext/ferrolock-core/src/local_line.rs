@@ -73,6 +73,31 @@ pub enum Turn {
     Attempt { uncertain: bool },
 }
 
+impl Turn {
+    /// What a passed-on waiter starts with: true when a release queued it (its entry goes to
+    /// `queued`, and it waits for the grant); false when it attempts on its own, after
+    /// `leave_line` when the release that was queueing it failed (it may have left an entry, a
+    /// grant or even the lock for this token, which nobody would take out later).
+    pub fn start(
+        self,
+        queued: &mut Option<String>,
+        leave_line: impl FnOnce() -> crate::Result<()>,
+    ) -> crate::Result<bool> {
+        match self {
+            Turn::Queued(entry) => {
+                *queued = Some(entry);
+                Ok(true)
+            }
+            Turn::Attempt { uncertain } => {
+                if uncertain {
+                    leave_line()?;
+                }
+                Ok(false)
+            }
+        }
+    }
+}
+
 impl Line {
     fn is_unused(&self) -> bool {
         self.in_redis == 0 && self.holding == 0 && self.waiting.is_empty() && self.slots.is_empty()
