@@ -110,7 +110,10 @@ RSpec.describe "the :lock_lost event at renewal" do
     limiter = Ferrolock::ConcurrentLimiter.new("kept-slot", 1, lock_timeout: 0.3)
     # About ten renewal ticks each.
     m.synchronize { limiter.within_limit { sleep 1.0 } }
-    expect(@events.next_event(0.5)).to be_nil
+    sleep 0.5
+    # Only these two: the subscription is process-wide, and it is no concern of this example
+    # if another example's holder is reported.
+    expect(@events.drain.select { |e| %w[kept kept-slot].include?(e[:name]) }).to eq([])
   end
 
   it "reports losses in a forked child, whose watcher starts with its first acquisition" do

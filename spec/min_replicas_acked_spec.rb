@@ -42,7 +42,9 @@ RSpec.describe "min_replicas_acked" do
     expect(m.owned?).to be(false)
     # Given back at once (token-checked), not left to expire after the lease.
     expect(primary.exists("acks:{unacked}:lock")).to eq(0)
-    expect(Ferrolock::DistMutex.new("unacked", client: client).try_lock).to be(true)
+    again = Ferrolock::DistMutex.new("unacked", client: client)
+    expect(again.try_lock).to be(true)
+    again.unlock
 
     limiter = Ferrolock::ConcurrentLimiter.new("unacked", 1, client: client, min_replicas_acked: 1, lock_timeout: 3)
     ran = false
@@ -63,7 +65,9 @@ RSpec.describe "min_replicas_acked" do
     expect { Ferrolock::DistMutex.new("configured", client: client).lock }
       .to raise_error(Ferrolock::ReplicationError)
     # An explicit 0 overrides the configured default.
-    expect(Ferrolock::DistMutex.new("configured", client: client, min_replicas_acked: 0).try_lock).to be(true)
+    explicit = Ferrolock::DistMutex.new("configured", client: client, min_replicas_acked: 0)
+    expect(explicit.try_lock).to be(true)
+    explicit.unlock
   ensure
     Ferrolock.configure { |c| c.min_replicas_acked = 0 }
   end
