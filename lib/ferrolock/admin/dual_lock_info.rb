@@ -8,6 +8,14 @@ module Ferrolock
     # One DualLock stage (EXEC: the duplicate running; WAIT: the one waiting): its token, the
     # TTL left (seconds) and holder (Holder).
     Stage = Struct.new(:token, :ttl, :holder, keyword_init: true) do
+      # The stage stored under `part` of `name` (a DualLock's "exec"/"wait", a DistMutex's
+      # "lock"), or nil when free.
+      def self.read(client, keys, name, part)
+        token = client.call("GET", keys.key(name, part)) or return nil
+        new(token: token, ttl: Reading.ttl(client.call("PTTL", keys.key(name, part))),
+            holder: Holder.from_token(token))
+      end
+
       def to_h
         super.merge(holder: holder&.to_h)
       end
@@ -29,16 +37,10 @@ module Ferrolock
 
       # nil when neither stage is held.
       def self.read(client, keys, name)
-        info = new(name: name, exec: stage(client, keys, name, "exec"), wait: stage(client, keys, name, "wait"))
+        info = new(name: name, exec: Stage.read(client, keys, name, "exec"),
+                   wait: Stage.read(client, keys, name, "wait"))
         info.held? ? info : nil
       end
-
-      def self.stage(client, keys, name, part)
-        token = client.call("GET", keys.key(name, part)) or return nil
-        Stage.new(token: token, ttl: Reading.ttl(client.call("PTTL", keys.key(name, part))),
-                  holder: Holder.from_token(token))
-      end
-      private_class_method :stage
     end
   end
 end

@@ -82,18 +82,12 @@ module Ferrolock
 
       # [running Stage, waiting Stage, :dist_mutex / :dual_lock / nil] of the run-time lock.
       def self.run_stages(client, keys, run)
-        mutex = stage(client, keys, run, "lock")
+        mutex = Stage.read(client, keys, run, "lock")
         return [mutex, nil, :dist_mutex] if mutex
 
-        exec = stage(client, keys, run, "exec")
-        wait = stage(client, keys, run, "wait")
+        exec = Stage.read(client, keys, run, "exec")
+        wait = Stage.read(client, keys, run, "wait")
         [exec, wait, (:dual_lock if exec || wait)]
-      end
-
-      def self.stage(client, keys, name, part)
-        token = client.call("GET", keys.key(name, part)) or return nil
-        Stage.new(token: token, ttl: Reading.ttl(client.call("PTTL", keys.key(name, part))),
-                  holder: Holder.from_token(token))
       end
 
       # The class's `lock` sidekiq_option (a Symbol), or nil when the class is not loaded here or
@@ -110,7 +104,7 @@ module Ferrolock
       rescue NameError, ArgumentError, TypeError
         nil
       end
-      private_class_method :run_stages, :stage, :configured_lock
+      private_class_method :run_stages, :configured_lock
     end
   end
 end

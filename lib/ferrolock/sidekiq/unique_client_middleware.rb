@@ -1,12 +1,6 @@
 # frozen_string_literal: true
 
-require "ferrolock"
-require_relative "compat"
-require_relative "reschedule"
 require_relative "unique_middleware"
-require_relative "unique_settings"
-require_relative "unique_digest"
-require_relative "unique_lock"
 require_relative "unique_push"
 require_relative "unique_on_conflict"
 

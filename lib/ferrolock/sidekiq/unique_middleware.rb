@@ -1,5 +1,13 @@
 # frozen_string_literal: true
 
+# What both uniqueness middlewares load.
+require "ferrolock"
+require_relative "compat"
+require_relative "reschedule"
+require_relative "unique_settings"
+require_relative "unique_digest"
+require_relative "unique_lock"
+
 module Ferrolock
   module Sidekiq
     # What the uniqueness client and server middlewares share: their one option.

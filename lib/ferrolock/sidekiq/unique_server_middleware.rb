@@ -1,13 +1,7 @@
 # frozen_string_literal: true
 
 require "English"
-require "ferrolock"
-require_relative "compat"
-require_relative "reschedule"
 require_relative "unique_middleware"
-require_relative "unique_settings"
-require_relative "unique_digest"
-require_relative "unique_lock"
 require_relative "unique_leases"
 require_relative "unique_retry"
 require_relative "unique_on_conflict"
