@@ -111,15 +111,22 @@ impl Line {
             Role::InRedis => self.in_redis = self.in_redis.saturating_sub(1),
             Role::Holding => self.holding = self.holding.saturating_sub(1),
         }
-        if self.in_redis + self.holding > 0 {
-            return;
+        if self.in_redis + self.holding == 0 {
+            self.send_oldest_to_redis();
         }
-        if let Some(id) = self.waiting.pop_front() {
-            self.slots
-                .insert(id, Slot::Told(Turn::Attempt { uncertain: false }));
-            self.in_redis = 1;
-            self.wake.notify_all();
-        }
+    }
+
+    /// The oldest local waiter attempts on its own now (it then counts as a waiter in Redis);
+    /// false when nobody waits here.
+    fn send_oldest_to_redis(&mut self) -> bool {
+        let Some(id) = self.waiting.pop_front() else {
+            return false;
+        };
+        self.slots
+            .insert(id, Slot::Told(Turn::Attempt { uncertain: false }));
+        self.in_redis += 1;
+        self.wake.notify_all();
+        true
     }
 }
 
@@ -160,21 +167,17 @@ impl Drop for Member {
 impl Member {
     /// The waiter in Redis got the lock.
     pub fn acquired(&mut self) {
-        if self.role == Role::Holding || crate::fork::generation() != self.generation {
-            return;
-        }
-        let mut lines = lines();
-        if let Some(line) = lines.0.get_mut(&self.key) {
-            line.in_redis = line.in_redis.saturating_sub(1);
-            line.holding += 1;
-        }
-        self.role = Role::Holding;
+        self.become_holder(false);
     }
 
     /// The waiter in Redis got a free slot by its own attempt (a limiter with room): the oldest
     /// local waiter, which may find room too, goes to Redis now (attempting), instead of waiting
     /// for a release of this process.
     pub fn acquired_with_room(&mut self) {
+        self.become_holder(true);
+    }
+
+    fn become_holder(&mut self, room: bool) {
         if self.role == Role::Holding || crate::fork::generation() != self.generation {
             return;
         }
@@ -182,13 +185,8 @@ impl Member {
         if let Some(line) = lines.0.get_mut(&self.key) {
             line.in_redis = line.in_redis.saturating_sub(1);
             line.holding += 1;
-            if line.in_redis == 0 {
-                if let Some(id) = line.waiting.pop_front() {
-                    line.slots
-                        .insert(id, Slot::Told(Turn::Attempt { uncertain: false }));
-                    line.in_redis = 1;
-                    line.wake.notify_all();
-                }
+            if room && line.in_redis == 0 {
+                line.send_oldest_to_redis();
             }
         }
         self.role = Role::Holding;
@@ -430,14 +428,10 @@ pub fn pass_room(client_id: usize, lock_key: &str, room: usize) {
         return;
     };
     for _ in 0..room {
-        let Some(id) = line.waiting.pop_front() else {
+        if !line.send_oldest_to_redis() {
             break;
-        };
-        line.slots
-            .insert(id, Slot::Told(Turn::Attempt { uncertain: false }));
-        line.in_redis += 1;
+        }
     }
-    line.wake.notify_all();
 }
 
 /// Local waiters of one name (tests: how many threads of this process wait behind the one in Redis).
