@@ -83,7 +83,8 @@ end
 -- `line_ttl`), so a refresh only ever extends the line's life (no PTTL read; PEXPIRE GT would
 -- need Redis 7). A process that set it at T knows the line lives until T + that TTL, and its
 -- releases skip the PEXPIRE while that covers the entry they queue (release.lua). A process
--- with a longer lease than another's may see the line expire early after the other's write:
+-- with a longer lease than another's (or an older version, which set max(lease, 1 s) + 1 s)
+-- may see the line expire early after the other's write:
 -- at worst its entry is lost, then it attempts again after its turn's wait, as after a lost
 -- wake-up.
 redis.call('PEXPIRE', KEYS[2], ARGV[7])
