@@ -178,8 +178,10 @@ impl ConcurrentLimiter {
             .arg(self.lease_ms())
             .arg(wait_ms)
             .arg(queued.unwrap_or(""))
-            .arg(if maybe_ours { "1" } else { "0" });
+            .arg(if maybe_ours { "1" } else { "0" })
+            .arg(crate::seconds::millis(self.line_ttl()));
         let wanted = self.min_replicas_acked;
+        let sent_at = Instant::now();
         let (reply, acked) = eval_grant(&self.client, intr, &call, wanted, self.lease)?;
         let unexpected = || {
             Error::Redis(format!(
@@ -203,7 +205,11 @@ impl ConcurrentLimiter {
                 expires_in_ms,
                 entry: match entry {
                     None => None,
-                    Some(Value::BulkString(b)) => Some(String::from_utf8_lossy(b).into_owned()),
+                    Some(Value::BulkString(b)) => {
+                        // Queued: the script set the line's TTL.
+                        local_line::line_refreshed(self.line_id(), &self.slots_key, sent_at);
+                        Some(String::from_utf8_lossy(b).into_owned())
+                    }
                     Some(_) => return Err(unexpected()),
                 },
             }),
@@ -264,6 +270,23 @@ impl ConcurrentLimiter {
     /// The longest a waiter blocks between two attempts: its entry must cover that.
     fn max_block(&self) -> Duration {
         self.lease.max(MIN_RECHECK)
+    }
+
+    /// The TTL every writer gives the line: twice the longest entry a waiter of this name plans
+    /// (`max_block` + `WAIT_MARK_MARGIN`), so a process that set it at T may queue entries
+    /// without setting it again until that long after T (see `local_line::line_refresh_needed`,
+    /// lua/concurrent_limiter/acquire.lua).
+    pub fn line_ttl(&self) -> Duration {
+        (self.max_block() + WAIT_MARK_MARGIN)
+            .saturating_mul(2)
+            .min(crate::seconds::MAX)
+    }
+
+    /// Tests: forget when this process last set the line's TTL (its next queueing release sets
+    /// it again).
+    #[doc(hidden)]
+    pub fn forget_line_refresh(&self) {
+        local_line::forget_line_refresh(self.line_id(), &self.slots_key)
     }
 
     /// How long a waiter plans to wait for its next turn (ms; 0: it is out of time and won't),
@@ -460,7 +483,17 @@ impl ConcurrentLimiter {
         successor: local_line::Successor,
     ) -> Result<bool> {
         let wait_ms = successor.deadline.map_or(0, |d| self.planned_wait_ms(d));
-        let call = self.release_queueing_call(token, false, &successor.token, wait_ms);
+        // The line's TTL is set only when this process's last setting of it does not cover the
+        // new entry (its wait, from now: the script runs later, so this errs on the safe side).
+        let sent_at = Instant::now();
+        let needed_until = sent_at + Duration::from_millis(wait_ms);
+        let refresh = local_line::line_refresh_needed(
+            self.line_id(),
+            &self.slots_key,
+            needed_until,
+            self.line_ttl(),
+        );
+        let call = self.release_queueing_call(token, false, &successor.token, wait_ms, refresh);
         let reply = self.client.eval(intr, &call).inspect_err(|e| {
             if matches!(
                 e,
@@ -472,6 +505,10 @@ impl ConcurrentLimiter {
                 crate::lease::release_in_background(&self.client, plain, self.lease);
             }
         })?;
+        if refresh {
+            // Whatever it answered, the script left no line without that TTL (or no line).
+            local_line::line_refreshed(self.line_id(), &self.slots_key, sent_at);
+        }
         match &reply {
             Value::Array(items) => match (items.first().map(int), items.get(1), items.get(2)) {
                 (Some(Ok(1)), Some(Value::BulkString(entry)), room) => {
@@ -513,17 +550,19 @@ impl ConcurrentLimiter {
     /// The token-checked release of one slot (handing it to the next waiter), used by
     /// `release` and `abandon`; `leave_line`: the token also leaves the line.
     pub(crate) fn release_call(&self, token: &str, leave_line: bool) -> ScriptCall {
-        self.release_queueing_call(token, leave_line, "", 0)
+        self.release_queueing_call(token, leave_line, "", 0, false)
     }
 
     /// `release_call` that also queues `successor` (a local waiter's token, planning to wait
-    /// `wait_ms`) at the tail of the line; "" for none.
+    /// `wait_ms`) at the tail of the line ("" for none), setting the line's TTL after it when
+    /// `refresh_line`.
     fn release_queueing_call(
         &self,
         token: &str,
         leave_line: bool,
         successor: &str,
         wait_ms: u64,
+        refresh_line: bool,
     ) -> ScriptCall {
         ScriptCall::new(&RELEASE)
             .key(&self.slots_key)
@@ -536,6 +575,8 @@ impl ConcurrentLimiter {
             .arg(successor)
             .arg(wait_ms)
             .arg(self.limit)
+            .arg(crate::seconds::millis(self.line_ttl()))
+            .arg(if refresh_line { "1" } else { "0" })
     }
 
     /// Live slots and waiting callers: the live entries of the Redis line (one per waiting

@@ -155,6 +155,16 @@ impl DistMutex {
             .min(crate::seconds::MAX)
     }
 
+    /// The TTL every writer gives the waiters line: twice the longest entry a waiter of this
+    /// name plans (a lock TTL + `WAIT_MARK_MARGIN`), so a process that set it at T may queue
+    /// entries without setting it again until a lock TTL + 1 s after T (see
+    /// `local_line::line_refresh_needed`, lua/dist_mutex/acquire.lua).
+    pub fn line_ttl(&self) -> Duration {
+        (self.ttl + WAIT_MARK_MARGIN)
+            .saturating_mul(2)
+            .min(crate::seconds::MAX)
+    }
+
     /// One round trip, also on the uncontended path. Queues (as `entry`, or in the place of
     /// `queued`, this token's earlier entry) unless `wait_ms` is 0. `maybe_ours`: the lock may
     /// be this token's already (a retried call, a hand-off not popped yet): the script checks.
@@ -180,8 +190,10 @@ impl DistMutex {
                 "1"
             } else {
                 "0"
-            });
+            })
+            .arg(crate::seconds::millis(self.line_ttl()));
         let wanted = self.min_replicas_acked;
+        let sent_at = Instant::now();
         let (reply, acked) = eval_grant(&self.client, intr, &call, wanted, self.ttl)?;
         let unexpected = || Error::Redis(format!("dist_mutex/acquire: unexpected reply {reply:?}"));
         let Value::Array(items) = &reply else {
@@ -201,7 +213,11 @@ impl DistMutex {
                 pttl_ms,
                 entry: match entry {
                     None => None,
-                    Some(Value::BulkString(b)) => Some(String::from_utf8_lossy(b).into_owned()),
+                    Some(Value::BulkString(b)) => {
+                        // Queued: the script set the line's TTL.
+                        local_line::line_refreshed(self.line_id(), &self.lock_key, sent_at);
+                        Some(String::from_utf8_lossy(b).into_owned())
+                    }
                     Some(_) => return Err(unexpected()),
                 },
             }),
@@ -274,6 +290,13 @@ impl DistMutex {
     /// Threads of this process waiting for this name behind the one in Redis (for tests).
     pub fn local_waiters(&self) -> usize {
         local_line::local_waiters(self.line_id(), &self.lock_key)
+    }
+
+    /// Tests: forget when this process last set the line's TTL (its next queueing release sets
+    /// it again).
+    #[doc(hidden)]
+    pub fn forget_line_refresh(&self) {
+        local_line::forget_line_refresh(self.line_id(), &self.lock_key)
     }
 
     /// Waits behind the process's waiter in Redis for this name (if any) until passed on, then
@@ -488,10 +511,17 @@ impl DistMutex {
         successor: local_line::Successor,
     ) -> Result<bool> {
         let wait_ms = self.planned_wait_ms(successor.deadline);
-        let call = self
-            .release_call(token, false)
-            .arg(successor.token.as_str())
-            .arg(wait_ms);
+        // The line's TTL is set only when this process's last setting of it does not cover the
+        // new entry (its wait, from now: the script runs later, so this errs on the safe side).
+        let sent_at = Instant::now();
+        let needed_until = sent_at + Duration::from_millis(wait_ms);
+        let refresh = local_line::line_refresh_needed(
+            self.line_id(),
+            &self.lock_key,
+            needed_until,
+            self.line_ttl(),
+        );
+        let call = self.release_queueing_call(token, false, &successor.token, wait_ms, refresh);
         let reply = self.client.eval(intr, &call).inspect_err(|e| {
             if matches!(
                 e,
@@ -503,6 +533,10 @@ impl DistMutex {
                 crate::lease::release_in_background(&self.client, plain, self.ttl);
             }
         })?;
+        if refresh {
+            // Whatever it answered, the script left no line without that TTL (or no line).
+            local_line::line_refreshed(self.line_id(), &self.lock_key, sent_at);
+        }
         match &reply {
             Value::Array(items) => match (items.first().map(int), items.get(1)) {
                 (Some(Ok(1)), Some(Value::BulkString(entry))) => {
@@ -534,6 +568,20 @@ impl DistMutex {
     /// The token-checked release (handing over to the next waiter), used by `unlock` and
     /// `abandon`; `leave_line`: the token also leaves the waiters' line.
     pub(crate) fn release_call(&self, token: &str, leave_line: bool) -> ScriptCall {
+        self.release_queueing_call(token, leave_line, "", 0, false)
+    }
+
+    /// `release_call` that also queues `successor` (a local waiter's token, planning to wait
+    /// `wait_ms`) at the tail of the line ("" for none), setting the line's TTL after it when
+    /// `refresh_line`.
+    fn release_queueing_call(
+        &self,
+        token: &str,
+        leave_line: bool,
+        successor: &str,
+        wait_ms: u64,
+        refresh_line: bool,
+    ) -> ScriptCall {
         ScriptCall::new(&RELEASE)
             .key(&self.lock_key)
             .key(&self.fence_key)
@@ -545,6 +593,10 @@ impl DistMutex {
             .arg(self.grant_prefix.as_str())
             .arg(if leave_line { "1" } else { "0" })
             .arg(if self.client.is_cluster() { "1" } else { "0" })
+            .arg(successor)
+            .arg(wait_ms)
+            .arg(crate::seconds::millis(self.line_ttl()))
+            .arg(if refresh_line { "1" } else { "0" })
     }
 
     /// True when anyone holds the lock.

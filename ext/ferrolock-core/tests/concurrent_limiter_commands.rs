@@ -234,11 +234,19 @@ fn a_hand_off_to_a_local_waiter_costs_ten_commands() {
     });
 }
 
-#[test]
-fn a_contended_block_between_processes_costs_eleven_commands() {
+fn line_pttl(client: &Client, name: &str) -> i64 {
+    let line = client.keys(name).unwrap().part("line");
+    ferrolock_core::client::int(&cmd(client, &["PTTL", &line])).unwrap()
+}
+
+/// The steady state between two processes (clients), measured until it costs `pinned`: A1's
+/// release queues A2 at the tail (behind B1) and hands over to B1. `forget`: process A forgets
+/// when it last set the line's TTL (as a line made anew would), so that release must set it
+/// again. Each run checks that the line still outlives A2's entry (its 30 s deadline + 1 s).
+fn block_between_processes(pinned: i64, forget: bool) {
     let server = RedisServer::start();
     let (a, b) = (server.client("t"), server.client("t"));
-    pinned_cost(11, |name| {
+    pinned_cost(pinned, |name| {
         let la = Arc::new(limiter(&a, name, 1));
         let lb = Arc::new(limiter(&b, name, 1));
         let intr = Interrupt::new();
@@ -259,13 +267,15 @@ fn a_contended_block_between_processes_costs_eleven_commands() {
         until("A2 waits locally", || la.local_waiters() == 1);
         la.release(&intr, held).unwrap();
         a1.wait_entered();
-        // The steady state: A1's release queues A2 at the tail (behind B1) and hands over to B1.
+        if forget {
+            la.forget_line_refresh();
+        }
         reset(&a);
         a1.release();
         b1.wait_entered();
-        // The release (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH entry, LPOP, RPUSH grant, PEXPIRE grant,
-        // ZADD, ZREM, PEXPIRE line) and B1's BLPOP.
         let measured = section_commands(&a, 1);
+        let pttl = line_pttl(&a, name);
+        assert!(pttl > 31_000, "the line outlives A2's entry: PTTL {pttl}");
         assert_eq!(queued(&a, name), 1, "A2 queued behind B1");
         b1.release();
         a2.wait_entered();
@@ -273,4 +283,18 @@ fn a_contended_block_between_processes_costs_eleven_commands() {
         assert_eq!(queued(&a, name), 0);
         measured
     });
+}
+
+#[test]
+fn a_contended_block_between_processes_costs_ten_commands() {
+    // The release (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH entry, LPOP, RPUSH grant, PEXPIRE grant,
+    // ZADD, ZREM) and B1's BLPOP. No PEXPIRE of the line: A1's own attempt set its TTL
+    // (2 x (60 s + 1 s)) moments ago, which covers A2's entry (at most a lease + 1 s).
+    block_between_processes(10, false);
+}
+
+#[test]
+fn a_release_sets_the_line_ttl_when_its_process_does_not_know_it() {
+    // As above, plus the line's PEXPIRE.
+    block_between_processes(11, true);
 }

@@ -191,12 +191,19 @@ fn a_hand_off_to_a_local_waiter_costs_nine_commands() {
     assert_eq!(queued(&client, "local"), 0);
 }
 
-#[test]
-fn a_contended_section_between_processes_costs_ten_commands() {
+fn line_pttl(client: &Client, name: &str) -> i64 {
+    ferrolock_core::client::int(&cmd(client, &["PTTL", &format!("t:{{{name}}}:waiters")])).unwrap()
+}
+
+/// The steady state between two processes (clients): A1's release queues A2 at the tail (behind
+/// B1) and hands over to B1. Returns the commands of that section (with the stats) and the
+/// line's PTTL right after. `forget`: process A forgets when it last set the line's TTL (as a
+/// line made anew would), so that release must set it again.
+fn section_between_processes(name: &str, forget: bool) -> (i64, String, i64) {
     let server = RedisServer::start();
     let (a, b) = (server.client("t"), server.client("t"));
-    let ma = Arc::new(DistMutex::new(&a, "steady", DistMutexOptions::default()).unwrap());
-    let mb = Arc::new(DistMutex::new(&b, "steady", DistMutexOptions::default()).unwrap());
+    let ma = Arc::new(DistMutex::new(&a, name, DistMutexOptions::default()).unwrap());
+    let mb = Arc::new(DistMutex::new(&b, name, DistMutexOptions::default()).unwrap());
     let intr = Interrupt::new();
     ma.unlock(
         &intr,
@@ -211,24 +218,43 @@ fn a_contended_section_between_processes_costs_ten_commands() {
     // Process A holds, A1 and then B1 queue in Redis, A2 waits locally behind A1.
     let held = ma.lock(&intr, &DistMutex::new_token(), None).unwrap();
     let a1 = gated(&ma);
-    until("A1 queued", || queued(&a, "steady") == 1);
+    until("A1 queued", || queued(&a, name) == 1);
     let b1 = gated(&mb);
-    until("B1 queued", || queued(&a, "steady") == 2);
+    until("B1 queued", || queued(&a, name) == 2);
     let a2 = gated(&ma);
     until("A2 waits locally", || ma.local_waiters() == 1);
     ma.unlock(&intr, held).unwrap();
     a1.wait_entered();
-    // The steady state: A1's release queues A2 at the tail (behind B1) and hands over to B1.
+    if forget {
+        ma.forget_line_refresh();
+    }
     reset(&a);
     a1.release();
     b1.wait_entered();
-    // The release (EVALSHA, TIME, RPUSH entry, LPOP, SET lock GET, SET fence, RPUSH grant,
-    // PEXPIRE grant, PEXPIRE line) and B1's BLPOP.
     let (section, stats) = section_commands(&a, 1);
-    assert_eq!(section, 10, "{stats}");
-    assert_eq!(queued(&a, "steady"), 1, "A2 queued behind B1");
+    let pttl = line_pttl(&a, name);
+    assert_eq!(queued(&a, name), 1, "A2 queued behind B1");
     b1.release();
     a2.wait_entered();
     a2.release();
-    assert_eq!(queued(&a, "steady"), 0);
+    assert_eq!(queued(&a, name), 0);
+    (section, stats, pttl)
+}
+
+#[test]
+fn a_contended_section_between_processes_costs_nine_commands() {
+    let (section, stats, pttl) = section_between_processes("steady", false);
+    // The release (EVALSHA, TIME, RPUSH entry, LPOP, SET lock GET, SET fence, RPUSH grant,
+    // PEXPIRE grant) and B1's BLPOP. No PEXPIRE of the line: A1's own attempt set its TTL
+    // (2 x (30 s + 1 s)) moments ago, which covers A2's entry (a lock TTL + 1 s).
+    assert_eq!(section, 9, "{stats}");
+    assert!(pttl > 31_000, "the line outlives A2's entry: PTTL {pttl}");
+}
+
+#[test]
+fn a_release_sets_the_line_ttl_when_its_process_does_not_know_it() {
+    let (section, stats, pttl) = section_between_processes("refresh", true);
+    // As above, plus the line's PEXPIRE, to the whole line TTL.
+    assert_eq!(section, 10, "{stats}");
+    assert!(pttl > 31_000, "the line outlives A2's entry: PTTL {pttl}");
 }

@@ -98,6 +98,8 @@ fn enqueue_and_die(client: &Client, name: &str, token: &str, lease_ms: u64, wait
         grant_key(client, name, token),
     );
     let (lease, wait) = (lease_ms.to_string(), wait_ms.to_string());
+    // The line's TTL every writer sets (ConcurrentLimiter::line_ttl).
+    let line_ttl = (2 * (lease_ms.max(1000) + 1000)).to_string();
     let reply = cmd(
         client,
         &[
@@ -113,6 +115,7 @@ fn enqueue_and_die(client: &Client, name: &str, token: &str, lease_ms: u64, wait
             &wait,
             "",
             "0",
+            &line_ttl,
         ],
     );
     let Value::Array(items) = reply else {

@@ -6,7 +6,8 @@
 -- ARGV[1] token, ARGV[2] limit, ARGV[3] lease (ms), ARGV[4] how long this caller will wait before
 -- its next attempt (ms; 0 = it will not wait), ARGV[5] this token's entry in the line from an
 -- earlier attempt ('' if none), ARGV[6] '1' when the token may hold a slot already (a retried
--- call whose reply was lost, or a waiter coming back whose grant raced its timeout)
+-- call whose reply was lost, or a waiter coming back whose grant raced its timeout), ARGV[7] the
+-- line's TTL (ms; see the end)
 -- Returns {1, 0} when the token holds a slot, {0, ms until the earliest live slot expires, entry}
 -- when queued as entry, else {0, ms until the earliest live slot expires}.
 local t = redis.call('TIME')
@@ -77,9 +78,14 @@ if at then
 else
   redis.call('RPUSH', KEYS[2], entry)
 end
--- The line outlives every entry: a waiter plans at most max(lease, 1 s) + 1 s per turn, so that
--- covers all waiters of this name's usual options (PEXPIRE GT would need Redis 7). One with a
--- longer lease than the others' loses at worst its entry, then attempts again after its turn's
--- wait, as after a lost wake-up.
-redis.call('PEXPIRE', KEYS[2], math.max(wait_ms, math.max(lease, 1000) + 1000))
+-- The line outlives every entry: a waiter plans at most max(lease, 1 s) + 1 s per turn, and
+-- every writer of the line sets the same TTL, twice that (src/concurrent_limiter.rs,
+-- `line_ttl`), so a refresh only ever extends the line's life (no PTTL read; PEXPIRE GT would
+-- need Redis 7). A process that set it at T knows the line lives until T + that TTL, and its
+-- releases skip the PEXPIRE while that covers the entry they queue (release.lua). A process
+-- with a longer lease than another's (or an older version, which set max(lease, 1 s) + 1 s)
+-- may see the line expire early after the other's write:
+-- at worst its entry is lost, then it attempts again after its turn's wait, as after a lost
+-- wake-up.
+redis.call('PEXPIRE', KEYS[2], ARGV[7])
 return {0, expires_in, entry}

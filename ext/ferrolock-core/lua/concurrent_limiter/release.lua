@@ -12,14 +12,23 @@
 -- ARGV[7] the limit ('' : not known): when at most 16, one read gives this token's slot and the
 -- live count, and room left (a slot freed earlier while nobody was in line, whose waiters then
 -- waited in their processes) goes to the next live entries too, with a fresh lease each.
+-- ARGV[8] the line's TTL (ms; the one every writer sets, see acquire.lua), ARGV[9] '1' when the
+-- line's TTL must be set after queueing the local waiter: the client asks only when its
+-- process's last setting of it does not cover the new entry's wait (src/local_line.rs). A list
+-- this script makes anew (LPUSH back, or RPUSH into none) always gets it. Processes using one
+-- name with different leases set different TTLs: a shorter one may then make the line expire
+-- before an entry queued without the PEXPIRE ends. At worst that entry is lost: its waiter
+-- waits out its turn (at most its planned wait) and attempts again, queueing anew, as after a
+-- lost wake-up; slots and grants are not touched.
 -- Returns 1 released (or handed on), 0 the token held no live slot (its lease was lost: nobody
 -- queued), {1, entry, room} when the local waiter was queued as entry (it may be the one handed
 -- the slot; room: slots still free after this script, for the process's next local waiters).
 -- The member is removed at most once, so releasing twice never frees two slots.
 --
 -- Commands when handing over: TIME, ZRANGEBYSCORE (ZSCORE for a limit over 16), LPOP, RPUSH grant, PEXPIRE grant, ZADD, ZREM;
--- queueing a local waiter adds RPUSH (its entry) and, when others still wait after it, PEXPIRE
--- (the line). When nobody waits: TIME, ZRANGEBYSCORE, LPOP, ZREM.
+-- queueing a local waiter adds RPUSH (its entry) and, when others still wait after it and the
+-- client asks (ARGV[9]: rarely, the line's TTL is long), PEXPIRE (the line). When nobody waits:
+-- TIME, ZRANGEBYSCORE, LPOP, ZREM.
 --
 -- The next waiter's grant list cannot be declared in KEYS (who waits is read here). On a Redis
 -- Cluster slot being migrated, touching a key that is not on this node fails the script where it
@@ -128,9 +137,8 @@ if next_token then
     if next_entry ~= queued then
       redis.call('LPUSH', KEYS[2], next_entry)
     end
-    if redis.call('PTTL', KEYS[2]) < next_deadline - now + 1000 then
-      redis.call('PEXPIRE', KEYS[2], next_deadline - now + 1000)
-    end
+    -- The LPUSH may make the list anew: it gets the TTL every writer sets.
+    redis.call('PEXPIRE', KEYS[2], ARGV[8])
     return redis.error_reply('TRYAGAIN the next waiter\'s grant key is not on this node yet')
   end
   -- The waiter pops it within its wait (or removes it when it gives up): the TTL only catches
@@ -174,9 +182,7 @@ if live then
       redis.call('LPUSH', KEYS[2], entry)
       popped = popped - 1
       -- The pop may have emptied the line: the list LPUSH made anew needs its TTL.
-      if redis.call('PTTL', KEYS[2]) < deadline - now + 1000 then
-        redis.call('PEXPIRE', KEYS[2], deadline - now + 1000)
-      end
+      redis.call('PEXPIRE', KEYS[2], ARGV[8])
       break
     end
     redis.call('PEXPIRE', grant, deadline - now + 1000)
@@ -189,8 +195,9 @@ if live then
   room = math.max(room, 0)
 end
 -- The local waiter's entry outlives its wait, as acquire.lua keeps the line (only when others
--- still wait: a line just emptied is gone).
-if queued and popped < length then
-  redis.call('PEXPIRE', KEYS[2], math.max(successor_wait, math.max(lease, 1000) + 1000))
+-- still wait: a line just emptied is gone), when the client asks, or when the RPUSH above made
+-- the list (then the pop reached its only entry, so it is gone again: kept as a guard).
+if queued and popped < length and (ARGV[9] == '1' or length == 1) then
+  redis.call('PEXPIRE', KEYS[2], ARGV[8])
 end
 return done()

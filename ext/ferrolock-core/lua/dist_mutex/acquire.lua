@@ -5,7 +5,8 @@
 -- ARGV[1] token, ARGV[2] ttl (ms), ARGV[3] how long this caller will wait (ms; 0 = it won't),
 -- ARGV[4] how long the fencing counter outlives the last acquisition (ms),
 -- ARGV[5] this token's entry in the waiters list from an earlier attempt ('' if none),
--- ARGV[6] '1' when this token may hold the lock already (a retry, or a waiter coming back)
+-- ARGV[6] '1' when this token may hold the lock already (a retry, or a waiter coming back),
+-- ARGV[7] the line's TTL (ms; see the end)
 -- Returns {1, fencing token} when held (also when this token already holds it: a retried call
 -- whose first reply was lost, or a hand-off this waiter has not popped yet), {0, holder's
 -- remaining ttl in ms, entry} when queued as entry, else {0, holder's remaining ttl in ms}.
@@ -80,9 +81,12 @@ if at then
 else
   push()
 end
--- The list outlives every entry: a waiter plans at most one lock TTL (+ 1 s) per turn, so
--- ttl + 1 s covers all waiters of this name's usual options without reading the list's TTL
--- (PEXPIRE GT would need Redis 7). A waiter with a longer lease than the others' loses at
--- worst its entry, and then attempts again after the holder's TTL, as after a lost wake-up.
-redis.call('PEXPIRE', KEYS[3], math.max(wait_ms, tonumber(ARGV[2]) + 1000))
+-- The list outlives every entry: a waiter plans at most one lock TTL + 1 s per turn, and every
+-- writer of the line sets the same TTL, 2 x (lock TTL + 1 s) (src/dist_mutex.rs, `line_ttl`),
+-- so a refresh only ever extends the line's life (no PTTL read; PEXPIRE GT would need Redis 7).
+-- A process that set it at T knows the line lives until T + that TTL, and its releases skip
+-- the PEXPIRE while that covers the entry they queue (release.lua). A process with a longer
+-- lease than another's (or an older version, which set lock TTL + 1 s) may see the line expire
+-- early after the other's write: at worst its entry is lost, and it attempts again after the holder's TTL, as after a lost wake-up.
+redis.call('PEXPIRE', KEYS[3], ARGV[7])
 return {0, pttl, entry}

@@ -9,6 +9,14 @@
 -- ARGV[7] the releasing process's next local waiter ('' if none; see src/local_line.rs) and
 -- ARGV[8] how long it will wait (ms): its entry joins the TAIL of the line before the hand-off
 -- (so other processes keep their turns), and it never runs an attempt of its own.
+-- ARGV[9] the line's TTL (ms; the one every writer sets, see acquire.lua), ARGV[10] '1' when the
+-- line's TTL must be set after queueing the local waiter: the client asks only when its process's
+-- last setting of it does not cover the new entry's wait (src/local_line.rs). A list this script
+-- makes anew (LPUSH back, or RPUSH into none) always gets it. Processes using one name with
+-- different leases set different TTLs: a shorter one may then make the line expire before an
+-- entry queued without the PEXPIRE ends. At worst that entry is lost: its waiter waits out its
+-- turn (at most a lock TTL) and attempts again, queueing anew, as after a lost wake-up; the lock
+-- and the grants are not touched.
 -- Returns 1 released (or handed on), 0 not held by this token (lost), {1, entry} when the local
 -- waiter was queued as entry (it may be the one handed the lock).
 --
@@ -20,8 +28,9 @@
 -- every key is on this one server, and the probe is skipped.
 --
 -- Commands when handing over: LPOP, TIME, SET (lock, GET: the token check), SET (fence), RPUSH,
--- PEXPIRE; queueing a local waiter adds RPUSH (its entry) and, when others still wait after it,
--- PEXPIRE (the line). When nobody waits: LPOP, GET, DEL.
+-- PEXPIRE; queueing a local waiter adds RPUSH (its entry) and, when others still wait after it
+-- and the client asks (ARGV[10]: rarely, the line's TTL is long), PEXPIRE (the line). When nobody
+-- waits: LPOP, GET, DEL.
 --
 -- The token check rides on the SET that hands the lock over (SET ... GET returns what was there).
 -- When it was not this token's (its lease was lost), everything is put back: the lock's value
@@ -118,9 +127,8 @@ local function undo_line()
   if next_entry ~= queued then
     redis.call('LPUSH', KEYS[3], next_entry)
   end
-  -- Never shorter than acquire.lua sets it: other entries may outlive the chosen one.
-  local outlives = math.max(next_deadline - math.floor(now_us / 1000), tonumber(ARGV[2])) + 1000
-  redis.call('PEXPIRE', KEYS[3], outlives)
+  -- The LPUSH may make the list anew: it gets the TTL every writer sets.
+  redis.call('PEXPIRE', KEYS[3], ARGV[9])
 end
 local grant = ARGV[4] .. next_token
 if ARGV[6] == '1' then
@@ -159,8 +167,9 @@ redis.call('RPUSH', grant, string.format('%d', fence))
 -- waiter that died.
 redis.call('PEXPIRE', grant, next_deadline - math.floor(now_us / 1000) + 1000)
 -- The local waiter's entry outlives its wait, as acquire.lua keeps the line (only when others
--- still wait: a line just emptied is gone).
-if queued and popped < length then
-  redis.call('PEXPIRE', KEYS[3], math.max(tonumber(ARGV[8]), tonumber(ARGV[2]) + 1000))
+-- still wait: a line just emptied is gone), when the client asks, or when the RPUSH above made
+-- the list (then the pop reached its only entry, so it is gone again: kept as a guard).
+if queued and popped < length and (ARGV[10] == '1' or length == 1) then
+  redis.call('PEXPIRE', KEYS[3], ARGV[9])
 end
 return done()
