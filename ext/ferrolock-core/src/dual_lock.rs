@@ -239,7 +239,8 @@ impl DualLock {
                 None => self.turn(intr, ticket)?,
             }
         }
-        // Out of time: it will not run (the caller leaves), so it covers nobody from now on.
+        // Running, skipped, or out of time (it will not run: the caller leaves): it covers
+        // nobody from now on.
         ticket.local = None;
         Ok(ticket.stage)
     }
