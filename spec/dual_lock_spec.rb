@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "spec_helper"
+require "json"
 
 RSpec.describe Ferrolock::DualLock do
   let(:redis) { FerrolockTest.redis_server.redis }
@@ -71,6 +72,70 @@ RSpec.describe Ferrolock::DualLock do
     expect(starts.keys).to eq(%w[a b])
     expect(starts["b"]).to be >= ends["a"]
     expect(starts["b"] - ends["a"]).to be < 0.25 # woken by the release, not by a timer
+  end
+
+  it "covers every trigger of 3 processes x 4 threads by a run that started after it, one run at a time" do
+    # Skips happen in Redis and, while a thread of the same process waits, in the process itself
+    # (no command): either way a run must start after every trigger. Times are Redis TIME, so the
+    # processes share one clock; a trigger's time is taken just before its `run`.
+    code = <<~RUBY
+      require "ferrolock"
+      require "json"
+      now = -> { Ferrolock.client.call("TIME").then { |s, us| Integer(s) + (Integer(us) / 1e6) } }
+      Ferrolock.client.call("RPUSH", "ready", ARGV[0])
+      Ferrolock::Client.new(read_timeout: 30).call("BLPOP", "go:" + ARGV[0], "25")
+      lock = Ferrolock::DualLock.new("cover", max_wait: 20)
+      log = Queue.new
+      Array.new(4) do
+        Thread.new do
+          30.times do
+            triggered = now.call
+            ran = lock.run do
+              started = now.call
+              sleep(rand * 0.003)
+              log << [:run, started, now.call]
+            end
+            log << [:trigger, triggered, ran]
+            sleep(rand * 0.002)
+          end
+        end
+      end.each(&:join)
+      print JSON.dump(Array.new(log.size) { log.pop })
+    RUBY
+    names = %w[p1 p2 p3]
+    procs = names.map { |name| Thread.new { run_ruby!("ARGV.replace(#{[name].inspect}); #{code}", timeout: 60) } }
+    wait_until(timeout: 40, what: -> { "ready: #{redis.lrange("ready", 0, -1)}" }) { redis.llen("ready") == 3 }
+    sleep 0.2 # from RPUSH to blocking in BLPOP
+    names.each { |name| redis.rpush("go:#{name}", "1") }
+    entries = procs.flat_map { |t| JSON.parse(t.value) }
+    runs = entries.select { |e| e[0] == "run" }.map { |_, started, ended| [started, ended] }.sort
+    triggers = entries.select { |e| e[0] == "trigger" }
+    expect(triggers.size).to eq(3 * 4 * 30)
+    expect(triggers.count { |e| e[2] == false }).to be > 0 # the example is about skips
+    runs.each_cons(2) do |(_, ended), (started, _)|
+      expect(started).to be >= ended, "two runs overlapped: one started at #{started}, before #{ended}"
+    end
+    last_start = runs.last[0]
+    uncovered = triggers.reject { |_, at, _| last_start >= at }
+    expect(uncovered).to be_empty, "triggers with no run started after them: #{uncovered.first(5)}"
+    expect(redis.keys("*{cover}*")).to be_empty
+  end
+
+  it "lets a duplicate arriving after this process's waiter started wait and run (not skipped)" do
+    thread, release = hold_exec("started")
+    started = Queue.new
+    finish = Queue.new
+    waiter = Thread.new { described_class.new("started").run { started << true and finish.pop } }
+    wait_until(timeout: 20, what: "the first duplicate waiting") { described_class.new("started").waiting? }
+    release << true
+    wait_until(timeout: 20, what: "the waiter running") { started.size == 1 }
+    late = Thread.new { described_class.new("started", max_wait: 20).run { :late } }
+    wait_until(timeout: 20, what: -> { "the late duplicate waiting (alive: #{late.alive?})" }) do
+      !late.alive? || described_class.new("started").waiting?
+    end
+    expect(late).to be_alive # skipped would have returned at once
+    finish << true
+    expect([thread.value, waiter.value, late.value]).to eq([true, true, true])
   end
 
   it "wakes every waiter as soon as the run before it ends (10 threads x 100 duplicates)" do

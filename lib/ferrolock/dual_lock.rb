@@ -12,6 +12,8 @@ module Ferrolock
   # Ferrolock::TimeoutError after max_wait seconds (nil: waits as long as it takes), giving up
   # its place so the next duplicate can wait. wait_ttl/exec_ttl are leases renewed while the
   # holder lives: they only bound how long a crashed waiter/executor keeps the key blocked.
+  # While a thread of this process waits for the key, the process's other duplicates are skipped
+  # without asking Redis (one waiter per process per key; see doc/ARCHITECTURE.md).
   class DualLock
     attr_reader :key, :wait_ttl, :exec_ttl, :max_wait, :client
 

@@ -7,8 +7,11 @@
 //! transition is one script.
 //! Both locks are leases renewed while their holder lives, so a crashed waiter or executor
 //! frees its lock within its TTL and a long run never lets a second executor in.
+//! While a thread of this process waits for the key, a duplicate arriving in this process is
+//! skipped with no Redis command at all (dual_lock_local.rs: one waiter per process per key).
 
 use crate::client::{int, ints, Client};
+use crate::dual_lock_local::{self, Registration};
 use crate::error::{Error, Result};
 use crate::handoff::{ack_grant, wait_grant};
 use crate::interrupt::Interrupt;
@@ -55,6 +58,9 @@ pub enum Stage {
 /// One duplicate's pass through the lock. Dropping it without `leave` stops renewal; what it
 /// holds then expires after its TTL.
 pub struct Ticket {
+    /// Registered as this process's waiter for the key (see dual_lock_local.rs); first, so it
+    /// is dropped before the lease.
+    local: Option<Registration>,
     token: String,
     stage: Stage,
     /// EXEC's remaining TTL as last seen: bounds the next wait, so a lost wake-up costs at most
@@ -151,14 +157,47 @@ impl DualLock {
     /// recognised as ours.
     pub fn enter(&self, intr: &Interrupt, token: &str) -> Result<Ticket> {
         let mut ticket = Ticket {
+            local: None,
             token: token.to_string(),
             stage: Stage::Skipped,
             exec_pttl_ms: 0,
             lease: None,
             maybe_granted: false,
         };
+        // A thread of this process waits and will start after this arrival: skipped here, as
+        // Redis would skip it.
+        if dual_lock_local::covered(self.line_id(), &self.wait_key, token) {
+            return Ok(ticket);
+        }
         self.turn(intr, &mut ticket)?;
+        self.cover_locally(&mut ticket);
         Ok(ticket)
+    }
+
+    fn line_id(&self) -> usize {
+        std::sync::Arc::as_ptr(&self.client.inner) as usize
+    }
+
+    /// Registers a waiting ticket as this process's waiter for the key, so the process's next
+    /// duplicates are skipped without Redis (not when its WAIT lease is known lost).
+    fn cover_locally(&self, ticket: &mut Ticket) {
+        if ticket.stage != Stage::Waiting || ticket.local.is_some() {
+            return;
+        }
+        if let Some(lease) = ticket.lease.as_ref().filter(|l| !l.is_lost()) {
+            let id = self.line_id();
+            ticket.local = Some(dual_lock_local::register(
+                id,
+                &self.wait_key,
+                &ticket.token,
+                lease,
+            ));
+        }
+    }
+
+    /// The token this process's duplicates are skipped for, if one waits (tests).
+    pub fn local_waiter(&self) -> Option<String> {
+        dual_lock_local::waiting_token(self.line_id(), &self.wait_key)
     }
 
     /// Waits for the executing duplicate to finish, then promotes the ticket to `Running`.
@@ -187,14 +226,22 @@ impl DualLock {
             }
             // The turn's wait never outlasts EXEC's TTL: an executor that crashed hands over
             // nothing, and then `enter` promotes this waiter once EXEC has expired.
+            self.cover_locally(ticket);
             ticket.maybe_granted = true;
-            let popped = wait_grant(&self.client, intr, &self.grant_key(&ticket.token), wait)?;
+            let popped = wait_grant(&self.client, intr, &self.grant_key(&ticket.token), wait);
+            // Out of the registry before whatever comes next can start the block or end the
+            // wait (promotion, another `enter`, an error): a local skip must precede the start.
+            ticket.local = None;
+            let popped = popped?;
             ticket.maybe_granted = false;
             match popped {
                 Some(_) => self.promote(intr, ticket)?,
                 None => self.turn(intr, ticket)?,
             }
         }
+        // Running, skipped, or out of time (it will not run: the caller leaves): it covers
+        // nobody from now on.
+        ticket.local = None;
         Ok(ticket.stage)
     }
 
@@ -228,6 +275,8 @@ impl DualLock {
 
     /// Runs the enter script and moves the ticket (and its lease) to the stage it reports.
     fn turn(&self, intr: &Interrupt, ticket: &mut Ticket) -> Result<()> {
+        // The script may run, skip or keep the ticket: until it is known, nobody is skipped for it.
+        ticket.local = None;
         let call = ScriptCall::new(&ENTER)
             .key(&self.wait_key)
             .key(&self.exec_key)
@@ -300,11 +349,13 @@ impl DualLock {
     pub fn leave(&self, intr: &Interrupt, ticket: Ticket) -> Result<()> {
         let lost_before = ticket.lease.as_ref().is_some_and(Lease::is_lost);
         let Ticket {
+            local,
             token,
             stage,
             lease,
             ..
         } = ticket;
+        drop(local); // from now the process's duplicates ask Redis
         drop(lease); // stop renewing before releasing
         if stage == Stage::Skipped {
             return Ok(());

@@ -86,6 +86,21 @@ impl Lease {
     pub fn is_lost(&self) -> bool {
         self.entry.lost.load(Ordering::SeqCst)
     }
+
+    /// `is_lost` for someone who does not own the lease (dual_lock_local's registry).
+    pub(crate) fn watch(&self) -> LeaseWatch {
+        LeaseWatch(self.entry.clone())
+    }
+}
+
+/// Tells whether a lease was found lost; does not keep it renewed.
+#[derive(Clone)]
+pub(crate) struct LeaseWatch(Arc<LeaseEntry>);
+
+impl LeaseWatch {
+    pub(crate) fn is_lost(&self) -> bool {
+        self.0.lost.load(Ordering::SeqCst)
+    }
 }
 
 /// The primitives start leases infallibly (right after Redis granted the hold): a refused

@@ -8,6 +8,7 @@ pub mod concurrent_limiter;
 pub mod conn;
 pub mod dist_mutex;
 pub mod dual_lock;
+mod dual_lock_local;
 pub mod endpoint;
 pub mod error;
 pub mod fair_tenant;
