@@ -54,7 +54,7 @@ fn far() -> Instant {
 }
 
 #[test]
-fn an_uncontended_acquire_and_release_cost_twelve_commands() {
+fn an_uncontended_acquire_and_release_cost_ten_commands() {
     let server = RedisServer::start();
     let client = server.client("t");
     let l = limiter(&client, "free", 3);
@@ -69,14 +69,77 @@ fn an_uncontended_acquire_and_release_cost_twelve_commands() {
         let slot = l.acquire(&intr, &token(), far()).unwrap().unwrap();
         l.release(&intr, slot).unwrap();
     }
-    // Acquire: EVALSHA, TIME, ZRANGEBYSCORE, ZREMRANGEBYSCORE, ZADD (the slot and the limit in
-    // one), PTTL, PEXPIRE. Release: EVALSHA, TIME, ZRANGEBYSCORE, LPOP, ZREM.
+    // Acquire: EVALSHA, TIME, ZRANGEBYSCORE (every member: nothing expired to drop, the latest
+    // live expiry known), ZADD (the slot and the limit in one), PEXPIRE. Release: EVALSHA, TIME,
+    // ZRANGEBYSCORE, LPOP, ZREM.
     assert_eq!(
         commands_run(&client, &[]),
-        12 * rounds,
+        10 * rounds,
         "{:?}",
         calls(&client)
     );
+}
+
+/// The free-slot attempt drops expired slots only when there are some, and sets the key's TTL
+/// from the slots it read: never below a live slot of a longer lease.
+#[test]
+fn a_free_slot_attempt_drops_expired_slots_and_keeps_the_longest_lease() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let intr = Interrupt::new();
+    let with_lease = |secs| {
+        let opts = LimiterOptions {
+            limit: 3,
+            lease: Duration::from_secs(secs),
+        };
+        ConcurrentLimiter::new(&client, "mixed", opts).unwrap()
+    };
+    let long = with_lease(60);
+    let held = long
+        .acquire(&intr, &ConcurrentLimiter::new_token(), far())
+        .unwrap()
+        .unwrap();
+    let slots = client.keys("mixed").unwrap().part("slots");
+    // A crashed holder's slot, expired long ago.
+    cmd(&client, &["ZADD", &slots, "1", "crashed"]);
+    reset(&client);
+    let short = with_lease(2);
+    let slot = short
+        .acquire(&intr, &ConcurrentLimiter::new_token(), far())
+        .unwrap()
+        .unwrap();
+    let ran = calls(&client);
+    assert!(
+        ran.contains(&("zremrangebyscore".to_string(), 1)),
+        "{ran:?}"
+    );
+    assert!(!ran.iter().any(|(name, _)| name == "pttl"), "{ran:?}");
+    assert_eq!(
+        cmd(&client, &["ZSCORE", &slots, "crashed"]),
+        redis::Value::Nil
+    );
+    let pttl = match cmd(&client, &["PTTL", &slots]) {
+        redis::Value::Int(ms) => ms,
+        other => panic!("PTTL: {other:?}"),
+    };
+    assert!(
+        pttl > 50_000,
+        "the 60 s slot's key now expires in {pttl} ms"
+    );
+    // Nothing expired now: the next attempt does not try to drop anything.
+    reset(&client);
+    let third = short
+        .acquire(&intr, &ConcurrentLimiter::new_token(), far())
+        .unwrap()
+        .unwrap();
+    let ran = calls(&client);
+    assert!(
+        !ran.iter().any(|(name, _)| name == "zremrangebyscore"),
+        "{ran:?}"
+    );
+    for (l, s) in [(&long, held), (&short, slot), (&short, third)] {
+        l.release(&intr, s).unwrap();
+    }
 }
 
 #[test]

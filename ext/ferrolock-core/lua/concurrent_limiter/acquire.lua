@@ -33,25 +33,50 @@ if ARGV[6] == '1' then
 end
 
 -- Live slots only: one whose lease ran out belongs to a holder that stopped renewing (crashed)
--- and is free. A small limit reads the live slots themselves (count and earliest expiry in one
--- command); a large one counts them, and reads the earliest only when full.
+-- and is free. A small limit reads every member at once, oldest expiry first ('{limit}', scored
+-- -limit; expired slots; live ones): the live count, the earliest and latest expiry, and whether
+-- any expired slot is left to drop, in one command. A large limit, or a key with more members
+-- than that read takes (crashed holders piled up), counts the live slots, drops the expired ones
+-- and reads the key's TTL.
 local live = '(' .. now
-local in_use, earliest
+local in_use, earliest, latest
+-- Whether every member was read (`expired` then says whether any is left to drop).
+local complete, expired = false, true
 if limit <= 16 then
-  local slots = redis.call('ZRANGEBYSCORE', KEYS[1], live, '+inf', 'WITHSCORES', 'LIMIT', 0, limit)
-  in_use, earliest = #slots / 2, slots[2]
-else
+  local cap = 2 * limit + 2
+  local members = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', '+inf', 'WITHSCORES', 'LIMIT', 0, cap)
+  if #members < 2 * cap then
+    complete, in_use, expired = true, 0, false
+    for i = 1, #members, 2 do
+      local score = tonumber(members[i + 1])
+      if score > now then
+        in_use = in_use + 1
+        earliest = earliest or score
+        latest = score
+      elseif members[i] ~= '{limit}' then
+        expired = true
+      end
+    end
+  end
+end
+if not in_use then
   in_use = redis.call('ZCOUNT', KEYS[1], live, '+inf')
 end
 
 if in_use < limit then
   -- Expired members are dropped here, so a busy name does not collect crashed holders.
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  if expired then
+    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  end
   -- The limit rides along as member '{limit}' scored -limit (never live, never a token: tokens
   -- have no braces), for the operators' view: no extra command, gone with the key (the latest
   -- caller to take a free slot wins when callers pass different limits).
   redis.call('ZADD', KEYS[1], now + lease, token, -limit, '{limit}')
-  if redis.call('PTTL', KEYS[1]) < lease then
+  -- The key outlives every live slot (renew.lua keeps that too). Knowing them all, one PEXPIRE
+  -- sets exactly that; otherwise it is only ever lengthened.
+  if complete then
+    redis.call('PEXPIRE', KEYS[1], math.max(lease, (latest or now) - now))
+  elseif redis.call('PTTL', KEYS[1]) < lease then
     redis.call('PEXPIRE', KEYS[1], lease)
   end
   return held()
