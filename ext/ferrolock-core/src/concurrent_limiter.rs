@@ -482,56 +482,30 @@ impl ConcurrentLimiter {
         token: &str,
         successor: local_line::Successor,
     ) -> Result<bool> {
+        let line = local_line::LineRelease {
+            client: &self.client,
+            client_id: self.line_id(),
+            lock_key: &self.slots_key,
+            line_ttl: self.line_ttl(),
+            lease: self.lease,
+            script: "concurrent_limiter/release",
+        };
         let wait_ms = successor.deadline.map_or(0, |d| self.planned_wait_ms(d));
-        // The line's TTL is set only when this process's last setting of it does not cover the
-        // new entry (its wait, from now: the script runs later, so this errs on the safe side).
-        let sent_at = Instant::now();
-        let needed_until = sent_at + Duration::from_millis(wait_ms);
-        let refresh = local_line::line_refresh_needed(
-            self.line_id(),
-            &self.slots_key,
-            needed_until,
-            self.line_ttl(),
-        );
-        let call = self.release_queueing_call(token, false, &successor.token, wait_ms, refresh);
-        let reply = self.client.eval(intr, &call).inspect_err(|e| {
-            if matches!(
-                e,
-                Error::Connection { .. } | Error::Timeout(_) | Error::Interrupted
-            ) {
-                // As `release_now`, but without the successor: it attempts on its own now
-                // (dropped untold below, uncertain), so a repeated release must not queue it.
-                let plain = self.release_call(token, false);
-                crate::lease::release_in_background(&self.client, plain, self.lease);
-            }
-        })?;
-        if refresh {
-            // Whatever it answered, the script left no line without that TTL (or no line).
-            local_line::line_refreshed(self.line_id(), &self.slots_key, sent_at);
+        let next = successor.token.clone();
+        let (released, room) = local_line::release_queueing(
+            line,
+            intr,
+            successor,
+            wait_ms,
+            |refresh| self.release_queueing_call(token, false, &next, wait_ms, refresh),
+            || self.release_call(token, false),
+        )?;
+        // Slots still free (one freed earlier while nobody was in line): the next local waiters
+        // attempt now instead of waiting for releases of this process.
+        if room > 0 {
+            local_line::pass_room(self.line_id(), &self.slots_key, room);
         }
-        match &reply {
-            Value::Array(items) => match (items.first().map(int), items.get(1), items.get(2)) {
-                (Some(Ok(1)), Some(Value::BulkString(entry)), room) => {
-                    let entry = String::from_utf8_lossy(entry).into_owned();
-                    successor.tell(Turn::Queued(entry));
-                    // Slots still free (one freed earlier while nobody was in line): the next
-                    // local waiters attempt now instead of waiting for releases of this process.
-                    let room = room.map(int).and_then(|r| r.ok()).unwrap_or(0);
-                    if room > 0 {
-                        local_line::pass_room(self.line_id(), &self.slots_key, room as usize);
-                    }
-                    Ok(true)
-                }
-                _ => Err(Error::Redis(format!(
-                    "concurrent_limiter/release: unexpected reply {reply:?}"
-                ))),
-            },
-            other => {
-                // Not ours any more (or nothing to queue): nothing was queued.
-                successor.tell(Turn::Attempt { uncertain: false });
-                Ok(int(other)? == 1)
-            }
-        }
+        Ok(released)
     }
 
     /// After `acquire` failed (Redis unreachable, interrupted): Redis may still have given

@@ -510,50 +510,25 @@ impl DistMutex {
         token: &str,
         successor: local_line::Successor,
     ) -> Result<bool> {
+        let line = local_line::LineRelease {
+            client: &self.client,
+            client_id: self.line_id(),
+            lock_key: &self.lock_key,
+            line_ttl: self.line_ttl(),
+            lease: self.ttl,
+            script: "dist_mutex/release",
+        };
         let wait_ms = self.planned_wait_ms(successor.deadline);
-        // The line's TTL is set only when this process's last setting of it does not cover the
-        // new entry (its wait, from now: the script runs later, so this errs on the safe side).
-        let sent_at = Instant::now();
-        let needed_until = sent_at + Duration::from_millis(wait_ms);
-        let refresh = local_line::line_refresh_needed(
-            self.line_id(),
-            &self.lock_key,
-            needed_until,
-            self.line_ttl(),
-        );
-        let call = self.release_queueing_call(token, false, &successor.token, wait_ms, refresh);
-        let reply = self.client.eval(intr, &call).inspect_err(|e| {
-            if matches!(
-                e,
-                Error::Connection { .. } | Error::Timeout(_) | Error::Interrupted
-            ) {
-                // As `release_now`, but without the successor: it attempts on its own now
-                // (dropped untold below), so a repeated release must not queue it again.
-                let plain = self.release_call(token, false);
-                crate::lease::release_in_background(&self.client, plain, self.ttl);
-            }
-        })?;
-        if refresh {
-            // Whatever it answered, the script left no line without that TTL (or no line).
-            local_line::line_refreshed(self.line_id(), &self.lock_key, sent_at);
-        }
-        match &reply {
-            Value::Array(items) => match (items.first().map(int), items.get(1)) {
-                (Some(Ok(1)), Some(Value::BulkString(entry))) => {
-                    let entry = String::from_utf8_lossy(entry).into_owned();
-                    successor.tell(Turn::Queued(entry));
-                    Ok(true)
-                }
-                _ => Err(Error::Redis(format!(
-                    "dist_mutex/release: unexpected reply {reply:?}"
-                ))),
-            },
-            other => {
-                // Not ours any more: nothing was queued.
-                successor.tell(Turn::Attempt { uncertain: false });
-                Ok(int(other)? == 1)
-            }
-        }
+        let next = successor.token.clone();
+        let (released, _) = local_line::release_queueing(
+            line,
+            intr,
+            successor,
+            wait_ms,
+            |refresh| self.release_queueing_call(token, false, &next, wait_ms, refresh),
+            || self.release_call(token, false),
+        )?;
+        Ok(released)
     }
 
     /// After a lock call failed (Redis unreachable, interrupted, timed out): Redis may still have

@@ -21,9 +21,12 @@
 //! any write of ours, and a release queueing a local waiter whose entry is covered by it skips
 //! the PEXPIRE (`line_refresh_needed`). A line dropped and made anew only refreshes once more.
 
-use crate::error::Error;
+use crate::client::{int, Client};
+use crate::error::{Error, Result};
 use crate::fork::ForkLocal;
 use crate::interrupt::Interrupt;
+use crate::script::ScriptCall;
+use redis::Value;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -465,6 +468,70 @@ pub fn line_refreshed(client_id: usize, lock_key: &str, sent_at: Instant) {
 pub fn forget_line_refresh(client_id: usize, lock_key: &str) {
     if let Some(line) = lines().0.get_mut(&(client_id, lock_key.to_string())) {
         line.line_refreshed = None;
+    }
+}
+
+/// A primitive's side of [`release_queueing`]: its client, its line, its lease and the name
+/// of its release script (for errors).
+pub struct LineRelease<'a> {
+    pub client: &'a Client,
+    pub client_id: usize,
+    pub lock_key: &'a str,
+    pub line_ttl: Duration,
+    pub lease: Duration,
+    pub script: &'static str,
+}
+
+/// Sends the release that also queues `successor` (planning to wait `wait_ms`) at the tail of
+/// the Redis line: `call(refresh_line)` is that release, asked to set the line's TTL only when
+/// this process's last setting of it does not cover the new entry (its wait, from now: the
+/// script runs later, so this errs on the safe side). A reply `{1, entry, room?}` tells the
+/// successor its entry; any other reply (the lock or slot was no longer ours) tells it to
+/// attempt. When the reply was lost, `plain` (the release without the successor) goes on in
+/// the background, and the successor, dropped untold, attempts on its own (uncertain), so a
+/// repeated release never queues it twice. Returns whether it was still ours, and the room the
+/// script reported (slots still free).
+pub fn release_queueing(
+    line: LineRelease<'_>,
+    intr: &Interrupt,
+    successor: Successor,
+    wait_ms: u64,
+    call: impl FnOnce(bool) -> ScriptCall,
+    plain: impl FnOnce() -> ScriptCall,
+) -> Result<(bool, usize)> {
+    let sent_at = Instant::now();
+    let needed_until = sent_at + Duration::from_millis(wait_ms);
+    let refresh = line_refresh_needed(line.client_id, line.lock_key, needed_until, line.line_ttl);
+    let reply = line.client.eval(intr, &call(refresh)).inspect_err(|e| {
+        if matches!(
+            e,
+            Error::Connection { .. } | Error::Timeout(_) | Error::Interrupted
+        ) {
+            crate::lease::release_in_background(line.client, plain(), line.lease);
+        }
+    })?;
+    if refresh {
+        // Whatever it answered, the script left no line without that TTL (or no line).
+        line_refreshed(line.client_id, line.lock_key, sent_at);
+    }
+    match &reply {
+        Value::Array(items) => match (items.first().map(int), items.get(1), items.get(2)) {
+            (Some(Ok(1)), Some(Value::BulkString(entry)), room) => {
+                let entry = String::from_utf8_lossy(entry).into_owned();
+                successor.tell(Turn::Queued(entry));
+                let room = room.map(int).and_then(|r| r.ok()).unwrap_or(0);
+                Ok((true, usize::try_from(room).unwrap_or(0)))
+            }
+            _ => Err(Error::Redis(format!(
+                "{}: unexpected reply {reply:?}",
+                line.script
+            ))),
+        },
+        other => {
+            // Not ours any more (or nothing to queue): nothing was queued.
+            successor.tell(Turn::Attempt { uncertain: false });
+            Ok((int(other)? == 1, 0))
+        }
     }
 }
 
