@@ -94,6 +94,12 @@ impl Drop for ClientInner {
 }
 
 impl Client {
+    /// The same for every clone of this client and different for any other living client: the
+    /// key of the process-wide maps of local waiters (local_line.rs, dual_lock_local.rs).
+    pub(crate) fn identity(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
     pub fn new(opts: ClientOptions) -> Result<Client> {
         let (topology, shown, uses_tls) = Topology::from_options(&opts)?;
         check_name("namespace", &opts.namespace)?;

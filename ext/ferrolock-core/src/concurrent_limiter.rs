@@ -207,7 +207,11 @@ impl ConcurrentLimiter {
                     None => None,
                     Some(Value::BulkString(b)) => {
                         // Queued: the script set the line's TTL.
-                        local_line::line_refreshed(self.line_id(), &self.slots_key, sent_at);
+                        local_line::line_refreshed(
+                            self.client.identity(),
+                            &self.slots_key,
+                            sent_at,
+                        );
                         Some(String::from_utf8_lossy(b).into_owned())
                     }
                     Some(_) => return Err(unexpected()),
@@ -257,14 +261,9 @@ impl ConcurrentLimiter {
         })
     }
 
-    /// Which process-local line this name's waiters share: one per client and name.
-    fn line_id(&self) -> usize {
-        std::sync::Arc::as_ptr(&self.client.inner) as usize
-    }
-
     /// Threads of this process waiting for this name behind the one in Redis (for tests).
     pub fn local_waiters(&self) -> usize {
-        local_line::local_waiters(self.line_id(), &self.slots_key)
+        local_line::local_waiters(self.client.identity(), &self.slots_key)
     }
 
     /// The longest a waiter blocks between two attempts: its entry must cover that.
@@ -286,7 +285,7 @@ impl ConcurrentLimiter {
     /// it again).
     #[doc(hidden)]
     pub fn forget_line_refresh(&self) {
-        local_line::forget_line_refresh(self.line_id(), &self.slots_key)
+        local_line::forget_line_refresh(self.client.identity(), &self.slots_key)
     }
 
     /// How long a waiter plans to wait for its next turn (ms; 0: it is out of time and won't),
@@ -310,7 +309,12 @@ impl ConcurrentLimiter {
         deadline: Instant,
         queued: &mut Option<String>,
     ) -> Result<Option<Slot>> {
-        let joined = local_line::join(self.line_id(), &self.slots_key, token, Some(deadline));
+        let joined = local_line::join(
+            self.client.identity(),
+            &self.slots_key,
+            token,
+            Some(deadline),
+        );
         let (turn, mut member) = match joined {
             Joined::Active(member) => (Turn::Attempt { uncertain: false }, member),
             // Holders renew, so nobody but a release passes a local waiter on within a lease;
@@ -484,26 +488,24 @@ impl ConcurrentLimiter {
     ) -> Result<bool> {
         let line = local_line::LineRelease {
             client: &self.client,
-            client_id: self.line_id(),
             lock_key: &self.slots_key,
             line_ttl: self.line_ttl(),
             lease: self.lease,
             script: "concurrent_limiter/release",
         };
         let wait_ms = successor.deadline.map_or(0, |d| self.planned_wait_ms(d));
-        let next = successor.token.clone();
         let (released, room) = local_line::release_queueing(
             line,
             intr,
             successor,
             wait_ms,
-            |refresh| self.release_queueing_call(token, false, &next, wait_ms, refresh),
+            |next, refresh| self.release_queueing_call(token, false, next, wait_ms, refresh),
             || self.release_call(token, false),
         )?;
         // Slots still free (one freed earlier while nobody was in line): the next local waiters
         // attempt now instead of waiting for releases of this process.
         if room > 0 {
-            local_line::pass_room(self.line_id(), &self.slots_key, room);
+            local_line::pass_room(self.client.identity(), &self.slots_key, room);
         }
         Ok(released)
     }

@@ -215,7 +215,7 @@ impl DistMutex {
                     None => None,
                     Some(Value::BulkString(b)) => {
                         // Queued: the script set the line's TTL.
-                        local_line::line_refreshed(self.line_id(), &self.lock_key, sent_at);
+                        local_line::line_refreshed(self.client.identity(), &self.lock_key, sent_at);
                         Some(String::from_utf8_lossy(b).into_owned())
                     }
                     Some(_) => return Err(unexpected()),
@@ -282,21 +282,16 @@ impl DistMutex {
         })
     }
 
-    /// Which process-local line this name's waiters share: one per client and name.
-    fn line_id(&self) -> usize {
-        std::sync::Arc::as_ptr(&self.client.inner) as usize
-    }
-
     /// Threads of this process waiting for this name behind the one in Redis (for tests).
     pub fn local_waiters(&self) -> usize {
-        local_line::local_waiters(self.line_id(), &self.lock_key)
+        local_line::local_waiters(self.client.identity(), &self.lock_key)
     }
 
     /// Tests: forget when this process last set the line's TTL (its next queueing release sets
     /// it again).
     #[doc(hidden)]
     pub fn forget_line_refresh(&self) {
-        local_line::forget_line_refresh(self.line_id(), &self.lock_key)
+        local_line::forget_line_refresh(self.client.identity(), &self.lock_key)
     }
 
     /// Waits behind the process's waiter in Redis for this name (if any) until passed on, then
@@ -309,7 +304,7 @@ impl DistMutex {
         queued: &mut Option<String>,
     ) -> Result<Held> {
         let (turn, mut member) =
-            match local_line::join(self.line_id(), &self.lock_key, token, deadline) {
+            match local_line::join(self.client.identity(), &self.lock_key, token, deadline) {
                 Joined::Active(member) => (Turn::Attempt { uncertain: false }, member),
                 Joined::Local(waiter) => waiter
                     .wait(intr, self.ttl, None)
@@ -512,20 +507,18 @@ impl DistMutex {
     ) -> Result<bool> {
         let line = local_line::LineRelease {
             client: &self.client,
-            client_id: self.line_id(),
             lock_key: &self.lock_key,
             line_ttl: self.line_ttl(),
             lease: self.ttl,
             script: "dist_mutex/release",
         };
         let wait_ms = self.planned_wait_ms(successor.deadline);
-        let next = successor.token.clone();
         let (released, _) = local_line::release_queueing(
             line,
             intr,
             successor,
             wait_ms,
-            |refresh| self.release_queueing_call(token, false, &next, wait_ms, refresh),
+            |next, refresh| self.release_queueing_call(token, false, next, wait_ms, refresh),
             || self.release_call(token, false),
         )?;
         Ok(released)

@@ -166,16 +166,12 @@ impl DualLock {
         };
         // A thread of this process waits and will start after this arrival: skipped here, as
         // Redis would skip it.
-        if dual_lock_local::covered(self.line_id(), &self.wait_key, token) {
+        if dual_lock_local::covered(self.client.identity(), &self.wait_key, token) {
             return Ok(ticket);
         }
         self.turn(intr, &mut ticket)?;
         self.cover_locally(&mut ticket);
         Ok(ticket)
-    }
-
-    fn line_id(&self) -> usize {
-        std::sync::Arc::as_ptr(&self.client.inner) as usize
     }
 
     /// Registers a waiting ticket as this process's waiter for the key, so the process's next
@@ -185,7 +181,7 @@ impl DualLock {
             return;
         }
         if let Some(lease) = ticket.lease.as_ref().filter(|l| !l.is_lost()) {
-            let id = self.line_id();
+            let id = self.client.identity();
             ticket.local = Some(dual_lock_local::register(
                 id,
                 &self.wait_key,
@@ -197,7 +193,7 @@ impl DualLock {
 
     /// The token this process's duplicates are skipped for, if one waits (tests).
     pub fn local_waiter(&self) -> Option<String> {
-        dual_lock_local::waiting_token(self.line_id(), &self.wait_key)
+        dual_lock_local::waiting_token(self.client.identity(), &self.wait_key)
     }
 
     /// Waits for the executing duplicate to finish, then promotes the ticket to `Running`.

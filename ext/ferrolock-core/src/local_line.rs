@@ -441,7 +441,7 @@ fn refresh_needed(refreshed: Option<Instant>, needed_until: Instant, line_ttl: D
 /// Whether a release of this process queueing an entry needed until `needed_until` must set the
 /// Redis line's TTL to `line_ttl` (always when this process has no line for the name: nothing
 /// known).
-pub fn line_refresh_needed(
+fn line_refresh_needed(
     client_id: usize,
     lock_key: &str,
     needed_until: Instant,
@@ -471,11 +471,10 @@ pub fn forget_line_refresh(client_id: usize, lock_key: &str) {
     }
 }
 
-/// A primitive's side of [`release_queueing`]: its client, its line, its lease and the name
-/// of its release script (for errors).
+/// A primitive's side of [`release_queueing`]: its client, its line (the client's, for
+/// `lock_key`), its lease and the name of its release script (for errors).
 pub struct LineRelease<'a> {
     pub client: &'a Client,
-    pub client_id: usize,
     pub lock_key: &'a str,
     pub line_ttl: Duration,
     pub lease: Duration,
@@ -483,7 +482,7 @@ pub struct LineRelease<'a> {
 }
 
 /// Sends the release that also queues `successor` (planning to wait `wait_ms`) at the tail of
-/// the Redis line: `call(refresh_line)` is that release, asked to set the line's TTL only when
+/// the Redis line: `call(successor's token, refresh_line)` is that release, asked to set the line's TTL only when
 /// this process's last setting of it does not cover the new entry (its wait, from now: the
 /// script runs later, so this errs on the safe side). A reply `{1, entry, room?}` tells the
 /// successor its entry; any other reply (the lock or slot was no longer ours) tells it to
@@ -496,13 +495,15 @@ pub fn release_queueing(
     intr: &Interrupt,
     successor: Successor,
     wait_ms: u64,
-    call: impl FnOnce(bool) -> ScriptCall,
+    call: impl FnOnce(&str, bool) -> ScriptCall,
     plain: impl FnOnce() -> ScriptCall,
 ) -> Result<(bool, usize)> {
+    let client_id = line.client.identity();
     let sent_at = Instant::now();
     let needed_until = sent_at + Duration::from_millis(wait_ms);
-    let refresh = line_refresh_needed(line.client_id, line.lock_key, needed_until, line.line_ttl);
-    let reply = line.client.eval(intr, &call(refresh)).inspect_err(|e| {
+    let refresh = line_refresh_needed(client_id, line.lock_key, needed_until, line.line_ttl);
+    let call = call(&successor.token, refresh);
+    let reply = line.client.eval(intr, &call).inspect_err(|e| {
         if matches!(
             e,
             Error::Connection { .. } | Error::Timeout(_) | Error::Interrupted
@@ -512,7 +513,7 @@ pub fn release_queueing(
     })?;
     if refresh {
         // Whatever it answered, the script left no line without that TTL (or no line).
-        line_refreshed(line.client_id, line.lock_key, sent_at);
+        line_refreshed(client_id, line.lock_key, sent_at);
     }
     match &reply {
         Value::Array(items) => match (items.first().map(int), items.get(1), items.get(2)) {

@@ -87,6 +87,7 @@ end
 -- A process that set it at T knows the line lives until T + that TTL, and its releases skip
 -- the PEXPIRE while that covers the entry they queue (release.lua). A process with a longer
 -- lease than another's (or an older version, which set lock TTL + 1 s) may see the line expire
--- early after the other's write: at worst its entry is lost, and it attempts again after the holder's TTL, as after a lost wake-up.
+-- early after the other's write: at worst its entry is lost, and it attempts again after the
+-- holder's TTL, as after a lost wake-up.
 redis.call('PEXPIRE', KEYS[3], ARGV[7])
 return {0, pttl, entry}
