@@ -92,16 +92,20 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
     names = %w[UntilExecutingJob UntilExecutedJob UntilExpiredJob UntilAndWhileJob]
     # As many threads as originals: the duplicates stay queued while the originals run.
     with_sidekiq(app, concurrency: names.size) do |sidekiq|
-      pushed_at = monotonic
+      # The original's lock is taken somewhere between these two instants (a first push may take
+      # a while on a loaded machine: it opens the client's connections).
+      pushing_at = monotonic
       originals = names.to_h { |name| [name, Object.const_get(name).perform_async(1, "run")] }
+      pushed_at = monotonic
       wait_until(timeout: 40) { names.all? { |name| runs(name).size == 1 } }
       burst_at = monotonic
       pushed = names.to_h { |name| [name, burst(Object.const_get(name), 1, "run")] }
       # until_executing: free once started, so one duplicate queues; until_executed: held;
       # until_and_while: one queues (its push lock), to run after the original; until_expired: held
       # for its lock_ttl (5 s) from the push, so one queues if a loaded machine started the
-      # originals later than that (the boundary itself is not asserted).
-      expired_one = until_expired_duplicates(burst_at - pushed_at, monotonic - pushed_at, pushed["UntilExpiredJob"])
+      # originals later than that (the boundary itself is not asserted). Surely held: the burst
+      # ended within 4.5 s of the first instant; surely expired: it began 5.5 s after the second.
+      expired_one = until_expired_duplicates(burst_at - pushed_at, monotonic - pushing_at, pushed["UntilExpiredJob"])
       expect(pushed.transform_values(&:size))
         .to eq("UntilExecutingJob" => 1, "UntilExecutedJob" => 0, "UntilExpiredJob" => expired_one,
                "UntilAndWhileJob" => 1)
