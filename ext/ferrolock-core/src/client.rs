@@ -5,6 +5,7 @@
 use crate::conn::{Conn, Timeouts};
 use crate::error::{Error, Result};
 use crate::fork::ForkLocal;
+use crate::inbox::Inbox;
 use crate::interrupt::Interrupt;
 use crate::keys::{check_name, Keys};
 use crate::lease::Watchdog;
@@ -85,11 +86,14 @@ pub(crate) struct ClientInner {
     /// The server refused CLIENT UNBLOCK: blocking waits end at Redis' pace.
     unblock_refused: AtomicBool,
     pub(crate) watchdog: ForkLocal<Arc<Watchdog>>,
+    /// Where releases publish this process's grants (inbox.rs).
+    inbox: ForkLocal<Arc<Inbox>>,
 }
 
 impl Drop for ClientInner {
     fn drop(&mut self) {
         self.watchdog.get().stop();
+        self.inbox.get().stop();
     }
 }
 
@@ -130,6 +134,7 @@ impl Client {
                 },
                 unblock_refused: AtomicBool::new(false),
                 watchdog: ForkLocal::new(|| Arc::new(Watchdog::default())),
+                inbox: ForkLocal::new(|| Arc::new(Inbox::default())),
             }),
         })
     }
@@ -157,6 +162,25 @@ impl Client {
     }
 
     /// True on a Redis Cluster, where a script may find an undeclared key on another node.
+    pub(crate) fn timeouts(&self) -> Timeouts {
+        self.inner.how.timeouts
+    }
+
+    /// This process's grant inbox for this client.
+    pub(crate) fn inbox(&self) -> &Arc<Inbox> {
+        self.inner.inbox.get()
+    }
+
+    /// A new connection of its own (a cluster's: to any master), never pooled again: the grant
+    /// inbox's subscription.
+    pub(crate) fn dedicated_conn(&self, intr: &Interrupt) -> Result<Conn> {
+        let how = &self.inner.how;
+        match &self.inner.topology {
+            Topology::Single(pool) => pool.checkout(how),
+            routed => routed.pool_for(how, intr, Route::Any)?.checkout(how),
+        }
+    }
+
     pub fn is_cluster(&self) -> bool {
         matches!(self.inner.topology, Topology::Cluster(_))
     }

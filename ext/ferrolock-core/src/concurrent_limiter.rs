@@ -14,7 +14,8 @@
 
 use crate::client::{int, ints, Client};
 use crate::error::{Error, Result};
-use crate::handoff::{ack_grant, wait_grant, CutShort};
+use crate::handoff::{ack_grant, await_grant, CutShort};
+use crate::inbox::{Inbox, Waited};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
 use crate::local_line::{self, Joined, Left, Member, Turn};
@@ -160,7 +161,7 @@ impl ConcurrentLimiter {
 
     /// One round trip. Queues (as a new entry, or in the place of `queued`, this token's earlier
     /// entry) unless `wait_ms` is 0. `maybe_ours`: the script checks whether the token holds a
-    /// slot already.
+    /// slot already. `inbox`: the grant inbox its entry names (None: it pops its grant list).
     fn attempt(
         &self,
         intr: &Interrupt,
@@ -168,6 +169,7 @@ impl ConcurrentLimiter {
         wait_ms: u64,
         queued: Option<&str>,
         maybe_ours: bool,
+        inbox: Option<&str>,
     ) -> Result<Attempt> {
         let call = ScriptCall::new(&ACQUIRE)
             .key(&self.slots_key)
@@ -179,7 +181,8 @@ impl ConcurrentLimiter {
             .arg(wait_ms)
             .arg(queued.unwrap_or(""))
             .arg(if maybe_ours { "1" } else { "0" })
-            .arg(crate::seconds::millis(self.line_ttl()));
+            .arg(crate::seconds::millis(self.line_ttl()))
+            .arg(inbox.unwrap_or(""));
         let wanted = self.min_replicas_acked;
         let sent_at = Instant::now();
         let (reply, acked) = eval_grant(&self.client, intr, &call, wanted, self.lease)?;
@@ -253,7 +256,7 @@ impl ConcurrentLimiter {
         // plain path: one Redis entry per thread.
         self.cut_short.resume(token, |retried, queued| {
             if retried || self.min_replicas_acked > 0 || deadline <= Instant::now() {
-                let entered = self.wait_in_line(intr, token, deadline, retried, queued, false)?;
+                let entered = self.wait_in_line(intr, token, deadline, retried, queued, None)?;
                 Ok(entered.map(|(slot, _)| slot))
             } else {
                 self.wait_in_process_line(intr, token, deadline, queued)
@@ -309,6 +312,8 @@ impl ConcurrentLimiter {
         deadline: Instant,
         queued: &mut Option<String>,
     ) -> Result<Option<Slot>> {
+        // A release may queue this waiter from now on (and publish its grant right after).
+        let joined_at = Instant::now();
         let joined = local_line::join(
             self.client.identity(),
             &self.slots_key,
@@ -333,7 +338,8 @@ impl ConcurrentLimiter {
             let leave = self.release_call(token, true);
             crate::lease::release_now(&self.client, intr, leave, self.lease).map(drop)
         })?;
-        let entered = self.wait_in_line(intr, token, deadline, false, queued, queued_by_release)?;
+        let queued_at = queued_by_release.then_some(joined_at);
+        let entered = self.wait_in_line(intr, token, deadline, false, queued, queued_at)?;
         Ok(entered.map(|(mut slot, how)| {
             match how {
                 Entered::HandedOver => member.acquired(),
@@ -349,8 +355,10 @@ impl ConcurrentLimiter {
     /// Attempts, queueing on failure, then waits for the hand-off. One turn's wait never
     /// outlasts the earliest live slot's expiry (at least `MIN_RECHECK`): a holder that crashed
     /// hands over nothing, so then it attempts again, keeping its place in the line.
-    /// `queued_by_release`: a release already queued this waiter (as `queued`), so it starts
-    /// with the wait, for at most its planned wait (a lease).
+    /// `queued_by_release`: a release already queued this waiter (as `queued`) no earlier than
+    /// that instant, so it starts with the wait, for at most its planned wait (a lease). A
+    /// grant comes through the client's inbox when the entry names it, else from the waiter's
+    /// grant list.
     fn wait_in_line(
         &self,
         intr: &Interrupt,
@@ -358,9 +366,10 @@ impl ConcurrentLimiter {
         deadline: Instant,
         retried: bool,
         queued: &mut Option<String>,
-        queued_by_release: bool,
+        queued_by_release: Option<Instant>,
     ) -> Result<Option<(Slot, Entered)>> {
-        let mut skip_attempt = queued_by_release;
+        let mut skip_attempt = queued_by_release.is_some();
+        let mut queued_at = queued_by_release.unwrap_or_else(Instant::now);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if std::mem::take(&mut skip_attempt) && !left.is_zero() {
@@ -368,7 +377,7 @@ impl ConcurrentLimiter {
                 // expiry is not known without an attempt; a crashed holder's slot is found
                 // at the next one).
                 let wait = left.min(self.max_block());
-                if wait_grant(&self.client, intr, &self.grant_key(token), wait)?.is_some() {
+                if self.await_grant(intr, token, queued, queued_at, wait)? {
                     *queued = None;
                     return Ok(Some((self.granted(intr, token)?, Entered::HandedOver)));
                 }
@@ -376,22 +385,35 @@ impl ConcurrentLimiter {
             }
             let wait_ms = self.planned_wait_ms(deadline);
             let maybe_ours = retried || queued.is_some();
-            let expires_in_ms =
-                match self.attempt(intr, token, wait_ms, queued.as_deref(), maybe_ours)? {
-                    Attempt::Acquired => {
-                        *queued = None;
-                        return Ok(Some((self.slot(token), Entered::FreeSlot)));
-                    }
-                    Attempt::Full {
-                        expires_in_ms,
-                        entry,
-                    } => {
-                        if entry.is_some() {
-                            *queued = entry;
+            let inbox = self.client.inbox().id_if_listening().map(str::to_owned);
+            queued_at = Instant::now();
+            let expires_in_ms = match self.attempt(
+                intr,
+                token,
+                wait_ms,
+                queued.as_deref(),
+                maybe_ours,
+                inbox.as_deref(),
+            )? {
+                Attempt::Acquired => {
+                    *queued = None;
+                    return Ok(Some((self.slot(token), Entered::FreeSlot)));
+                }
+                Attempt::Full {
+                    expires_in_ms,
+                    entry,
+                } => {
+                    if entry.is_some() {
+                        *queued = entry;
+                        if inbox.is_none() {
+                            // Contended: the process's next waits are granted through its
+                            // inbox.
+                            self.client.inbox().start(&self.client);
                         }
-                        expires_in_ms
                     }
-                };
+                    expires_in_ms
+                }
+            };
             let now = Instant::now();
             if left.is_zero() || now >= deadline {
                 self.give_up(intr, token, queued);
@@ -400,7 +422,7 @@ impl ConcurrentLimiter {
             let wait = Duration::from_millis(expires_in_ms.max(0) as u64)
                 .max(MIN_RECHECK)
                 .min(deadline - now);
-            if wait_grant(&self.client, intr, &self.grant_key(token), wait)?.is_some() {
+            if self.await_grant(intr, token, queued, queued_at, wait)? {
                 *queued = None;
                 return Ok(Some((self.granted(intr, token)?, Entered::HandedOver)));
             }
@@ -409,6 +431,32 @@ impl ConcurrentLimiter {
                 continue;
             }
         }
+    }
+
+    /// Waits up to `wait` for a slot's grant: true when handed one. A grant the inbox may have
+    /// missed counts as none (the next attempt finds the slot if it is ours).
+    fn await_grant(
+        &self,
+        intr: &Interrupt,
+        token: &str,
+        queued: &Option<String>,
+        queued_at: Instant,
+        wait: Duration,
+    ) -> Result<bool> {
+        let grant_key = self.grant_key(token);
+        let entry = queued.as_deref();
+        Ok(matches!(
+            await_grant(
+                &self.client,
+                intr,
+                token,
+                entry,
+                queued_at,
+                &grant_key,
+                wait
+            )?,
+            Waited::Granted(_)
+        ))
     }
 
     /// A release handed this waiter a slot. With `min_replicas_acked` the grant's ack is
@@ -494,12 +542,15 @@ impl ConcurrentLimiter {
             script: "concurrent_limiter/release",
         };
         let wait_ms = successor.deadline.map_or(0, |d| self.planned_wait_ms(d));
+        // The successor is granted through this process's inbox if it listens (the process's
+        // last waiter in Redis made it), else through its grant list.
+        let inbox = self.client.inbox().id_if_listening();
         let (released, room) = local_line::release_queueing(
             line,
             intr,
             successor,
             wait_ms,
-            |next, refresh| self.release_queueing_call(token, false, next, wait_ms, refresh),
+            |next, refresh| self.release_queueing_call(token, false, next, inbox, wait_ms, refresh),
             || self.release_call(token, false),
         )?;
         // Slots still free (one freed earlier while nobody was in line): the next local waiters
@@ -526,17 +577,18 @@ impl ConcurrentLimiter {
     /// The token-checked release of one slot (handing it to the next waiter), used by
     /// `release` and `abandon`; `leave_line`: the token also leaves the line.
     pub(crate) fn release_call(&self, token: &str, leave_line: bool) -> ScriptCall {
-        self.release_queueing_call(token, leave_line, "", 0, false)
+        self.release_queueing_call(token, leave_line, "", None, 0, false)
     }
 
     /// `release_call` that also queues `successor` (a local waiter's token, planning to wait
-    /// `wait_ms`) at the tail of the line ("" for none), setting the line's TTL after it when
-    /// `refresh_line`.
+    /// `wait_ms`, granted through `inbox` if given) at the tail of the line ("" for none),
+    /// setting the line's TTL after it when `refresh_line`.
     fn release_queueing_call(
         &self,
         token: &str,
         leave_line: bool,
         successor: &str,
+        inbox: Option<&str>,
         wait_ms: u64,
         refresh_line: bool,
     ) -> ScriptCall {
@@ -553,6 +605,8 @@ impl ConcurrentLimiter {
             .arg(self.limit)
             .arg(crate::seconds::millis(self.line_ttl()))
             .arg(if refresh_line { "1" } else { "0" })
+            .arg(inbox.unwrap_or(""))
+            .arg(Inbox::channel(self.client.namespace(), ""))
     }
 
     /// Live slots and waiting callers: the live entries of the Redis line (one per waiting

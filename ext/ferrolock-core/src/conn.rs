@@ -413,6 +413,34 @@ impl Conn {
         }
     }
 
+    /// Appends what arrives within `wait` to `buf` (one read; 0 when nothing came): for the
+    /// grant inbox's subscribed connection, which parses its own frames (inbox.rs). A read
+    /// timeout keeps the connection usable: TLS keeps a partial record for the next read.
+    pub(crate) fn read_some(&mut self, buf: &mut Vec<u8>, wait: Duration) -> Result<usize> {
+        let addr = self.addr.clone();
+        self.set_reply_wait(wait.max(Duration::from_millis(1)))
+            .map_err(|e| Error::connection(&addr, e))?;
+        let mut chunk = [0u8; 4096];
+        match self.stream.read(&mut chunk) {
+            Ok(0) => Err(Error::connection(&addr, "connection closed")),
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                Ok(n)
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock
+                        | io::ErrorKind::TimedOut
+                        | io::ErrorKind::Interrupted
+                ) =>
+            {
+                Ok(0)
+            }
+            Err(e) => Err(Error::connection(&addr, describe_io(&e))),
+        }
+    }
+
     fn set_reply_wait(&mut self, wait: Duration) -> io::Result<()> {
         self.reply_wait = wait;
         self.stream.set_read_timeout(wait)

@@ -14,7 +14,8 @@
 
 use crate::client::{int, Client};
 use crate::error::{Error, Result};
-use crate::handoff::{ack_grant, wait_grant, CutShort};
+use crate::handoff::{ack_grant, await_grant, CutShort};
+use crate::inbox::{Inbox, Waited};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
 use crate::local_line::{self, Joined, Member, Turn};
@@ -168,6 +169,7 @@ impl DistMutex {
     /// One round trip, also on the uncontended path. Queues (as `entry`, or in the place of
     /// `queued`, this token's earlier entry) unless `wait_ms` is 0. `maybe_ours`: the lock may
     /// be this token's already (a retried call, a hand-off not popped yet): the script checks.
+    /// `inbox`: the grant inbox its entry names (None: it pops its grant list).
     fn attempt(
         &self,
         intr: &Interrupt,
@@ -175,6 +177,7 @@ impl DistMutex {
         wait_ms: u64,
         queued: Option<&str>,
         maybe_ours: bool,
+        inbox: Option<&str>,
     ) -> Result<Attempt> {
         let call = ScriptCall::new(&ACQUIRE)
             .key(&self.lock_key)
@@ -191,7 +194,8 @@ impl DistMutex {
             } else {
                 "0"
             })
-            .arg(crate::seconds::millis(self.line_ttl()));
+            .arg(crate::seconds::millis(self.line_ttl()))
+            .arg(inbox.unwrap_or(""));
         let wanted = self.min_replicas_acked;
         let sent_at = Instant::now();
         let (reply, acked) = eval_grant(&self.client, intr, &call, wanted, self.ttl)?;
@@ -257,7 +261,7 @@ impl DistMutex {
     /// One attempt, never waits.
     pub fn try_lock(&self, intr: &Interrupt, token: &str) -> Result<Option<Held>> {
         // The script also recognises a lock held by this very token (a retried call).
-        match self.attempt(intr, token, 0, None, true)? {
+        match self.attempt(intr, token, 0, None, true, None)? {
             Attempt::Acquired(fence) => Ok(Some(self.held(token, fence))),
             Attempt::Busy { .. } => Ok(None),
         }
@@ -275,7 +279,7 @@ impl DistMutex {
         // the plain path: one Redis entry per thread.
         self.cut_short.resume(token, |retried, queued| {
             if retried || self.min_replicas_acked > 0 {
-                self.wait_in_line(intr, token, deadline, retried, queued, false)
+                self.wait_in_line(intr, token, deadline, retried, queued, None)
             } else {
                 self.wait_in_process_line(intr, token, deadline, queued)
             }
@@ -303,6 +307,8 @@ impl DistMutex {
         deadline: Option<Instant>,
         queued: &mut Option<String>,
     ) -> Result<Held> {
+        // A release may queue this waiter from now on (and publish its grant right after).
+        let joined_at = Instant::now();
         let (turn, mut member) =
             match local_line::join(self.client.identity(), &self.lock_key, token, deadline) {
                 Joined::Active(member) => (Turn::Attempt { uncertain: false }, member),
@@ -315,8 +321,8 @@ impl DistMutex {
             let leave = self.release_call(token, true);
             crate::lease::release_now(&self.client, intr, leave, self.ttl).map(drop)
         })?;
-        let mut held =
-            self.wait_in_line(intr, token, deadline, false, queued, queued_by_release)?;
+        let queued_at = queued_by_release.then_some(joined_at);
+        let mut held = self.wait_in_line(intr, token, deadline, false, queued, queued_at)?;
         member.acquired();
         held.member = Some(member);
         Ok(held)
@@ -325,7 +331,9 @@ impl DistMutex {
     /// Attempts, queueing on failure, then waits for the hand-off. The wait for one turn never
     /// outlasts the holder's TTL (a holder that died hands over nothing): then it attempts again,
     /// keeping its place in the line. `queued_by_release`: a release already queued this waiter
-    /// (as `queued`), so it starts with the wait, for at most a lock TTL.
+    /// (as `queued`) no earlier than that instant, so it starts with the wait, for at most a
+    /// lock TTL. A grant comes through the client's inbox when the entry names it, else from the
+    /// waiter's grant list.
     fn wait_in_line(
         &self,
         intr: &Interrupt,
@@ -333,16 +341,26 @@ impl DistMutex {
         deadline: Option<Instant>,
         retried: bool,
         queued: &mut Option<String>,
-        queued_by_release: bool,
+        queued_by_release: Option<Instant>,
     ) -> Result<Held> {
-        let mut skip_attempt = queued_by_release;
+        let inbox = self.client.inbox();
+        let mut skip_attempt = queued_by_release.is_some();
+        let mut queued_at = queued_by_release.unwrap_or_else(Instant::now);
         loop {
             let pttl_ms = if std::mem::take(&mut skip_attempt) {
                 -1
             } else {
-                match self.turn_attempt(intr, token, deadline, retried, queued)? {
+                let id = inbox.id_if_listening().map(str::to_owned);
+                queued_at = Instant::now();
+                match self.turn_attempt(intr, token, deadline, retried, queued, id.as_deref())? {
                     Ok(held) => return Ok(held),
-                    Err(pttl_ms) => pttl_ms,
+                    Err(pttl_ms) => {
+                        if id.is_none() && queued.is_some() {
+                            // Contended: the process's next waits are granted through its inbox.
+                            inbox.start(&self.client);
+                        }
+                        pttl_ms
+                    }
                 }
             };
             // -1 (a release queued this waiter): at most a lock TTL, as for a key without expiry.
@@ -357,7 +375,22 @@ impl DistMutex {
             if wait.is_zero() {
                 continue;
             }
-            if let Some(fence) = wait_grant(&self.client, intr, &self.grant_key(token), wait)? {
+            let entry = queued.as_deref();
+            let grant_key = self.grant_key(token);
+            let granted = match await_grant(
+                &self.client,
+                intr,
+                token,
+                entry,
+                queued_at,
+                &grant_key,
+                wait,
+            )? {
+                Waited::Granted(fence) => Some(fence),
+                Waited::Missed => continue,
+                Waited::TimedOut => None,
+            };
+            if let Some(fence) = granted {
                 *queued = None;
                 let wanted = self.min_replicas_acked;
                 if wanted > 0 {
@@ -406,10 +439,11 @@ impl DistMutex {
         deadline: Option<Instant>,
         retried: bool,
         queued: &mut Option<String>,
+        inbox: Option<&str>,
     ) -> Result<std::result::Result<Held, i64>> {
         let wait_ms = self.planned_wait_ms(deadline);
         Ok(
-            match self.attempt(intr, token, wait_ms, queued.as_deref(), retried)? {
+            match self.attempt(intr, token, wait_ms, queued.as_deref(), retried, inbox)? {
                 Attempt::Acquired(fence) => {
                     *queued = None;
                     Ok(self.held(token, fence))
@@ -447,7 +481,7 @@ impl DistMutex {
         deadline: Option<Instant>,
     ) -> Result<Held> {
         loop {
-            match self.attempt(intr, token, 0, None, true)? {
+            match self.attempt(intr, token, 0, None, true, None)? {
                 Attempt::Acquired(fence) => return Ok(self.held(token, fence)),
                 Attempt::Busy { pttl_ms, .. } => {
                     let retry = retry_after(pttl_ms, self.ttl);
@@ -513,12 +547,15 @@ impl DistMutex {
             script: "dist_mutex/release",
         };
         let wait_ms = self.planned_wait_ms(successor.deadline);
+        // The successor is granted through this process's inbox if it listens (the process's
+        // last waiter in Redis made it), else through its grant list.
+        let inbox = self.client.inbox().id_if_listening();
         let (released, _) = local_line::release_queueing(
             line,
             intr,
             successor,
             wait_ms,
-            |next, refresh| self.release_queueing_call(token, false, next, wait_ms, refresh),
+            |next, refresh| self.release_queueing_call(token, false, next, inbox, wait_ms, refresh),
             || self.release_call(token, false),
         )?;
         Ok(released)
@@ -536,17 +573,18 @@ impl DistMutex {
     /// The token-checked release (handing over to the next waiter), used by `unlock` and
     /// `abandon`; `leave_line`: the token also leaves the waiters' line.
     pub(crate) fn release_call(&self, token: &str, leave_line: bool) -> ScriptCall {
-        self.release_queueing_call(token, leave_line, "", 0, false)
+        self.release_queueing_call(token, leave_line, "", None, 0, false)
     }
 
     /// `release_call` that also queues `successor` (a local waiter's token, planning to wait
-    /// `wait_ms`) at the tail of the line ("" for none), setting the line's TTL after it when
-    /// `refresh_line`.
+    /// `wait_ms`, granted through `inbox` if given) at the tail of the line ("" for none),
+    /// setting the line's TTL after it when `refresh_line`.
     fn release_queueing_call(
         &self,
         token: &str,
         leave_line: bool,
         successor: &str,
+        inbox: Option<&str>,
         wait_ms: u64,
         refresh_line: bool,
     ) -> ScriptCall {
@@ -565,6 +603,8 @@ impl DistMutex {
             .arg(wait_ms)
             .arg(crate::seconds::millis(self.line_ttl()))
             .arg(if refresh_line { "1" } else { "0" })
+            .arg(inbox.unwrap_or(""))
+            .arg(Inbox::channel(self.client.namespace(), ""))
     }
 
     /// True when anyone holds the lock.

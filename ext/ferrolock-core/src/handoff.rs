@@ -1,14 +1,38 @@
-//! Direct hand-off: a waiter blocks on its own grant list, which a release fills with the
-//! fencing token of the lock it has just handed to that waiter (see lua/dist_mutex/release.lua).
-//! The popped value is the grant, so the waiter enters without another attempt.
+//! Direct hand-off: a release hands the lock (a slot) to the first waiter and tells it so in
+//! the same script, with the grant (a fencing token, a slot's expiry), so the waiter enters
+//! without another attempt. The grant goes to the client's grant inbox when the waiter's line
+//! entry names one (inbox.rs: a PUBLISH, nothing to pop), else to the waiter's own grant list,
+//! which it pops (see lua/dist_mutex/release.lua).
 
 use crate::client::{int, Client};
 use crate::error::Result;
+use crate::inbox::Waited;
 use crate::interrupt::Interrupt;
 use crate::script::ScriptCall;
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// Waits up to `timeout` for the grant of `token`, whose line entry is `entry`, queued no
+/// earlier than `queued_at`: from the client's inbox when the entry names it (`|@<id>`), else
+/// by popping `grant_key`.
+pub fn await_grant(
+    client: &Client,
+    intr: &Interrupt,
+    token: &str,
+    entry: Option<&str>,
+    queued_at: Instant,
+    grant_key: &str,
+    timeout: Duration,
+) -> Result<Waited> {
+    if entry.is_some_and(|e| e.contains("|@")) {
+        return client.inbox().wait(intr, token, queued_at, timeout);
+    }
+    Ok(match wait_grant(client, intr, grant_key, timeout)? {
+        Some(grant) => Waited::Granted(grant),
+        None => Waited::TimedOut,
+    })
+}
 
 /// Blocks on `grant_key` for at most `timeout`: the fencing token of the lock a release handed
 /// to this waiter, or `None` when nothing came. `Client::blpop` routes the pop to the key's node

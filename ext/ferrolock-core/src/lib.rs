@@ -15,6 +15,7 @@ pub mod fair_tenant;
 pub mod fork;
 pub mod handoff;
 pub mod holder;
+pub mod inbox;
 pub mod interrupt;
 pub mod keys;
 pub mod lease;

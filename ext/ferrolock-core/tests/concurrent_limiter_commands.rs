@@ -8,7 +8,7 @@ use ferrolock_core::{Client, Interrupt};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{cmd, RedisServer};
+use support::{cmd, contend_once, RedisServer};
 
 /// Calls per command since the last reset, but the INFO/CONFIG calls measuring them.
 fn calls(client: &Client) -> Vec<(String, i64)> {
@@ -143,11 +143,13 @@ fn a_free_slot_attempt_drops_expired_slots_and_keeps_the_longest_lease() {
 }
 
 #[test]
-fn a_contended_hand_off_costs_fourteen_commands() {
+fn a_contended_hand_off_costs_twelve_commands() {
     let server = RedisServer::start();
     let client = server.client("t");
     let l = Arc::new(limiter(&client, "busy", 1));
     let intr = Interrupt::new();
+    // The process was contended before: its grant inbox listens.
+    contend_once(&client, &client, "t");
     let warm = l.acquire(&intr, &ConcurrentLimiter::new_token(), far());
     l.release(&intr, warm.unwrap().unwrap()).unwrap();
     let held = l
@@ -172,11 +174,11 @@ fn a_contended_hand_off_costs_fourteen_commands() {
     }
     l.release(&intr, held).unwrap();
     let entered = waiter.join().unwrap();
-    // Everything but the polling LLENs (and the CLIENT ID a fresh blocking connection asks):
-    // the waiter's attempt (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH, PEXPIRE) and BLPOP, the
-    // release (EVALSHA, TIME, ZRANGEBYSCORE, LPOP, RPUSH, PEXPIRE, ZADD, ZREM).
-    let block = commands_run(&client, &["llen", "client|id"]);
-    assert_eq!(block, 14, "{:?}", calls(&client));
+    // Everything but the polling LLENs (and the SUBSCRIBE of the process's grant inbox, once):
+    // the waiter's attempt (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH, PEXPIRE), the release
+    // (EVALSHA, TIME, ZRANGEBYSCORE, LPOP, PUBLISH to the waiter's inbox, ZADD, ZREM).
+    let block = commands_run(&client, &["llen", "subscribe"]);
+    assert_eq!(block, 12, "{:?}", calls(&client));
     l.release(&intr, entered).unwrap();
 }
 
@@ -185,19 +187,19 @@ fn queued(client: &Client, name: &str) -> i64 {
     ferrolock_core::client::int(&cmd(client, &["LLEN", &line])).unwrap()
 }
 
-/// Commands run since the reset but the polling LLENs (and the CLIENT ID a fresh blocking
-/// connection asks), with the stats for a failure message. Redis may count a served BLPOP a
-/// moment after its reply went out: the count is read once `blpops` are in.
-fn section_commands(client: &Client, blpops: i64) -> (i64, Vec<(String, i64)>) {
+/// Commands run since the reset but the polling LLENs (and the SUBSCRIBE of a grant inbox, run
+/// once per process), with the stats for a failure message. The count is read once `grants`
+/// PUBLISHes are in.
+fn section_commands(client: &Client, grants: i64) -> (i64, Vec<(String, i64)>) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let stats = calls(client);
-        let blpop = stats.iter().find(|c| c.0 == "blpop").map_or(0, |c| c.1);
-        if blpop < blpops && Instant::now() < deadline {
+        let published = stats.iter().find(|c| c.0 == "publish").map_or(0, |c| c.1);
+        if published < grants && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
             continue;
         }
-        return (commands_run(client, &["llen", "client|id"]), stats);
+        return (commands_run(client, &["llen", "subscribe"]), stats);
     }
 }
 
@@ -265,10 +267,11 @@ fn pinned_cost(pinned: i64, mut scenario: impl FnMut(&str) -> (i64, Vec<(String,
 }
 
 #[test]
-fn a_hand_off_to_a_local_waiter_costs_ten_commands() {
+fn a_hand_off_to_a_local_waiter_costs_eight_commands() {
     let server = RedisServer::start();
     let client = server.client("t");
-    pinned_cost(10, |name| {
+    contend_once(&client, &client, "t");
+    pinned_cost(8, |name| {
         let l = Arc::new(limiter(&client, name, 1));
         let intr = Interrupt::new();
         let warm = l.acquire(&intr, &ConcurrentLimiter::new_token(), far());
@@ -288,8 +291,8 @@ fn a_hand_off_to_a_local_waiter_costs_ten_commands() {
         reset(&client);
         first.release();
         second.wait_entered();
-        // The release (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH entry, LPOP, RPUSH grant, PEXPIRE grant,
-        // ZADD, ZREM) and the second one's BLPOP: no attempt of its own.
+        // The release (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH entry, LPOP, PUBLISH grant, ZADD,
+        // ZREM): the second one runs no attempt of its own, and no command to wait.
         let measured = section_commands(&client, 1);
         second.release();
         assert_eq!(queued(&client, name), 0);
@@ -309,6 +312,9 @@ fn line_pttl(client: &Client, name: &str) -> i64 {
 fn block_between_processes(pinned: i64, forget: bool) {
     let server = RedisServer::start();
     let (a, b) = (server.client("t"), server.client("t"));
+    // Both processes were contended before: their grant inboxes listen.
+    contend_once(&a, &a, "t");
+    contend_once(&a, &b, "t");
     pinned_cost(pinned, |name| {
         let la = Arc::new(limiter(&a, name, 1));
         let lb = Arc::new(limiter(&b, name, 1));
@@ -349,15 +355,15 @@ fn block_between_processes(pinned: i64, forget: bool) {
 }
 
 #[test]
-fn a_contended_block_between_processes_costs_ten_commands() {
-    // The release (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH entry, LPOP, RPUSH grant, PEXPIRE grant,
-    // ZADD, ZREM) and B1's BLPOP. No PEXPIRE of the line: A1's own attempt set its TTL
-    // (2 x (60 s + 1 s)) moments ago, which covers A2's entry (at most a lease + 1 s).
-    block_between_processes(10, false);
+fn a_contended_block_between_processes_costs_eight_commands() {
+    // The release (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH entry, LPOP, PUBLISH to B's inbox, ZADD,
+    // ZREM). No PEXPIRE of the line: A1's own attempt set its TTL (2 x (60 s + 1 s)) moments
+    // ago, which covers A2's entry (at most a lease + 1 s).
+    block_between_processes(8, false);
 }
 
 #[test]
 fn a_release_sets_the_line_ttl_when_its_process_does_not_know_it() {
     // As above, plus the line's PEXPIRE.
-    block_between_processes(11, true);
+    block_between_processes(9, true);
 }

@@ -8,7 +8,7 @@ use ferrolock_core::{Client, Interrupt};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{cmd, RedisServer};
+use support::{cmd, contend_once, RedisServer};
 
 /// Every command Redis ran since the last reset, but the INFO/CONFIG calls measuring them.
 fn commands_run(client: &Client) -> i64 {
@@ -55,13 +55,15 @@ fn an_uncontended_lock_and_unlock_cost_eight_commands() {
 }
 
 #[test]
-fn a_contended_hand_off_costs_fourteen_commands() {
+fn a_contended_hand_off_costs_twelve_commands() {
     let server = RedisServer::start();
     let client = server.client("t");
     let m = Arc::new(DistMutex::new(&client, "busy", DistMutexOptions::default()).unwrap());
     let intr = Interrupt::new();
     m.unlock(&intr, m.lock(&intr, &DistMutex::new_token(), None).unwrap())
         .unwrap();
+    // The process was contended before: its grant inbox listens.
+    contend_once(&client, &client, "t");
     let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
     reset(&client);
     let waiter = {
@@ -78,19 +80,19 @@ fn a_contended_hand_off_costs_fourteen_commands() {
     }
     m.unlock(&intr, held).unwrap();
     let entered = waiter.join().unwrap();
-    // Everything but the polling LLENs (and the CLIENT ID a fresh blocking connection asks):
-    // the waiter's attempt (EVALSHA, SET NX, PTTL, TIME, RPUSH, PEXPIRE) and BLPOP, the
-    // release (EVALSHA, LPOP, TIME, SET lock GET, SET fence, RPUSH, PEXPIRE). A second thread
-    // of the waiter's process would not run an attempt: see the tests below.
+    // Everything but the polling LLENs (and the SUBSCRIBE of the process's grant inbox, once):
+    // the waiter's attempt (EVALSHA, SET NX, PTTL, TIME, RPUSH, PEXPIRE), the release
+    // (EVALSHA, LPOP, TIME, SET lock GET, SET fence, PUBLISH to the waiter's inbox). A second
+    // thread of the waiter's process would not run an attempt: see the tests below.
     let (section, stats) = section_commands(&client, 1);
-    assert_eq!(section, 14, "{stats}");
+    assert_eq!(section, 12, "{stats}");
     m.unlock(&intr, entered).unwrap();
 }
 
-/// Commands run since the reset but the polling LLENs (and the CLIENT ID a fresh blocking
-/// connection asks), with the stats for a failure message. Redis may count a served BLPOP a
-/// moment after its reply went out: the count is read once `blpops` are in.
-fn section_commands(client: &Client, blpops: i64) -> (i64, String) {
+/// Commands run since the reset but the polling LLENs (and the SUBSCRIBE of a grant inbox, run
+/// once per process), with the stats for a failure message. The count is read once `grants`
+/// PUBLISHes are in.
+fn section_commands(client: &Client, grants: i64) -> (i64, String) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let stats = match cmd(client, &["INFO", "commandstats"]) {
@@ -107,11 +109,11 @@ fn section_commands(client: &Client, blpops: i64) -> (i64, String) {
             })
             .collect();
         let calls_of = |name: &str| calls.iter().find(|c| c.0 == name).map_or(0, |c| c.1);
-        if calls_of("blpop") < blpops && Instant::now() < deadline {
+        if calls_of("publish") < grants && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
             continue;
         }
-        let skipped = ["info", "llen", "client|id"];
+        let skipped = ["info", "llen", "subscribe"];
         let section = calls
             .iter()
             .filter(|(name, _)| !skipped.contains(name) && !name.starts_with("config"))
@@ -165,13 +167,14 @@ fn until(what: &str, mut done: impl FnMut() -> bool) {
 }
 
 #[test]
-fn a_hand_off_to_a_local_waiter_costs_nine_commands() {
+fn a_hand_off_to_a_local_waiter_costs_seven_commands() {
     let server = RedisServer::start();
     let client = server.client("t");
     let m = Arc::new(DistMutex::new(&client, "local", DistMutexOptions::default()).unwrap());
     let intr = Interrupt::new();
     m.unlock(&intr, m.lock(&intr, &DistMutex::new_token(), None).unwrap())
         .unwrap();
+    contend_once(&client, &client, "t");
     let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
     let first = gated(&m);
     until("the first waiter queued", || queued(&client, "local") == 1);
@@ -183,10 +186,10 @@ fn a_hand_off_to_a_local_waiter_costs_nine_commands() {
     reset(&client);
     first.release();
     second.wait_entered();
-    // The release (EVALSHA, TIME, RPUSH entry, LPOP, SET lock GET, SET fence, RPUSH grant,
-    // PEXPIRE grant) and the second one's BLPOP: no attempt of its own.
+    // The release (EVALSHA, TIME, RPUSH entry, LPOP, SET lock GET, SET fence, PUBLISH grant):
+    // the second one runs no attempt of its own, and no command to wait.
     let (section, stats) = section_commands(&client, 1);
-    assert_eq!(section, 9, "{stats}");
+    assert_eq!(section, 7, "{stats}");
     second.release();
     assert_eq!(queued(&client, "local"), 0);
 }
@@ -205,6 +208,9 @@ fn section_between_processes(name: &str, forget: bool) -> (i64, String, i64) {
     let ma = Arc::new(DistMutex::new(&a, name, DistMutexOptions::default()).unwrap());
     let mb = Arc::new(DistMutex::new(&b, name, DistMutexOptions::default()).unwrap());
     let intr = Interrupt::new();
+    // Both processes were contended before: their grant inboxes listen.
+    contend_once(&a, &a, "t");
+    contend_once(&a, &b, "t");
     ma.unlock(
         &intr,
         ma.lock(&intr, &DistMutex::new_token(), None).unwrap(),
@@ -242,12 +248,12 @@ fn section_between_processes(name: &str, forget: bool) -> (i64, String, i64) {
 }
 
 #[test]
-fn a_contended_section_between_processes_costs_nine_commands() {
+fn a_contended_section_between_processes_costs_seven_commands() {
     let (section, stats, pttl) = section_between_processes("steady", false);
-    // The release (EVALSHA, TIME, RPUSH entry, LPOP, SET lock GET, SET fence, RPUSH grant,
-    // PEXPIRE grant) and B1's BLPOP. No PEXPIRE of the line: A1's own attempt set its TTL
-    // (2 x (30 s + 1 s)) moments ago, which covers A2's entry (a lock TTL + 1 s).
-    assert_eq!(section, 9, "{stats}");
+    // The release (EVALSHA, TIME, RPUSH entry, LPOP, SET lock GET, SET fence, PUBLISH to B's
+    // inbox). No PEXPIRE of the line: A1's own attempt set its TTL (2 x (30 s + 1 s)) moments
+    // ago, which covers A2's entry (a lock TTL + 1 s).
+    assert_eq!(section, 7, "{stats}");
     assert!(pttl > 31_000, "the line outlives A2's entry: PTTL {pttl}");
 }
 
@@ -255,6 +261,6 @@ fn a_contended_section_between_processes_costs_nine_commands() {
 fn a_release_sets_the_line_ttl_when_its_process_does_not_know_it() {
     let (section, stats, pttl) = section_between_processes("refresh", true);
     // As above, plus the line's PEXPIRE, to the whole line TTL.
-    assert_eq!(section, 10, "{stats}");
+    assert_eq!(section, 8, "{stats}");
     assert!(pttl > 31_000, "the line outlives A2's entry: PTTL {pttl}");
 }

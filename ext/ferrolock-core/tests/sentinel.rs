@@ -100,7 +100,8 @@ impl Worker {
     }
 }
 
-/// Where a fresh key written through `client` lands.
+/// Where a fresh key written through `client` lands: the primary holding it (a replica may
+/// hold a copy already).
 fn written_on(setup: &TestSentinels, client: &Client, key: &str) -> u16 {
     let args: Vec<Vec<u8>> = ["SET", key, "1"]
         .iter()
@@ -111,10 +112,16 @@ fn written_on(setup: &TestSentinels, client: &Client, key: &str) -> u16 {
         .data_ports
         .iter()
         .find(|&&p| {
-            data_query::<Option<String>>(p, &["GET", key])
+            let has = data_query::<Option<String>>(p, &["GET", key])
                 .ok()
                 .flatten()
-                .is_some()
+                .is_some();
+            let role = data_query::<Vec<redis::Value>>(p, &["ROLE"]).ok();
+            let primary = role
+                .as_ref()
+                .and_then(|r| r.first())
+                .is_some_and(|r| matches!(r, redis::Value::BulkString(b) if b == b"master"));
+            has && primary
         })
         .expect("the key is on no server")
 }

@@ -19,15 +19,16 @@ module Ferrolock
 
       # The live waiters in a line (a list: a DistMutex's `waiters`, a ConcurrentLimiter's `line`);
       # a key of another type under that name is not a line (an older version's sorted set).
-      # Entries are "token|deadline ms" (Redis time): one past its deadline is a waiter that gave
-      # up or died, and is skipped by the release too, so it is not counted (of the first 1,000).
+      # Entries are "token|deadline ms" (Redis time), "|@inbox" after it when the waiter is granted
+      # through its grant inbox: one past its deadline is a waiter that gave up or died, and is
+      # skipped by the release too, so it is not counted (of the first 1,000).
       def line_length(client, key)
         return 0 unless client.call("TYPE", key) == "list"
 
         now = now_ms(client)
         client.call("LRANGE", key, 0, 999).count do |entry|
-          deadline = entry.rpartition("|").last
-          !deadline.match?(/\A\d+\z/) || Integer(deadline) > now
+          deadline = entry[/\|(\d+)(?:\|@\w+)?\z/, 1]
+          deadline.nil? || Integer(deadline) > now
         end
       end
     end

@@ -7,7 +7,8 @@
 -- its next attempt (ms; 0 = it will not wait), ARGV[5] this token's entry in the line from an
 -- earlier attempt ('' if none), ARGV[6] '1' when the token may hold a slot already (a retried
 -- call whose reply was lost, or a waiter coming back whose grant raced its timeout), ARGV[7] the
--- line's TTL (ms; see the end)
+-- line's TTL (ms; see the end), ARGV[8] the waiter's grant inbox ('' : none, it pops its grant
+-- list; see src/inbox.rs): its entry then ends in '|@' and the inbox id
 -- Returns {1, 0} when the token holds a slot, {0, ms until the earliest live slot expires, entry}
 -- when queued as entry, else {0, ms until the earliest live slot expires}.
 local t = redis.call('TIME')
@@ -93,6 +94,9 @@ end
 -- Full: join the line. The entry's deadline (Redis time) is when this caller stops waiting for
 -- this turn: a release skips entries past it, so a waiter that died is never handed a slot later.
 local entry = token .. '|' .. string.format('%d', now + wait_ms)
+if ARGV[8] and ARGV[8] ~= '' then
+  entry = entry .. '|@' .. ARGV[8]
+end
 -- A waiter coming back after its turn's wait ended keeps its place in the line.
 local at = false
 if queued ~= '' then

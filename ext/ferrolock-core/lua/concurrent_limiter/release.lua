@@ -20,12 +20,18 @@
 -- before an entry queued without the PEXPIRE ends. At worst that entry is lost: its waiter
 -- waits out its turn (at most its planned wait) and attempts again, queueing anew, as after a
 -- lost wake-up; slots and grants are not touched.
+-- ARGV[10] the local waiter's grant inbox ('' : none) and ARGV[11] the inbox channels' prefix.
+-- An entry "token|deadline|@inbox" is granted by PUBLISHing "token|slot expiry" to the inbox's
+-- channel (src/inbox.rs); one without (an older version's waiter, or an ACL without channel
+-- rights) by pushing the expiry to its grant list. An older version's release reads an inbox
+-- entry's deadline as 0 and drops it as dead: its waiter attempts again after its planned wait.
 -- Returns 1 released (or handed on), 0 the token held no live slot (its lease was lost: nobody
 -- queued), {1, entry, room} when the local waiter was queued as entry (it may be the one handed
 -- the slot; room: slots still free after this script, for the process's next local waiters).
 -- The member is removed at most once, so releasing twice never frees two slots.
 --
--- Commands when handing over: TIME, ZRANGEBYSCORE (ZSCORE for a limit over 16), LPOP, RPUSH grant, PEXPIRE grant, ZADD, ZREM;
+-- Commands when handing over: TIME, ZRANGEBYSCORE (ZSCORE for a limit over 16), LPOP, PUBLISH
+-- (to an inbox; to a grant list: RPUSH, PEXPIRE), ZADD, ZREM;
 -- queueing a local waiter adds RPUSH (its entry) and, when others still wait after it and the
 -- client asks (ARGV[9]: rarely, the line's TTL is long), PEXPIRE (the line). When nobody waits:
 -- TIME, ZRANGEBYSCORE, LPOP, ZREM.
@@ -65,10 +71,33 @@ else
 end
 local holds = expiry and expiry > now
 
--- An entry splits at its LAST '|', so a token may contain one.
+-- "token|deadline", or "token|deadline|@inbox" (a token never contains '|').
 local function parse(entry)
-  local who, deadline = string.match(entry, '^(.*)|(%d+)$')
-  return who, tonumber(deadline or 0)
+  local who, deadline, inbox = string.match(entry, '^(.*)|(%d+)|@(%w+)$')
+  if not who then
+    who, deadline = string.match(entry, '^(.*)|(%d+)$')
+  end
+  return who, tonumber(deadline or 0), inbox
+end
+
+-- Tells a waiter it was handed a slot expiring at `value`. False when its grant list is not on
+-- this node (a migrating cluster slot): nothing was written.
+local function grant(who, deadline, inbox, value)
+  if inbox then
+    -- Refused (no channel rights) only where the waiter could not subscribe either: it then
+    -- finds the slot its own at its next attempt.
+    redis.pcall('PUBLISH', ARGV[11] .. inbox, who .. '|' .. string.format('%d', value))
+    return true
+  end
+  local list = ARGV[3] .. who
+  local pushed = redis.pcall('RPUSH', list, string.format('%d', value))
+  if type(pushed) == 'table' and pushed.err then
+    return false
+  end
+  -- The waiter pops it within its wait (or removes it when it gives up): the TTL only catches
+  -- a waiter that died.
+  redis.call('PEXPIRE', list, deadline - now + 1000)
+  return true
 end
 
 -- A token that gives up reads the whole line (rare): its own entries go wherever they are.
@@ -98,6 +127,9 @@ local queued, length
 local successor_wait = tonumber(ARGV[6] or 0) or 0
 if ARGV[5] and ARGV[5] ~= '' and not leaving then
   queued = ARGV[5] .. '|' .. string.format('%d', now + successor_wait)
+  if ARGV[10] and ARGV[10] ~= '' then
+    queued = queued .. '|@' .. ARGV[10]
+  end
   length = redis.call('RPUSH', KEYS[2], queued)
 end
 local room = 0
@@ -117,17 +149,15 @@ local function pop_next()
       return nil
     end
     popped = popped + 1
-    local who, deadline = parse(entry)
+    local who, deadline, inbox = parse(entry)
     if who and who ~= token and deadline > now then
-      return who, deadline, entry
+      return who, deadline, entry, inbox
     end
   end
 end
-local next_token, next_deadline, next_entry = pop_next()
+local next_token, next_deadline, next_entry, next_inbox = pop_next()
 if next_token then
-  local grant = ARGV[3] .. next_token
-  local pushed = redis.pcall('RPUSH', grant, string.format('%d', expiry))
-  if type(pushed) == 'table' and pushed.err then
+  if not grant(next_token, next_deadline, next_inbox, expiry) then
     -- Nothing else written yet: the waiter goes back to the head of its line (dead entries
     -- popped before it stay gone), and the local successor's entry out (the client sends the
     -- script again, queueing it anew).
@@ -141,9 +171,6 @@ if next_token then
     redis.call('PEXPIRE', KEYS[2], ARGV[8])
     return redis.error_reply('TRYAGAIN the next waiter\'s grant key is not on this node yet')
   end
-  -- The waiter pops it within its wait (or removes it when it gives up): the TTL only catches
-  -- a waiter that died.
-  redis.call('PEXPIRE', grant, next_deadline - now + 1000)
 end
 if leaving then
   leave_line()
@@ -171,13 +198,11 @@ if live then
     room = room + 1
   end
   while room > 0 and next_token do
-    local who, deadline, entry = pop_next()
+    local who, deadline, entry, inbox = pop_next()
     if not who then
       break
     end
-    local grant = ARGV[3] .. who
-    local pushed = redis.pcall('RPUSH', grant, string.format('%d', now + lease))
-    if type(pushed) == 'table' and pushed.err then
+    if not grant(who, deadline, inbox, now + lease) then
       -- Not on this node (a migrating cluster slot): back at the head, for the next release.
       redis.call('LPUSH', KEYS[2], entry)
       popped = popped - 1
@@ -185,7 +210,6 @@ if live then
       redis.call('PEXPIRE', KEYS[2], ARGV[8])
       break
     end
-    redis.call('PEXPIRE', grant, deadline - now + 1000)
     redis.call('ZADD', KEYS[1], now + lease, who)
     if redis.call('PTTL', KEYS[1]) < lease then
       redis.call('PEXPIRE', KEYS[1], lease)

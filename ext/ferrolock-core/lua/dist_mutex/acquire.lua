@@ -6,7 +6,8 @@
 -- ARGV[4] how long the fencing counter outlives the last acquisition (ms),
 -- ARGV[5] this token's entry in the waiters list from an earlier attempt ('' if none),
 -- ARGV[6] '1' when this token may hold the lock already (a retry, or a waiter coming back),
--- ARGV[7] the line's TTL (ms; see the end)
+-- ARGV[7] the line's TTL (ms; see the end), ARGV[8] the waiter's grant inbox ('' : none, it pops
+-- its grant list; see src/inbox.rs): its entry then ends in '|@' and the inbox id
 -- Returns {1, fencing token} when held (also when this token already holds it: a retried call
 -- whose first reply was lost, or a hand-off this waiter has not popped yet), {0, holder's
 -- remaining ttl in ms, entry} when queued as entry, else {0, holder's remaining ttl in ms}.
@@ -62,6 +63,9 @@ end
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local entry = ARGV[1] .. '|' .. string.format('%d', now_ms + wait_ms)
+if ARGV[8] and ARGV[8] ~= '' then
+  entry = entry .. '|@' .. ARGV[8]
+end
 -- A waiter coming back after its wait for this turn ended keeps its place in the line.
 local at = false
 if ARGV[5] ~= '' then

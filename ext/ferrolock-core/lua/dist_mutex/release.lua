@@ -12,7 +12,12 @@
 -- ARGV[9] the line's TTL (ms; the one every writer sets, see acquire.lua), ARGV[10] '1' when the
 -- line's TTL must be set after queueing the local waiter: the client asks only when its process's
 -- last setting of it does not cover the new entry's wait (src/local_line.rs). A list this script
--- makes anew (LPUSH back, or RPUSH into none) always gets it. Processes using one name with
+-- makes anew (LPUSH back, or RPUSH into none) always gets it.
+-- ARGV[11] the local waiter's grant inbox ('' : none) and ARGV[12] the inbox channels' prefix.
+-- An entry "token|deadline|@inbox" is granted by PUBLISHing "token|fence" to the inbox's channel
+-- (src/inbox.rs); an entry without one (an older version's waiter, or an ACL without channel
+-- rights) by pushing the fence to its grant list. An older version's release reads an inbox
+-- entry's deadline as 0 and drops it as dead: its waiter attempts again after the holder's TTL. Processes using one name with
 -- different leases set different TTLs: a shorter one may then make the line expire before an
 -- entry queued without the PEXPIRE ends. At worst that entry is lost: its waiter waits out its
 -- turn (at most a lock TTL) and attempts again, queueing anew, as after a lost wake-up; the lock
@@ -27,8 +32,8 @@
 -- unchanged; the client sends it again (to the new owner once the migration ends). Off a cluster
 -- every key is on this one server, and the probe is skipped.
 --
--- Commands when handing over: LPOP, TIME, SET (lock, GET: the token check), SET (fence), RPUSH,
--- PEXPIRE; queueing a local waiter adds RPUSH (its entry) and, when others still wait after it
+-- Commands when handing over: LPOP, TIME, SET (lock, GET: the token check), SET (fence), PUBLISH
+-- (to an inbox; to a grant list: RPUSH, PEXPIRE); queueing a local waiter adds RPUSH (its entry) and, when others still wait after it
 -- and the client asks (ARGV[10]: rarely, the line's TTL is long), PEXPIRE (the line). When nobody
 -- waits: LPOP, GET, DEL.
 --
@@ -75,6 +80,9 @@ local queued, length
 if ARGV[7] and ARGV[7] ~= '' then
   read_time()
   queued = ARGV[7] .. '|' .. string.format('%d', math.floor(now_us / 1000) + tonumber(ARGV[8]))
+  if ARGV[11] and ARGV[11] ~= '' then
+    queued = queued .. '|@' .. ARGV[11]
+  end
   length = redis.pcall('RPUSH', KEYS[3], queued)
   if type(length) == 'table' and length.err then
     redis.call('DEL', KEYS[3])
@@ -91,7 +99,7 @@ end
 -- Pop up to the first entry (not this token's own) whose wait has not ended. Redis time is read
 -- only once somebody waits; the entries popped before it are dead (or this holder's own).
 local popped = 0
-local next_entry, next_token, next_deadline
+local next_entry, next_token, next_deadline, next_inbox
 while true do
   local entry = line_call('LPOP', KEYS[3])
   if not entry then
@@ -101,11 +109,14 @@ while true do
   if not now_us then
     read_time()
   end
-  -- Split on the last '|': a token never contains one, but its metadata might in future.
-  local sep = string.find(entry, '|[^|]*$')
-  local deadline = sep and tonumber(string.sub(entry, sep + 1)) or 0
-  if string.sub(entry, 1, #mine) ~= mine and deadline > math.floor(now_us / 1000) then
-    next_entry, next_token, next_deadline = entry, string.sub(entry, 1, sep - 1), deadline
+  -- "token|deadline", or "token|deadline|@inbox" (a token never contains '|').
+  local token, deadline, inbox = string.match(entry, '^(.*)|(%d+)|@(%w+)$')
+  if not token then
+    token, deadline = string.match(entry, '^(.*)|(%d+)$')
+  end
+  deadline = tonumber(deadline) or 0
+  if token and string.sub(entry, 1, #mine) ~= mine and deadline > math.floor(now_us / 1000) then
+    next_entry, next_token, next_deadline, next_inbox = entry, token, deadline, inbox
     break
   end
 end
@@ -131,7 +142,7 @@ local function undo_line()
   redis.call('PEXPIRE', KEYS[3], ARGV[9])
 end
 local grant = ARGV[4] .. next_token
-if ARGV[6] == '1' then
+if ARGV[6] == '1' and not next_inbox then
   local probe = redis.pcall('EXISTS', grant)
   if type(probe) == 'table' and probe.err then
     -- Undone as it was: the client sends the script again, queueing the local waiter anew.
@@ -162,10 +173,16 @@ if last >= now_us then
   fence = last + 1
   redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[3])
 end
-redis.call('RPUSH', grant, string.format('%d', fence))
--- The waiter pops it within its wait (or removes it when it gives up): the TTL only catches a
--- waiter that died.
-redis.call('PEXPIRE', grant, next_deadline - math.floor(now_us / 1000) + 1000)
+if next_inbox then
+  -- Refused (no channel rights) only where the waiter could not subscribe either: it then
+  -- finds the lock its own at its next attempt.
+  redis.pcall('PUBLISH', ARGV[12] .. next_inbox, next_token .. '|' .. string.format('%d', fence))
+else
+  redis.call('RPUSH', grant, string.format('%d', fence))
+  -- The waiter pops it within its wait (or removes it when it gives up): the TTL only catches
+  -- a waiter that died.
+  redis.call('PEXPIRE', grant, next_deadline - math.floor(now_us / 1000) + 1000)
+end
 -- The local waiter's entry outlives its wait, as acquire.lua keeps the line (only when others
 -- still wait: a line just emptied is gone), when the client asks, or when the RPUSH above made
 -- the list (then the pop reached its only entry, so it is gone again: kept as a guard).

@@ -147,3 +147,51 @@ pub fn cmd(client: &Client, args: &[&str]) -> redis::Value {
         .command(&ferrolock_core::Interrupt::new(), &args)
         .unwrap()
 }
+
+/// Grant inbox channels (src/inbox.rs) subscribed on the server in namespace `ns`.
+pub fn inboxes(client: &Client, ns: &str) -> usize {
+    match cmd(client, &["PUBSUB", "CHANNELS", &format!("{ns}:inbox:*")]) {
+        redis::Value::Array(channels) => channels.len(),
+        other => panic!("PUBSUB CHANNELS: {other:?}"),
+    }
+}
+
+/// Contends once for a scratch name held through `holder` (the same client or another), so
+/// `waiter`'s process starts its grant inbox, as its first contended wait in an app would, and
+/// waits until the inbox listens. `ns` is the clients' namespace.
+pub fn contend_once(holder: &Client, waiter: &Client, ns: &str) {
+    let before = inboxes(holder, ns);
+    contend(holder, waiter);
+    let until = Instant::now() + Duration::from_secs(10);
+    while inboxes(holder, ns) <= before {
+        assert!(Instant::now() < until, "the waiter's inbox never listened");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+/// `waiter` waits 30 ms in vain for a scratch name held through `holder`.
+pub fn contend(holder: &Client, waiter: &Client) {
+    use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
+    let intr = ferrolock_core::Interrupt::new();
+    let held_by = DistMutex::new(holder, "contend-once", DistMutexOptions::default()).unwrap();
+    let held = held_by.lock(&intr, &DistMutex::new_token(), None).unwrap();
+    let waits = DistMutex::new(waiter, "contend-once", DistMutexOptions::default()).unwrap();
+    let deadline = Instant::now() + Duration::from_millis(30);
+    let waited = std::thread::scope(|s| {
+        s.spawn(|| {
+            waits.lock(
+                &ferrolock_core::Interrupt::new(),
+                &DistMutex::new_token(),
+                Some(deadline),
+            )
+        })
+        .join()
+        .unwrap()
+    });
+    assert!(
+        matches!(waited, Err(ferrolock_core::Error::Timeout(_))),
+        "{:?}",
+        waited.map(|h| h.fencing_token())
+    );
+    held_by.unlock(&intr, held).unwrap();
+}

@@ -1,0 +1,477 @@
+//! The grant inbox: how a waiter in a Redis line learns that a release handed it the lock (or
+//! a slot). One subscription per client and process, to its own channel `<ns>:inbox:<id>`; the
+//! waiter's line entry names the inbox (`token|deadline|@<id>`), and the release that hands
+//! over PUBLISHes `token|grant` there in the same script. Compared with a grant list per waiter
+//! (handoff.rs: RPUSH, PEXPIRE, then the waiter's BLPOP) that is two commands and a round trip
+//! less per hand-off, and no key to expire.
+//!
+//! Pub/sub delivers at most once: a grant published while the subscription is down is lost.
+//! Nothing else is lost with it: the lock is the waiter's in Redis, and the waiter's next attempt
+//! finds it its own. That attempt comes at once when the inbox subscribes again after the entry
+//! was queued ([`Inbox::wait`] reports `Missed`), and otherwise after the holder's TTL, the
+//! fallback every wait already has. A server that refuses SUBSCRIBE (an ACL without channel
+//! rights) turns the inbox off for the client: its waiters then use grant lists.
+//!
+//! The subscription runs on a thread of its own, started when a waiter of the process first
+//! queues (that wait still uses a grant list: nobody waits for a subscription, and a process
+//! that is never contended never subscribes) and ended once no grant was awaited for
+//! `IDLE_AFTER`, when the client is dropped, or in a forked child (which gets an inbox of its
+//! own, with a new id).
+
+use crate::client::{Client, ClientInner};
+use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+/// How often a waiter looks at its interrupt (a condition variable cannot be woken by
+/// `Interrupt::cancel`), and how often the listener looks up from a silent connection.
+const POLL: Duration = Duration::from_millis(10);
+const LISTEN_TICK: Duration = Duration::from_millis(250);
+/// A silent subscription is pinged after this, and dropped when the pong does not come within
+/// the read timeout (a paused or unreachable server).
+const KEEPALIVE: Duration = Duration::from_secs(5);
+/// The subscription ends after this long without anyone waiting (the next waiter starts it again).
+const IDLE_AFTER: Duration = Duration::from_secs(60);
+/// Grants nobody took (the waiter gave up as it came) are forgotten after this.
+const UNCLAIMED_FOR: Duration = Duration::from_secs(300);
+const RETRY_MIN: Duration = Duration::from_millis(50);
+const RETRY_MAX: Duration = Duration::from_secs(1);
+
+pub struct Inbox {
+    /// Random, fresh in every process (a forked child makes its own inbox).
+    id: String,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// Grants received and not taken yet: token -> (grant, when it came).
+    grants: HashMap<String, (i64, Instant)>,
+    /// When the current subscription was confirmed (None: not subscribed now).
+    listening_since: Option<Instant>,
+    running: bool,
+    /// The running thread has subscribed at least once (it may be reconnecting now).
+    listened: bool,
+    refused: bool,
+    stopped: bool,
+    /// Waiters inside `wait` now, and when the last one left (for `IDLE_AFTER`).
+    waiting: usize,
+    last_wait: Option<Instant>,
+    purged_at: Option<Instant>,
+}
+
+/// How one wait for a grant ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Waited {
+    Granted(i64),
+    /// The inbox subscribed anew after the waiter's entry was queued: a grant may have been
+    /// published while it was not listening. The waiter attempts again at once.
+    Missed,
+    TimedOut,
+}
+
+impl Default for Inbox {
+    fn default() -> Self {
+        Inbox {
+            id: crate::token::random_hex(),
+            state: Mutex::new(State::default()),
+            changed: Condvar::new(),
+        }
+    }
+}
+
+impl Inbox {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The channel a release publishes this inbox's grants to.
+    pub fn channel(namespace: &str, id: &str) -> String {
+        format!("{namespace}:inbox:{id}")
+    }
+
+    /// Starts the subscription if it is not running (a waiter just queued with a grant list:
+    /// its process is contended, so its next waits will use the inbox). Never waits for it. A
+    /// thread the OS refuses leaves the inbox off: grants keep going to grant lists.
+    pub fn start(self: &Arc<Self>, client: &Client) {
+        let mut st = self.state();
+        st.last_wait = Some(Instant::now());
+        if st.running || st.refused || st.stopped {
+            return;
+        }
+        let me = self.clone();
+        let weak = Arc::downgrade(&client.inner);
+        let spawned = std::thread::Builder::new()
+            .name("ferrolock-inbox".into())
+            .spawn(move || me.run(weak));
+        st.running = spawned.is_ok();
+    }
+
+    /// The inbox's id for a line entry (`|@<id>` follows the deadline) once its thread has
+    /// subscribed (it may be reconnecting now; see `wait`); else None, and the waiter pops a
+    /// grant list. Never waits for a subscription.
+    pub fn id_if_listening(&self) -> Option<&str> {
+        let mut st = self.state();
+        if !st.listened || st.refused || st.stopped {
+            return None;
+        }
+        st.last_wait = Some(Instant::now());
+        Some(&self.id)
+    }
+
+    /// Waits up to `timeout` for the grant of `token`, whose entry was queued (by its own
+    /// attempt or a release) no earlier than `since`.
+    pub fn wait(
+        &self,
+        intr: &Interrupt,
+        token: &str,
+        since: Instant,
+        timeout: Duration,
+    ) -> Result<Waited> {
+        let deadline = Instant::now() + timeout;
+        let mut st = self.state();
+        st.waiting += 1;
+        let outcome = loop {
+            if let Some((grant, _)) = st.grants.remove(token) {
+                break Ok(Waited::Granted(grant));
+            }
+            if st.listening_since.is_some_and(|at| at > since) || !st.running {
+                // (Not running: the thread ended, so nothing will come; the next attempt finds
+                // a grant that came meanwhile.)
+                break Ok(Waited::Missed);
+            }
+            if intr.is_cancelled() {
+                break Err(Error::Interrupted);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                break Ok(Waited::TimedOut);
+            }
+            st = self
+                .changed
+                .wait_timeout(st, POLL.min(deadline - now))
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        };
+        st.waiting -= 1;
+        st.last_wait = Some(Instant::now());
+        outcome
+    }
+
+    /// Ends the subscription (the client is being dropped).
+    pub(crate) fn stop(&self) {
+        self.state().stopped = true;
+        self.changed.notify_all();
+    }
+
+    fn run(self: Arc<Self>, client: Weak<ClientInner>) {
+        let mut retry = RETRY_MIN;
+        loop {
+            let conn = {
+                let Some(inner) = client.upgrade() else {
+                    break;
+                };
+                if self.state().stopped {
+                    break;
+                }
+                let client = Client { inner };
+                subscribe(&client, &Inbox::channel(client.namespace(), &self.id))
+            };
+            match conn {
+                Ok(Subscribed::Listening(conn)) => {
+                    retry = RETRY_MIN;
+                    {
+                        let mut st = self.state();
+                        st.listening_since = Some(Instant::now());
+                        st.listened = true;
+                    }
+                    self.changed.notify_all();
+                    let keep_on = self.listen(conn, &client);
+                    self.state().listening_since = None;
+                    if !keep_on {
+                        break;
+                    }
+                }
+                Ok(Subscribed::Refused) => {
+                    self.state().refused = true;
+                    break;
+                }
+                Err(_) => {
+                    // Unreachable for now (waiters meanwhile find their grants by attempting
+                    // again, at the latest after the holder's TTL): retried while in use.
+                    let st = self.state();
+                    let unused =
+                        st.waiting == 0 && st.last_wait.is_none_or(|at| at.elapsed() >= IDLE_AFTER);
+                    if st.stopped || unused {
+                        break;
+                    }
+                    drop(
+                        self.changed
+                            .wait_timeout(st, retry)
+                            .unwrap_or_else(|e| e.into_inner()),
+                    );
+                    retry = (retry * 2).min(RETRY_MAX);
+                }
+            }
+        }
+        let mut st = self.state();
+        st.running = false;
+        st.listened = false;
+        st.listening_since = None;
+        drop(st);
+        self.changed.notify_all();
+    }
+
+    /// Reads grants until the connection breaks (true: subscribe again) or the inbox is no
+    /// longer needed (false).
+    fn listen(&self, mut conn: crate::conn::Conn, client: &Weak<ClientInner>) -> bool {
+        let read_timeout = match client.upgrade() {
+            Some(inner) => Client { inner }.timeouts().read,
+            None => return false,
+        };
+        let mut frames = Frames::default();
+        let mut heard_at = Instant::now();
+        let mut pinged_at: Option<Instant> = None;
+        loop {
+            match frames.next() {
+                Ok(Some(frame)) => {
+                    heard_at = Instant::now();
+                    pinged_at = None;
+                    self.take(frame);
+                    continue;
+                }
+                Ok(None) => {}
+                Err(_) => return true,
+            }
+            {
+                let st = self.state();
+                let idle =
+                    st.waiting == 0 && st.last_wait.is_none_or(|at| at.elapsed() >= IDLE_AFTER);
+                if st.stopped || idle || client.strong_count() == 0 {
+                    return false;
+                }
+            }
+            match conn.read_some(&mut frames.buf, LISTEN_TICK) {
+                Ok(_) => {}
+                Err(_) => return true,
+            }
+            let now = Instant::now();
+            match pinged_at {
+                Some(at) if now - at > read_timeout => return true,
+                None if now - heard_at > KEEPALIVE => {
+                    if conn.send(b"*1\r\n$4\r\nPING\r\n").is_err() {
+                        return true;
+                    }
+                    pinged_at = Some(now);
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// A frame from the subscription: a grant (`message`, channel, `token|grant`) is kept for
+    /// its waiter; confirmations and pongs only show the connection is alive.
+    fn take(&self, frame: Frame) {
+        let Frame::Items(items) = frame else {
+            return;
+        };
+        if items.len() != 3 || items[0] != b"message" {
+            return;
+        }
+        let payload = String::from_utf8_lossy(&items[2]);
+        let Some((token, grant)) = payload.rsplit_once('|') else {
+            return;
+        };
+        let Ok(grant) = grant.parse::<i64>() else {
+            return;
+        };
+        let now = Instant::now();
+        let mut st = self.state();
+        if st.purged_at.is_none_or(|at| now - at > UNCLAIMED_FOR) {
+            st.grants
+                .retain(|_, (_, came)| now.duration_since(*came) < UNCLAIMED_FOR);
+            st.purged_at = Some(now);
+        }
+        st.grants.insert(token.to_string(), (grant, now));
+        drop(st);
+        self.changed.notify_all();
+    }
+}
+
+enum Subscribed {
+    Listening(crate::conn::Conn),
+    Refused,
+}
+
+/// A connection of its own (never pooled again) subscribed to `channel`.
+fn subscribe(client: &Client, channel: &str) -> Result<Subscribed> {
+    let mut conn = client.dedicated_conn(&Interrupt::new())?;
+    let packed = redis::cmd("SUBSCRIBE").arg(channel).get_packed_command();
+    conn.send(&packed)?;
+    let deadline = Instant::now() + client.timeouts().read;
+    let mut frames = Frames::default();
+    loop {
+        match frames.next()? {
+            Some(Frame::Items(items)) if items.first().is_some_and(|k| k == b"subscribe") => {
+                return Ok(Subscribed::Listening(conn));
+            }
+            Some(Frame::Error(e)) if e.starts_with("NOPERM") || e.contains("unknown command") => {
+                return Ok(Subscribed::Refused);
+            }
+            Some(Frame::Error(e)) => return Err(Error::Redis(e)),
+            Some(Frame::Items(_)) => {}
+            None => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Err(Error::connection(conn.addr(), "timed out subscribing"));
+                }
+                conn.read_some(&mut frames.buf, left)?;
+            }
+        }
+    }
+}
+
+/// What a subscribed connection sends (RESP2): arrays of bulk strings and integers, or an
+/// error. Parsed here rather than by the connection's parser, whose buffer a readiness check
+/// could not see.
+#[derive(Debug, PartialEq, Eq)]
+enum Frame {
+    Items(Vec<Vec<u8>>),
+    Error(String),
+}
+
+#[derive(Default)]
+struct Frames {
+    buf: Vec<u8>,
+}
+
+impl Frames {
+    /// The next complete frame, consumed from the buffer; `None` until one is complete.
+    fn next(&mut self) -> Result<Option<Frame>> {
+        let bad = || Error::Redis("grant inbox: unexpected bytes on the subscription".into());
+        let Some((head, mut at)) = line(&self.buf, 0) else {
+            return Ok(None);
+        };
+        let frame = match head.first() {
+            Some(b'-') => Frame::Error(String::from_utf8_lossy(&head[1..]).into_owned()),
+            Some(b'*') => {
+                let count: usize = number(&head[1..]).ok_or_else(bad)?;
+                let mut items = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let Some((item, next)) = line(&self.buf, at) else {
+                        return Ok(None);
+                    };
+                    match item.first() {
+                        Some(b':') | Some(b'+') => {
+                            items.push(item[1..].to_vec());
+                            at = next;
+                        }
+                        Some(b'$') => {
+                            let len: usize = number(&item[1..]).ok_or_else(bad)?;
+                            let end = next + len;
+                            if self.buf.len() < end + 2 {
+                                return Ok(None);
+                            }
+                            items.push(self.buf[next..end].to_vec());
+                            at = end + 2;
+                        }
+                        _ => return Err(bad()),
+                    }
+                }
+                Frame::Items(items)
+            }
+            _ => return Err(bad()),
+        };
+        self.buf.drain(..at);
+        Ok(Some(frame))
+    }
+}
+
+/// The line starting at `from` (without its CRLF) and where the next one starts.
+fn line(buf: &[u8], from: usize) -> Option<(&[u8], usize)> {
+    let rest = buf.get(from..)?;
+    let end = rest.windows(2).position(|w| w == b"\r\n")?;
+    Some((&rest[..end], from + end + 2))
+}
+
+fn number(digits: &[u8]) -> Option<usize> {
+    std::str::from_utf8(digits).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_are_parsed_once_complete_and_in_order() {
+        let mut frames = Frames::default();
+        let bytes = b"*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n*3\r\n$7\r\nmessage\r\n$2\r\nch\r\n$5\r\nt|123\r\n";
+        frames.buf.extend_from_slice(&bytes[..20]);
+        assert_eq!(frames.next().unwrap(), None);
+        frames.buf.extend_from_slice(&bytes[20..]);
+        assert_eq!(
+            frames.next().unwrap(),
+            Some(Frame::Items(vec![
+                b"subscribe".to_vec(),
+                b"ch".to_vec(),
+                b"1".to_vec()
+            ]))
+        );
+        assert_eq!(
+            frames.next().unwrap(),
+            Some(Frame::Items(vec![
+                b"message".to_vec(),
+                b"ch".to_vec(),
+                b"t|123".to_vec()
+            ]))
+        );
+        assert_eq!(frames.next().unwrap(), None);
+        frames.buf.extend_from_slice(b"-NOPERM no channel\r\n");
+        assert_eq!(
+            frames.next().unwrap(),
+            Some(Frame::Error("NOPERM no channel".into()))
+        );
+    }
+
+    #[test]
+    fn a_grant_waits_for_its_token_and_a_resubscription_reports_a_possible_miss() {
+        let inbox = Inbox::default();
+        let since = Instant::now();
+        {
+            let mut st = inbox.state();
+            st.listening_since = Some(since);
+            st.running = true;
+        }
+        let message = |payload: &str| {
+            Frame::Items(vec![
+                b"message".to_vec(),
+                b"ch".to_vec(),
+                payload.as_bytes().to_vec(),
+            ])
+        };
+        inbox.take(message("other|7"));
+        inbox.take(message("mine|42"));
+        let intr = Interrupt::new();
+        let short = Duration::from_millis(20);
+        assert_eq!(
+            inbox.wait(&intr, "mine", since, short).unwrap(),
+            Waited::Granted(42)
+        );
+        assert_eq!(
+            inbox.wait(&intr, "mine", since, short).unwrap(),
+            Waited::TimedOut
+        );
+        inbox.state().listening_since = Some(Instant::now());
+        assert_eq!(
+            inbox.wait(&intr, "mine", since, short).unwrap(),
+            Waited::Missed
+        );
+        assert_eq!(
+            inbox.wait(&intr, "mine", Instant::now(), short).unwrap(),
+            Waited::TimedOut
+        );
+    }
+}
