@@ -18,7 +18,7 @@ module LimiterBench
   THREADS_PER_PROCESS = 4
   BLOCKS_PER_THREAD = 50
   # Commands our clients send (ZREM is counted for the baseline only: scripts run it too).
-  OURS = %w[evalsha eval blpop client|unblock client|id].freeze
+  OURS = %w[evalsha eval blpop client|unblock client|id subscribe ping].freeze
   RAW = %w[evalsha eval zrem].freeze
 
   ACQUIRE = <<~LUA

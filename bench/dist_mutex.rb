@@ -102,7 +102,7 @@ Bench.define("dist_mutex") do
   table = Bench::Table.new("DistMutex", baseline: "redis-rb SET NX PX + DEL")
   DistMutexBench.uncontended(table)
   stats = Redis.new(url: Bench.redis_url)
-  ours_names = %w[evalsha eval blpop client|unblock client|id]
+  ours_names = %w[evalsha eval blpop client|unblock client|id subscribe ping]
   poll_names = %w[set del]
 
   contended = DistMutexBench.contended

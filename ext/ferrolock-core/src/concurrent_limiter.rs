@@ -542,9 +542,9 @@ impl ConcurrentLimiter {
             script: "concurrent_limiter/release",
         };
         let wait_ms = successor.deadline.map_or(0, |d| self.planned_wait_ms(d));
-        // The successor is granted through this process's inbox if it listens (the process's
-        // last waiter in Redis made it), else through its grant list.
-        let inbox = self.client.inbox().id_if_listening();
+        // The successor is granted through this process's inbox if it listens, else through
+        // its grant list (and the inbox starts: the process is contended).
+        let inbox = self.client.inbox().id_or_start(&self.client);
         let (released, room) = local_line::release_queueing(
             line,
             intr,

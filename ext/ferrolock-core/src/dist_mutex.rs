@@ -547,9 +547,9 @@ impl DistMutex {
             script: "dist_mutex/release",
         };
         let wait_ms = self.planned_wait_ms(successor.deadline);
-        // The successor is granted through this process's inbox if it listens (the process's
-        // last waiter in Redis made it), else through its grant list.
-        let inbox = self.client.inbox().id_if_listening();
+        // The successor is granted through this process's inbox if it listens, else through
+        // its grant list (and the inbox starts: the process is contended).
+        let inbox = self.client.inbox().id_or_start(&self.client);
         let (released, _) = local_line::release_queueing(
             line,
             intr,

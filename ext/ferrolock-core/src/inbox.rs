@@ -110,6 +110,17 @@ impl Inbox {
         st.running = spawned.is_ok();
     }
 
+    /// `id_if_listening`, starting the subscription when it is not running: for a release that
+    /// queues a local waiter (its process is contended, whether or not one of its own attempts
+    /// ever failed).
+    pub fn id_or_start(self: &Arc<Self>, client: &Client) -> Option<&str> {
+        if self.id_if_listening().is_none() {
+            self.start(client);
+            return None;
+        }
+        Some(&self.id)
+    }
+
     /// The inbox's id for a line entry (`|@<id>` follows the deadline) once its thread has
     /// subscribed (it may be reconnecting now; see `wait`); else None, and the waiter pops a
     /// grant list. Never waits for a subscription.

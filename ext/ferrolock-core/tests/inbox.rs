@@ -300,3 +300,38 @@ fn a_first_contended_wait_pops_a_grant_list_and_starts_the_inbox() {
     let waited = b.join().unwrap();
     assert!(waited < Duration::from_secs(10), "waited {waited:?}");
 }
+
+#[test]
+fn a_process_whose_waiters_are_all_queued_by_its_own_releases_starts_its_inbox() {
+    let server = RedisServer::start();
+    let a = server.client("t");
+    let m = Arc::new(DistMutex::new(&a, "queued", options()).unwrap());
+    // T1's uncontended attempt is held up in Redis while T2 joins the process's line, so T2
+    // waits behind T1 in the process and never runs a failed attempt of its own: T1's release
+    // queues it.
+    server.pause();
+    let t1 = {
+        let m = m.clone();
+        std::thread::spawn(move || {
+            let intr = Interrupt::new();
+            let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+            std::thread::sleep(Duration::from_millis(50));
+            m.unlock(&intr, held).unwrap();
+        })
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    let t2 = {
+        let m = m.clone();
+        std::thread::spawn(move || {
+            let intr = Interrupt::new();
+            let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+            m.unlock(&intr, held).unwrap();
+        })
+    };
+    until("T2 waits in the process", || m.local_waiters() == 1);
+    server.resume();
+    t1.join().unwrap();
+    t2.join().unwrap();
+    // That release started the inbox: the process is contended, its next waiters use it.
+    until("the inbox listens", || support::inboxes(&a, "t") == 1);
+}
