@@ -80,6 +80,17 @@ RSpec.describe Ferrolock::Admin do
     [holder, second].compact.each { |t| t.join(5) }
   end
 
+  it "counts the live waiters of a line, granted through an inbox or a grant list, not the dead ones" do
+    redis = FerrolockTest.redis_server.redis
+    now = Ferrolock::Admin::Reading.now_ms(redis)
+    key = "ferrolock:{entries}:waiters"
+    redis.call("RPUSH", key, "a|#{now + 60_000}", "b|#{now + 60_000}|@0f1e2d3c4b5a69788796a5b4c3d2e1f0",
+               "c|#{now - 1}|@0f1e2d3c4b5a69788796a5b4c3d2e1f0", "d|#{now - 1}")
+    expect(Ferrolock::Admin::Reading.line_length(redis, key)).to eq(2)
+  ensure
+    redis&.call("DEL", key)
+  end
+
   it "shows a limiter's limit while it is in use: that of the latest caller to take a free slot" do
     three = Ferrolock::ConcurrentLimiter.new("shown", 3)
     five = Ferrolock::ConcurrentLimiter.new("shown", 5)

@@ -386,6 +386,7 @@ impl ConcurrentLimiter {
             let wait_ms = self.planned_wait_ms(deadline);
             let maybe_ours = retried || queued.is_some();
             let inbox = self.client.inbox().id_if_listening().map(str::to_owned);
+            self.client.inbox().forget(token);
             queued_at = Instant::now();
             let expires_in_ms = match self.attempt(
                 intr,

@@ -351,6 +351,7 @@ impl DistMutex {
                 -1
             } else {
                 let id = inbox.id_if_listening().map(str::to_owned);
+                inbox.forget(token);
                 queued_at = Instant::now();
                 match self.turn_attempt(intr, token, deadline, retried, queued, id.as_deref())? {
                     Ok(held) => return Ok(held),

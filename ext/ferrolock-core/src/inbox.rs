@@ -133,6 +133,14 @@ impl Inbox {
         Some(&self.id)
     }
 
+    /// Drops a grant kept for `token`: called before each attempt of its waiter, which tells
+    /// the truth about the lock (a grant still valid is found as "ours already"), so a grant
+    /// left from an earlier wait (taken too late, the lock since expired) can never be taken
+    /// by a later one.
+    pub fn forget(&self, token: &str) {
+        self.state().grants.remove(token);
+    }
+
     /// Waits up to `timeout` for the grant of `token`, whose entry was queued (by its own
     /// attempt or a release) no earlier than `since`.
     pub fn wait(
@@ -471,6 +479,13 @@ mod tests {
             inbox.wait(&intr, "mine", since, short).unwrap(),
             Waited::Granted(42)
         );
+        assert_eq!(
+            inbox.wait(&intr, "mine", since, short).unwrap(),
+            Waited::TimedOut
+        );
+        // A grant kept from before an attempt is never taken after it.
+        inbox.take(message("mine|43"));
+        inbox.forget("mine");
         assert_eq!(
             inbox.wait(&intr, "mine", since, short).unwrap(),
             Waited::TimedOut

@@ -131,6 +131,8 @@ fn a_limiter_slot_is_granted_through_the_inbox_too() {
     let line_key = a.keys("slots").unwrap().part("line");
     until("the waiter queued", || line(&a, &line_key).len() == 1);
     assert!(line(&a, &line_key)[0].contains("|@"));
+    // `status` reads the entry's deadline before its inbox.
+    assert_eq!(la.status(&intr).unwrap().waiting, 1);
     la.release(&intr, held).unwrap();
     let waited = waiting.join().unwrap();
     assert!(waited < Duration::from_secs(10), "waited {waited:?}");
