@@ -14,7 +14,7 @@
 
 use crate::client::{int, ints, Client};
 use crate::error::{Error, Result};
-use crate::handoff::{ack_grant, await_grant, CutShort};
+use crate::handoff::{ack_grant, await_grant, Awaiting, CutShort};
 use crate::inbox::{Inbox, Waited};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
@@ -444,18 +444,14 @@ impl ConcurrentLimiter {
         queued_at: Instant,
         wait: Duration,
     ) -> Result<bool> {
-        let grant_key = self.grant_key(token);
-        let entry = queued.as_deref();
+        let waiter = Awaiting {
+            token,
+            entry: queued.as_deref(),
+            queued_at,
+            grant_key: &self.grant_key(token),
+        };
         Ok(matches!(
-            await_grant(
-                &self.client,
-                intr,
-                token,
-                entry,
-                queued_at,
-                &grant_key,
-                wait
-            )?,
+            await_grant(&self.client, intr, waiter, wait)?,
             Waited::Granted(_)
         ))
     }

@@ -14,7 +14,7 @@
 
 use crate::client::{int, Client};
 use crate::error::{Error, Result};
-use crate::handoff::{ack_grant, await_grant, CutShort};
+use crate::handoff::{ack_grant, await_grant, Awaiting, CutShort};
 use crate::inbox::{Inbox, Waited};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
@@ -376,17 +376,13 @@ impl DistMutex {
             if wait.is_zero() {
                 continue;
             }
-            let entry = queued.as_deref();
-            let grant_key = self.grant_key(token);
-            let granted = match await_grant(
-                &self.client,
-                intr,
+            let waiter = Awaiting {
                 token,
-                entry,
+                entry: queued.as_deref(),
                 queued_at,
-                &grant_key,
-                wait,
-            )? {
+                grant_key: &self.grant_key(token),
+            };
+            let granted = match await_grant(&self.client, intr, waiter, wait)? {
                 Waited::Granted(fence) => Some(fence),
                 Waited::Missed => continue,
                 Waited::TimedOut => None,

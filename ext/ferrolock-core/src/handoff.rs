@@ -13,22 +13,30 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-/// Waits up to `timeout` for the grant of `token`, whose line entry is `entry`, queued no
-/// earlier than `queued_at`: from the client's inbox when the entry names it (`|@<id>`), else
-/// by popping `grant_key`.
+/// A waiter in a Redis line, as [`await_grant`] needs it.
+pub struct Awaiting<'a> {
+    pub token: &'a str,
+    /// Its line entry: `|@<id>` in it names the client's inbox.
+    pub entry: Option<&'a str>,
+    /// No later than the entry was queued (by its own attempt or a release).
+    pub queued_at: Instant,
+    /// Its grant list, for an entry without an inbox.
+    pub grant_key: &'a str,
+}
+
+/// Waits up to `timeout` for the grant of a waiter: from the client's inbox when its entry
+/// names it, else by popping its grant list.
 pub fn await_grant(
     client: &Client,
     intr: &Interrupt,
-    token: &str,
-    entry: Option<&str>,
-    queued_at: Instant,
-    grant_key: &str,
+    waiter: Awaiting<'_>,
     timeout: Duration,
 ) -> Result<Waited> {
-    if entry.is_some_and(|e| e.contains("|@")) {
-        return client.inbox().wait(intr, token, queued_at, timeout);
+    if waiter.entry.is_some_and(|e| e.contains("|@")) {
+        let inbox = client.inbox();
+        return inbox.wait(intr, waiter.token, waiter.queued_at, timeout);
     }
-    Ok(match wait_grant(client, intr, grant_key, timeout)? {
+    Ok(match wait_grant(client, intr, waiter.grant_key, timeout)? {
         Some(grant) => Waited::Granted(grant),
         None => Waited::TimedOut,
     })

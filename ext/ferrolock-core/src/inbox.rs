@@ -57,7 +57,8 @@ struct State {
     listened: bool,
     refused: bool,
     stopped: bool,
-    /// Waiters inside `wait` now, and when the last one left (for `IDLE_AFTER`).
+    /// Waiters inside `wait` now, and when the inbox was last used (a wait ended, an entry
+    /// named it, a start): for `IDLE_AFTER`.
     waiting: usize,
     last_wait: Option<Instant>,
     purged_at: Option<Instant>,
@@ -94,8 +95,9 @@ impl Inbox {
     }
 
     /// Starts the subscription if it is not running (a waiter just queued with a grant list:
-    /// its process is contended, so its next waits will use the inbox). Never waits for it. A
-    /// thread the OS refuses leaves the inbox off: grants keep going to grant lists.
+    /// its process is contended, so its next waits will use the inbox). Never waits for it.
+    /// When the OS refuses the thread, grants keep going to grant lists (the next start tries
+    /// again).
     pub fn start(self: &Arc<Self>, client: &Client) {
         let mut st = self.state();
         st.last_wait = Some(Instant::now());
@@ -201,17 +203,25 @@ impl Inbox {
             };
             match conn {
                 Ok(Subscribed::Listening(conn)) => {
-                    retry = RETRY_MIN;
                     {
                         let mut st = self.state();
                         st.listening_since = Some(Instant::now());
                         st.listened = true;
                     }
                     self.changed.notify_all();
+                    let listened_at = Instant::now();
                     let keep_on = self.listen(conn, &client);
                     self.state().listening_since = None;
                     if !keep_on {
                         break;
+                    }
+                    // A subscription that keeps breaking at once (each one makes every waiter
+                    // attempt again) is retried with the same backoff as a failed one.
+                    if listened_at.elapsed() < RETRY_MAX {
+                        std::thread::sleep(retry);
+                        retry = (retry * 2).min(RETRY_MAX);
+                    } else {
+                        retry = RETRY_MIN;
                     }
                 }
                 Ok(Subscribed::Refused) => {
