@@ -385,8 +385,7 @@ impl ConcurrentLimiter {
             }
             let wait_ms = self.planned_wait_ms(deadline);
             let maybe_ours = retried || queued.is_some();
-            let inbox = self.client.inbox().id_if_listening().map(str::to_owned);
-            self.client.inbox().forget(token);
+            let inbox = self.client.inbox().before_attempt(token);
             queued_at = Instant::now();
             let expires_in_ms = match self.attempt(
                 intr,
@@ -539,15 +538,14 @@ impl ConcurrentLimiter {
             script: "concurrent_limiter/release",
         };
         let wait_ms = successor.deadline.map_or(0, |d| self.planned_wait_ms(d));
-        // The successor is granted through this process's inbox if it listens, else through
-        // its grant list (and the inbox starts: the process is contended).
-        let inbox = self.client.inbox().id_or_start(&self.client);
         let (released, room) = local_line::release_queueing(
             line,
             intr,
             successor,
             wait_ms,
-            |next, refresh| self.release_queueing_call(token, false, next, inbox, wait_ms, refresh),
+            |next, inbox, refresh| {
+                self.release_queueing_call(token, false, next, inbox, wait_ms, refresh)
+            },
             || self.release_call(token, false),
         )?;
         // Slots still free (one freed earlier while nobody was in line): the next local waiters

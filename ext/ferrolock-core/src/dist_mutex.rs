@@ -350,8 +350,7 @@ impl DistMutex {
             let pttl_ms = if std::mem::take(&mut skip_attempt) {
                 -1
             } else {
-                let id = inbox.id_if_listening().map(str::to_owned);
-                inbox.forget(token);
+                let id = inbox.before_attempt(token);
                 queued_at = Instant::now();
                 match self.turn_attempt(intr, token, deadline, retried, queued, id.as_deref())? {
                     Ok(held) => return Ok(held),
@@ -544,15 +543,14 @@ impl DistMutex {
             script: "dist_mutex/release",
         };
         let wait_ms = self.planned_wait_ms(successor.deadline);
-        // The successor is granted through this process's inbox if it listens, else through
-        // its grant list (and the inbox starts: the process is contended).
-        let inbox = self.client.inbox().id_or_start(&self.client);
         let (released, _) = local_line::release_queueing(
             line,
             intr,
             successor,
             wait_ms,
-            |next, refresh| self.release_queueing_call(token, false, next, inbox, wait_ms, refresh),
+            |next, inbox, refresh| {
+                self.release_queueing_call(token, false, next, inbox, wait_ms, refresh)
+            },
             || self.release_call(token, false),
         )?;
         Ok(released)

@@ -135,11 +135,16 @@ impl Inbox {
         Some(&self.id)
     }
 
-    /// Drops a grant kept for `token`: called before each attempt of its waiter, which tells
-    /// the truth about the lock (a grant still valid is found as "ours already"), so a grant
-    /// left from an earlier wait (taken too late, the lock since expired) can never be taken
-    /// by a later one.
-    pub fn forget(&self, token: &str) {
+    /// Before each attempt of `token`'s waiter: the id its entry names (`id_if_listening`,
+    /// owned), and any grant kept for the token dropped. The attempt tells the truth about the
+    /// lock (a grant still valid is found as "ours already"), so a grant left from an earlier
+    /// wait (taken too late, the lock since expired) can never be taken by a later one.
+    pub fn before_attempt(&self, token: &str) -> Option<String> {
+        self.forget(token);
+        self.id_if_listening().map(str::to_owned)
+    }
+
+    fn forget(&self, token: &str) {
         self.state().grants.remove(token);
     }
 

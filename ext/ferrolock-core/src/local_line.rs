@@ -482,9 +482,11 @@ pub struct LineRelease<'a> {
 }
 
 /// Sends the release that also queues `successor` (planning to wait `wait_ms`) at the tail of
-/// the Redis line: `call(successor's token, refresh_line)` is that release, asked to set the line's TTL only when
-/// this process's last setting of it does not cover the new entry (its wait, from now: the
-/// script runs later, so this errs on the safe side). A reply `{1, entry, room?}` tells the
+/// the Redis line: `call(successor's token, inbox, refresh_line)` is that release. The successor
+/// is granted through this process's inbox (inbox.rs) when it listens, else through its grant
+/// list (`inbox` None), and the inbox starts then: the process is contended. The release is
+/// asked to set the line's TTL only when this process's last setting of it does not cover the
+/// new entry (its wait, from now: the script runs later, so this errs on the safe side). A reply `{1, entry, room?}` tells the
 /// successor its entry; any other reply (the lock or slot was no longer ours) tells it to
 /// attempt. When the reply was lost, `plain` (the release without the successor) goes on in
 /// the background, and the successor, dropped untold, attempts on its own (uncertain), so a
@@ -495,14 +497,15 @@ pub fn release_queueing(
     intr: &Interrupt,
     successor: Successor,
     wait_ms: u64,
-    call: impl FnOnce(&str, bool) -> ScriptCall,
+    call: impl FnOnce(&str, Option<&str>, bool) -> ScriptCall,
     plain: impl FnOnce() -> ScriptCall,
 ) -> Result<(bool, usize)> {
     let client_id = line.client.identity();
     let sent_at = Instant::now();
     let needed_until = sent_at + Duration::from_millis(wait_ms);
     let refresh = line_refresh_needed(client_id, line.lock_key, needed_until, line.line_ttl);
-    let call = call(&successor.token, refresh);
+    let inbox = line.client.inbox().id_or_start(line.client);
+    let call = call(&successor.token, inbox, refresh);
     let reply = line.client.eval(intr, &call).inspect_err(|e| {
         if matches!(
             e,
