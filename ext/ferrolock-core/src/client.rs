@@ -161,7 +161,6 @@ impl Client {
         self.inner.how.timeouts.read
     }
 
-    /// True on a Redis Cluster, where a script may find an undeclared key on another node.
     pub(crate) fn timeouts(&self) -> Timeouts {
         self.inner.how.timeouts
     }
@@ -171,8 +170,8 @@ impl Client {
         self.inner.inbox.get()
     }
 
-    /// A new connection of its own (a cluster's: to any master), never pooled again: the grant
-    /// inbox's subscription.
+    /// A connection taken out of the pool for good (an idle one, else a new one; a cluster's: to
+    /// any master): the grant inbox's subscription.
     pub(crate) fn dedicated_conn(&self, intr: &Interrupt) -> Result<Conn> {
         let how = &self.inner.how;
         match &self.inner.topology {
@@ -181,6 +180,7 @@ impl Client {
         }
     }
 
+    /// True on a Redis Cluster, where a script may find an undeclared key on another node.
     pub fn is_cluster(&self) -> bool {
         matches!(self.inner.topology, Topology::Cluster(_))
     }
