@@ -12,16 +12,16 @@
 -- ARGV[9] the line's TTL (ms; the one every writer sets, see acquire.lua), ARGV[10] '1' when the
 -- line's TTL must be set after queueing the local waiter: the client asks only when its process's
 -- last setting of it does not cover the new entry's wait (src/local_line.rs). A list this script
--- makes anew (LPUSH back, or RPUSH into none) always gets it.
--- ARGV[11] the local waiter's grant inbox ('' : none) and ARGV[12] the inbox channels' prefix.
--- An entry "token|deadline|@inbox" is granted by PUBLISHing "token|fence" to the inbox's channel
--- (src/inbox.rs); an entry without one (an older version's waiter, or an ACL without channel
--- rights) by pushing the fence to its grant list. An older version's release reads an inbox
--- entry's deadline as 0 and drops it as dead: its waiter attempts again after the holder's TTL. Processes using one name with
+-- makes anew (LPUSH back, or RPUSH into none) always gets it. Processes using one name with
 -- different leases set different TTLs: a shorter one may then make the line expire before an
 -- entry queued without the PEXPIRE ends. At worst that entry is lost: its waiter waits out its
 -- turn (at most a lock TTL) and attempts again, queueing anew, as after a lost wake-up; the lock
 -- and the grants are not touched.
+-- ARGV[11] the local waiter's grant inbox ('' : none) and ARGV[12] the inbox channels' prefix.
+-- An entry "token|deadline|@inbox" is granted by PUBLISHing "token|fence" to the inbox's channel
+-- (src/inbox.rs); an entry without one (an older version's waiter, or an ACL without channel
+-- rights) by pushing the fence to its grant list. An older version's release reads an inbox
+-- entry's deadline as 0 and drops it as dead: its waiter attempts again after the holder's TTL.
 -- Returns 1 released (or handed on), 0 not held by this token (lost), {1, entry} when the local
 -- waiter was queued as entry (it may be the one handed the lock).
 --
@@ -33,9 +33,9 @@
 -- every key is on this one server, and the probe is skipped.
 --
 -- Commands when handing over: LPOP, TIME, SET (lock, GET: the token check), SET (fence), PUBLISH
--- (to an inbox; to a grant list: RPUSH, PEXPIRE); queueing a local waiter adds RPUSH (its entry) and, when others still wait after it
--- and the client asks (ARGV[10]: rarely, the line's TTL is long), PEXPIRE (the line). When nobody
--- waits: LPOP, GET, DEL.
+-- (to an inbox; to a grant list: RPUSH, PEXPIRE); queueing a local waiter adds RPUSH (its
+-- entry) and, when others still wait after it and the client asks (ARGV[10]: rarely, the line's
+-- TTL is long), PEXPIRE (the line). When nobody waits: LPOP, GET, DEL.
 --
 -- The token check rides on the SET that hands the lock over (SET ... GET returns what was there).
 -- When it was not this token's (its lease was lost), everything is put back: the lock's value
