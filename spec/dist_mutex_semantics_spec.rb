@@ -373,16 +373,10 @@ RSpec.describe Ferrolock::DistMutex do
   end
 
   describe "two fibers of one thread" do
-    let(:message) do
-      plain = Mutex.new
-      Fiber.new do
-        plain.lock
-        Fiber.yield
-      end.resume
-      plain.lock
-    rescue ThreadError => e
-      e.message
-    end
+    # Ruby 3's Mutex raises this for a lock its own thread's sibling fiber holds; the expectation is
+    # written out rather than read off a plain Mutex, whose behaviour there changed between patch
+    # levels (3.1.2 waits forever instead of raising).
+    let(:message) { "deadlock; lock already owned by another fiber belonging to the same thread" }
 
     it "raises Mutex's ThreadError instead of waiting forever for a sibling fiber" do
       m = mutex("fibers")
@@ -392,7 +386,6 @@ RSpec.describe Ferrolock::DistMutex do
         m.unlock
       end
       holder.resume
-      expect(message).to include("another fiber")
       expect { m.lock }.to raise_error(ThreadError, message)
       expect { m.synchronize { nil } }.to raise_error(ThreadError, message)
       # Another object of the same name, even through another client of the same server.

@@ -8,6 +8,7 @@ end
 require_relative "support/redis_server"
 require_relative "support/processes"
 require_relative "support/timing"
+require_relative "support/time_limit"
 
 # FERROLOCK_SIDEKIQ=7: the vendored Sidekiq 7.3 first on the load path, before anything requires sidekiq.
 FerrolockTest::SidekiqVersion.setup!
@@ -36,6 +37,9 @@ RSpec.configure do |config|
   config.order = :random
   Kernel.srand config.seed
   config.example_status_persistence_file_path = "tmp/rspec-status.txt"
+
+  # No example can hang the suite: each fails after its time limit (spec/support/time_limit.rb).
+  config.around { |example| FerrolockTest::ExampleTimeLimit.run(example) }
 
   config.before do
     server = FerrolockTest.redis_server
