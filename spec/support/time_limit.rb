@@ -36,11 +36,11 @@ module FerrolockTest
       state[:runner].raise(Exceeded, "example exceeded its time limit of #{limit}s (#{where})")
       return if wait_done(state, GRACE)
 
-      $stderr.puts "\nFATAL: #{where} is still running #{GRACE}s after its #{limit}s time limit; " \
-                   "ending the process. Threads:"
+      warn "\nFATAL: #{where} is still running #{GRACE}s after its #{limit}s time limit; " \
+           "ending the process. Threads:"
       Thread.list.each do |thread|
-        $stderr.puts "--- #{thread.inspect}"
-        $stderr.puts((thread.backtrace || ["(no backtrace)"]).first(30).map { |line| "    #{line}" })
+        warn "--- #{thread.inspect}"
+        warn((thread.backtrace || ["(no backtrace)"]).first(30).map { |line| "    #{line}" })
       end
       $stderr.flush
       exit!(1)
