@@ -24,6 +24,8 @@ require_relative "ferrolock/foreign_error"
 require_relative "ferrolock/recently_made"
 require_relative "ferrolock/clock"
 require_relative "ferrolock/interrupts"
+require_relative "ferrolock/release_failure"
+require_relative "ferrolock/caller_timeout"
 require_relative "ferrolock/lock_lost_watcher"
 require_relative "ferrolock/job_classes"
 

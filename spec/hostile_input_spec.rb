@@ -383,7 +383,7 @@ RSpec.describe "hostile input" do
       expect { Ferrolock::Native::MessageLock.new(native, 60.0, 0.0001) }
         .to raise_error(ArgumentError, /\Aprocessed_ttl: must be at least 0.001/)
       lock = Ferrolock::Native::DualLock.new(native, "n", 60.0, 60.0, 0)
-      ticket = lock.enter
+      ticket = lock.enter(nil)
       expect { lock.wait(ticket, Float::NAN) }.to raise_error(ArgumentError, /\Amax_wait: /)
       lock.leave(ticket)
     end

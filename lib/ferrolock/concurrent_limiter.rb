@@ -43,9 +43,10 @@ module Ferrolock
         finished = true
         value
       ensure
-        # A block that raised keeps its own exception: a lost slot is then only reported.
-        # Deferring interrupts here means none can skip the release (see Interrupts).
-        Interrupts.release { release(slot, raise_lost: finished) if slot }
+        # A block that raised keeps its own exception: a lost slot is then only reported; a failed
+        # release is never raised (see ReleaseFailure). Deferring interrupts here means none can
+        # skip the release (see Interrupts).
+        Interrupts.release { release(slot, finished: finished) if slot }
       end
     end
 
@@ -71,24 +72,32 @@ module Ferrolock
     def acquire(wait_timeout, keep:)
       LockLostWatcher.ensure_started
       started = Ferrolock.monotonic
-      slot = Interrupts.acquire(keep: keep, give_back: ->(s) { @native.release(s) if s }) do
-        @native.acquire(wait_timeout)
+      stalled = -> { over_limit(wait_timeout, started, "Redis did not answer") }
+      slot = CallerTimeout.bound(started, wait_timeout, stalled) do
+        Interrupts.acquire(keep: keep, give_back: ->(s) { @native.release(s) if s }) do
+          @native.acquire(wait_timeout)
+        end
       end
-      waited = Ferrolock.monotonic - started
-      unless slot
-        instrument(:over_limit, **waited_payload(waited))
-        raise OverLimit.new("ConcurrentLimiter #{@name.inspect}: all #{@count} slots stayed busy for " \
-                            "#{wait_timeout} s (wait_timeout)", limiter: self)
-      end
-      instrument(:acquired, **waited_payload(waited))
+      raise over_limit(wait_timeout, started, "all #{@count} slots stayed busy") unless slot
+
+      instrument(:acquired, **waited_payload(Ferrolock.monotonic - started))
       slot
     end
 
-    def release(slot, raise_lost:)
+    def over_limit(wait_timeout, started, what)
+      instrument(:over_limit, **waited_payload(Ferrolock.monotonic - started))
+      OverLimit.new("ConcurrentLimiter #{@name.inspect}: #{what} for #{wait_timeout} s (wait_timeout)",
+                    limiter: self)
+    end
+
+    def release(slot, finished:)
       @native.release(slot)
     rescue LockLost
       instrument(:lock_lost, detected: :release)
-      raise if raise_lost
+      raise if finished
+    rescue Error => e
+      ReleaseFailure.report(e, what: "ConcurrentLimiter #{@name.inspect}", finished: finished,
+                               primitive: :concurrent_limiter, name: @name, limit: @count)
     end
 
     # The slots set's '{limit}' member, scored -limit (lua/concurrent_limiter/acquire.lua), or nil.

@@ -41,7 +41,8 @@ module Ferrolock
       @tick = (expire || lease) / 3.0
     end
 
-    # Waits for the lock (at most timeout seconds: Ferrolock::TimeoutError after that).
+    # Waits for the lock (at most timeout seconds: Ferrolock::TimeoutError after that, also when
+    # Redis stalls: see CallerTimeout).
     def lock(timeout: nil)
       raise ThreadError, "deadlock; recursive locking" if owned?
 
@@ -50,9 +51,11 @@ module Ferrolock
       timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless nil.equal?(timeout)
       LockLostWatcher.ensure_started
       started = Ferrolock.monotonic
-      # Granted and recorded, or interrupted holding nothing (see Interrupts).
-      Interrupts.acquire(keep: ->(hold) { remember(hold) }, give_back: ->(hold) { @native.unlock(hold) }) do
-        @native.lock(timeout)
+      CallerTimeout.bound(started, timeout, -> { stalled_timeout(timeout) }) do
+        # Granted and recorded, or interrupted holding nothing (see Interrupts).
+        Interrupts.acquire(keep: ->(hold) { remember(hold) }, give_back: ->(hold) { @native.unlock(hold) }) do
+          @native.lock(timeout)
+        end
       end
       Ferrolock.instrument(:acquired, primitive: :dist_mutex, name: @name, waited: Ferrolock.monotonic - started)
       self
@@ -70,7 +73,9 @@ module Ferrolock
     end
 
     # Releases the lock. Raises ThreadError unless the current fiber holds it, and
-    # Ferrolock::LockLost when the lease was lost meanwhile (the section was not exclusive).
+    # Ferrolock::LockLost when the lease was lost meanwhile (the section was not exclusive). Like
+    # Mutex#unlock, it raises when the release fails (ConnectionError: Redis unreachable); the hold
+    # is gone then, the lease no longer renewed and the release retried in the background.
     def unlock
       # Taken out of the registry and released with no exception landing in between.
       Interrupts.release do
@@ -85,18 +90,24 @@ module Ferrolock
       raise
     end
 
-    # Runs the block holding the lock and returns its value.
+    # Runs the block holding the lock and returns its value. A release that fails once the block is
+    # over is logged and evented (:release_failed), never raised (see ReleaseFailure); a block that
+    # raised keeps its exception (a lost lease is then only evented). LockLost after a block that
+    # finished is raised: the section was not exclusive.
     def synchronize(timeout: nil)
       raise ThreadError, "must be called with a block" unless block_given?
       raise ThreadError, "deadlock; recursive locking" if owned?
 
+      finished = false
       begin
         lock(timeout: timeout)
-        yield
+        value = yield
+        finished = true
+        value
       ensure
         # Also releases a hold recorded just before an exception landed as lock returned;
         # deferred interrupts cannot skip the release.
-        Interrupts.release { unlock if owned? }
+        Interrupts.release { unlock_after_block(finished) if owned? }
       end
     end
 
@@ -140,6 +151,19 @@ module Ferrolock
     end
 
     private
+
+    def unlock_after_block(finished)
+      unlock
+    rescue LockLost
+      raise if finished
+    rescue Error => e
+      ReleaseFailure.report(e, what: "DistMutex #{@name.inspect}", finished: finished,
+                               primitive: :dist_mutex, name: @name)
+    end
+
+    def stalled_timeout(timeout)
+      TimeoutError.new("DistMutex #{@name.inspect}: Redis did not answer within timeout (#{timeout} s)")
+    end
 
     # Records hold (a Native::MutexHold) as owned by the calling fiber.
     def remember(hold)

@@ -40,20 +40,21 @@ module Ferrolock
       ticket = nil
       ran = false
       begin
-        # The ticket is recorded the moment it is granted (see Interrupts).
-        Interrupts.acquire(keep: ->(t) { ticket = t }, give_back: ->(t) { @native.leave(t) }) { @native.enter }
-        return skipped(tags) unless take_turn(ticket, started, tags)
+        turn = CallerTimeout.bound(started, @max_wait, -> { stalled(tags, started) }) do
+          # The ticket is recorded the moment it is granted (see Interrupts).
+          Interrupts.acquire(keep: ->(t) { ticket = t }, give_back: ->(t) { @native.leave(t) }) do
+            @native.enter(@max_wait)
+          end
+          take_turn(ticket, started, tags)
+        end
+        return skipped(tags) unless turn
 
         yield
         ran = true
       ensure
-        # Deferring interrupts means none can skip the release (on Thread#kill/raise too). A block
-        # that raised keeps its own exception: a failed release is then only logged.
-        Interrupts.release do
-          if ran then leave(ticket, tags)
-          elsif ticket then leave_quietly(ticket, tags)
-          end
-        end
+        # Deferring interrupts means none can skip the release (on Thread#kill/raise too). A failed
+        # release is logged and evented, never raised (see ReleaseFailure).
+        Interrupts.release { leave(ticket, tags, ran) if ticket }
       end
       true
     end
@@ -84,10 +85,11 @@ module Ferrolock
 
     private
 
-    # Waits if needed; true once the ticket runs, false when skipped. Raises TimeoutError.
+    # Waits if needed (max_wait counts from started); true once the ticket runs, false when skipped.
+    # Raises TimeoutError.
     def take_turn(ticket, started, tags)
       stage = ticket.stage
-      stage = @native.wait(ticket, @max_wait) if stage == :waiting
+      stage = @native.wait(ticket, time_left(started)) if stage == :waiting
       case stage
       when :running
         Ferrolock.instrument(:acquired, payload(tags, waited: Ferrolock.monotonic - started))
@@ -95,10 +97,22 @@ module Ferrolock
       when :skipped
         false
       else
-        Ferrolock.instrument(:wait_timeout, payload(tags, waited: Ferrolock.monotonic - started))
-        raise TimeoutError, "DualLock #{@key.inspect}: the running duplicate did not finish " \
-                            "within max_wait (#{@max_wait} s)"
+        raise wait_timeout(tags, started, "the running duplicate did not finish")
       end
+    end
+
+    def time_left(started)
+      @max_wait && [@max_wait - (Ferrolock.monotonic - started), 0.0].max
+    end
+
+    # Redis stalled past max_wait (see CallerTimeout).
+    def stalled(tags, started)
+      wait_timeout(tags, started, "Redis did not answer")
+    end
+
+    def wait_timeout(tags, started, what)
+      Ferrolock.instrument(:wait_timeout, payload(tags, waited: Ferrolock.monotonic - started))
+      TimeoutError.new("DualLock #{@key.inspect}: #{what} within max_wait (#{@max_wait} s)")
     end
 
     def skipped(tags)
@@ -106,18 +120,15 @@ module Ferrolock
       false
     end
 
-    def leave(ticket, tags)
+    # ran: the block finished (LockLost is raised then: the run was not exclusive). Otherwise (it
+    # raised, or the ticket never ran) nothing raised here may replace the exception under way.
+    def leave(ticket, tags, ran)
       @native.leave(ticket)
     rescue LockLost
       Ferrolock.instrument(:lock_lost, payload(tags, detected: :release))
-      raise
-    end
-
-    # While another exception propagates, a failed release must not replace it.
-    def leave_quietly(ticket, tags)
-      leave(ticket, tags)
-    rescue Ferrolock::Error => e
-      Ferrolock.logger.warn("ferrolock: DualLock #{@key.inspect}: release failed: #{e.class}: #{e.message}")
+      raise if ran
+    rescue Error => e
+      ReleaseFailure.report(e, what: "DualLock #{@key.inspect}", finished: ran, **payload(tags))
     end
 
     def payload(tags, **extra)

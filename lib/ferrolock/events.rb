@@ -23,7 +23,7 @@ module Ferrolock
   # Every event ferrolock instruments (the README's table); subscribe rejects other names, so a
   # typo fails at boot instead of never firing.
   EVENTS = %i[
-    acquired lock_lost owner_gone skipped wait_timeout over_limit
+    acquired lock_lost owner_gone release_failed skipped wait_timeout over_limit
     rescheduled reschedules_exhausted rerouted
     locked skipped_in_progress skipped_processed released_after_error redis_error
   ].freeze

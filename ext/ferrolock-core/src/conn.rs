@@ -133,6 +133,11 @@ impl Conn {
         spin: Arc<ReplySpin>,
     ) -> Result<Conn> {
         let addr = ep.display_addr();
+        // A caller's deadline bounds the connect and handshake too (caller_deadline.rs).
+        let timeouts = Timeouts {
+            connect: crate::caller_deadline::cap(timeouts.connect),
+            ..timeouts
+        };
         let io_err = |e: io::Error| Error::connection(&addr, describe_io(&e));
         let stream = match &ep.addr {
             Addr::Tcp { host, port } => {
@@ -256,10 +261,18 @@ impl Conn {
     /// Reads one reply, server errors returned as values (for pipelines).
     pub fn recv_value(&mut self) -> Result<Value> {
         let addr = self.addr.clone();
+        // A caller's deadline may cut the wait short (caller_deadline.rs).
+        let wait = crate::caller_deadline::cap(self.reply_wait);
+        let capped = wait < self.reply_wait;
+        if capped {
+            self.stream
+                .set_read_timeout(wait)
+                .map_err(|e| Error::connection(&addr, e))?;
+        }
         let mut reader = ReplyReader {
             stream: &mut self.stream,
-            deadline: Instant::now() + self.reply_wait,
-            shortened: false,
+            deadline: Instant::now() + wait,
+            shortened: capped,
         };
         let parsed = self.parser.parse_value(&mut reader);
         if reader.shortened {
@@ -268,7 +281,9 @@ impl Conn {
                 .map_err(|e| Error::connection(&addr, e))?;
         }
         parsed.map_err(|e| {
-            if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
+            if capped && e.is_timeout() {
+                Error::connection(&addr, "no reply before the caller's timeout passed")
+            } else if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() {
                 Error::connection(&addr, describe_redis_io(&e))
             } else {
                 Error::Redis(format!("protocol error from {addr}: {e}"))

@@ -2,6 +2,7 @@
 //! the `ferrolock` crate binds it to Ruby.
 
 pub mod admin;
+pub mod caller_deadline;
 pub mod client;
 mod cluster;
 pub mod concurrent_limiter;

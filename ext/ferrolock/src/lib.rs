@@ -5,6 +5,7 @@
 mod convert;
 mod errors;
 mod guard;
+mod held_cell;
 mod nogvl;
 mod ruby_api;
 

@@ -15,6 +15,7 @@
 
 use crate::errors::{core_error, ferrolock_error};
 use crate::guard::panic_message;
+use crate::held_cell::HeldCell;
 use ferrolock_core::{Error as CoreError, Interrupt};
 use magnus::{function, prelude::*, Error, ExceptionClass, RModule, Ruby};
 use std::ffi::c_void;
@@ -100,12 +101,14 @@ pub enum Retry {
 /// Thread#wakeup waits for it (one round trip), and Thread#kill / Thread#raise land right after
 /// it (they are masked by the Ruby layer anyway). Redis not answering is bounded by
 /// read_timeout, after which the core hands the release to the watchdog.
+/// In a forked child, an item its parent acquired is not released: `Ok(None)`.
 pub fn release_once<T, R>(
     ruby: &Ruby,
-    cell: &std::sync::Mutex<Option<T>>,
+    cell: &HeldCell<T>,
     f: impl Fn(&Interrupt, T) -> ferrolock_core::Result<R>,
 ) -> Result<Option<R>, Error> {
-    let Some(item) = cell.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+    // An item inherited through fork is the parent's: nothing is sent (see held_cell.rs).
+    let Some(item) = cell.take_own() else {
         return Ok(None);
     };
     let item = std::sync::Mutex::new(Some(item));

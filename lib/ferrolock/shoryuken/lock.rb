@@ -173,6 +173,7 @@ module Ferrolock
         Ferrolock.logger.warn("ferrolock: the in-progress lease of #{about(payload)} expired while " \
                               "its job ran (#{outcome}): a copy may have run too")
       rescue Ferrolock::Error => e
+        Ferrolock.instrument(:release_failed, payload.merge(error: e.class.name, block: :finished))
         Ferrolock.logger.warn("ferrolock: could not mark #{about(payload)} processed " \
                               "(#{e.class}: #{e.message}); its lease expires after lock_ttl")
       end
@@ -181,6 +182,7 @@ module Ferrolock
         lock.abort_message(lease)
         Ferrolock.instrument(:released_after_error, payload.merge(error: error&.class&.name))
       rescue Ferrolock::Error => e
+        Ferrolock.instrument(:release_failed, payload.merge(error: e.class.name, block: :raised))
         Ferrolock.logger.warn("ferrolock: could not release #{about(payload)} after an error " \
                               "(#{e.class}: #{e.message}); its copies run after lock_ttl")
       end

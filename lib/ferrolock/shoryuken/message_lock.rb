@@ -12,6 +12,13 @@ module Ferrolock
     # job never lets a copy in; a crashed one frees it after lock_ttl). Success marks the message
     # processed for processed_ttl; an exception drops the lease and is re-raised, so the next
     # copy runs it.
+    #
+    # Redis failing once the block is over is logged and evented (:release_failed), never raised:
+    # the block's own exception, or :ran, is what the caller gets. After success the mark is sent
+    # again in the background until Redis answers (within lock_ttl), and meanwhile the lease,
+    # no longer renewed, stays in Redis: a copy delivered before lock_ttl passes is skipped as
+    # :in_progress (left on the queue), then as :processed once the mark lands. Only when Redis
+    # stays unreachable for all of lock_ttl can a later copy run again.
     class MessageLock
       attr_reader :client, :lock_ttl, :processed_ttl
 
@@ -39,11 +46,7 @@ module Ferrolock
         ensure
           # Any failure (Thread#kill/raise too) means the work did not complete: abort. Deferring
           # interrupts means none can skip finish/abort.
-          Interrupts.release do
-            if ran then finish(lease)
-            elsif lease then abort_message(lease)
-            end
-          end
+          Interrupts.release { settle(lease, queue, message_id, ran) if lease }
         end
         :ran
       end
@@ -75,6 +78,14 @@ module Ferrolock
       end
 
       private
+
+      # finish after success, abort_message after a failure; a failing Redis is only reported.
+      def settle(lease, queue, message_id, ran)
+        ran ? finish(lease) : abort_message(lease)
+      rescue Error => e
+        ReleaseFailure.report(e, what: "MessageLock #{queue}/#{message_id}", finished: ran,
+                                 primitive: :message_lock, queue: queue, message_id: message_id)
+      end
 
       # An interrupt (Thread#raise/kill, Timeout) either lands before the lease is granted or
       # after `keep` recorded it, never in between (see Interrupts).

@@ -22,7 +22,8 @@ module Ferrolock
         end
       rescue Ferrolock::Error => e
         # The lock still expires by itself (one lease); the job's own error goes on.
-        Ferrolock.logger.warn("ferrolock: unique lock #{lock.digest.inspect} of job #{jid}: #{e.message}")
+        ReleaseFailure.report(e, what: "unique lock #{lock.digest.inspect} of job #{jid}", finished: false,
+                                 primitive: :unique, digest: lock.digest, class: settings.class_name, jid: jid)
       end
 
       # Sidekiq::Shutdown (a hard stop), or nil: Thread#kill.

@@ -76,18 +76,30 @@ module Ferrolock
         end
 
         finished = false
+        pid = Process.pid
         UniqueLeases.hold(lock, job["jid"], settings.lock_lease)
         begin
           result = yield
           finished = true
           result
         ensure
-          # No interrupt (Sidekiq's hard shutdown is a Thread#raise) may skip this.
-          Thread.handle_interrupt(Object => :never) do
-            UniqueLeases.drop(lock)
-            finished ? lock.release(job["jid"]) : UniqueRetry.keep_or_release(settings, lock, job, $ERROR_INFO)
+          # No interrupt (Sidekiq's hard shutdown is a Thread#raise) may skip this. A child forked
+          # inside the job leaves it too: the lock is its parent's to release.
+          if Process.pid == pid
+            Thread.handle_interrupt(Object => :never) { settle(settings, lock, job, finished, $ERROR_INFO) }
           end
         end
+      end
+
+      # Releases (success) or keeps for the retry (failure). Redis failing here is only reported:
+      # raising would retry a job that succeeded, or hide the job's own exception; the lock, no longer
+      # renewed, expires after lock_lease (see ReleaseFailure).
+      def settle(settings, lock, job, finished, error)
+        UniqueLeases.drop(lock)
+        finished ? lock.release(job["jid"]) : UniqueRetry.keep_or_release(settings, lock, job, error)
+      rescue Ferrolock::Error => e
+        ReleaseFailure.report(e, what: "unique lock #{lock.digest.inspect} of #{job["jid"]}", finished: finished,
+                                 primitive: :unique, digest: lock.digest, class: settings.class_name, jid: job["jid"])
       end
 
       def while_executing(settings, digest, job, queue)
@@ -95,10 +107,13 @@ module Ferrolock
         got = settings.lock_timeout.zero? ? mutex.try_lock : try_lock(mutex, settings.lock_timeout)
         return UniqueOnConflict.on_run(settings, mutex.name, job, queue) unless got
 
+        finished = false
         begin
-          yield
+          result = yield
+          finished = true
+          result
         ensure
-          unlock(mutex, job)
+          unlock(mutex, job, finished)
         end
       end
 
@@ -109,12 +124,18 @@ module Ferrolock
         false
       end
 
-      def unlock(mutex, job)
-        mutex.unlock
+      # A child forked inside the job does not own the mutex (DistMutex forgets its parent's holds).
+      # Neither a lost lease nor a failed release fails the job: it has run (or raised its own error),
+      # and failing it now would only run it again.
+      def unlock(mutex, job, finished)
+        mutex.unlock if mutex.owned?
       rescue Ferrolock::LockLost => e
-        # The job has run; failing it now would only run it again.
         Ferrolock.logger.warn("ferrolock: #{Sidekiq.job_class_name(job)} #{job["jid"]} ran without exclusivity: " \
                               "#{e.message}")
+      rescue Ferrolock::Error => e
+        ReleaseFailure.report(e, what: "DistMutex #{mutex.name.inspect}", finished: finished,
+                                 primitive: :dist_mutex, name: mutex.name, class: Sidekiq.job_class_name(job),
+                                 jid: job["jid"])
       end
 
       def until_and_while_executing(settings, digest, job, queue)

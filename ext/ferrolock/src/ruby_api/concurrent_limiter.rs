@@ -3,19 +3,20 @@
 
 use crate::errors::{core_error, deadline, seconds};
 use crate::guard;
+use crate::held_cell::HeldCell;
 use crate::nogvl::{acquire, release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
+use ferrolock_core::caller_deadline::bounded;
 use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions, Slot};
 use ferrolock_core::replicas;
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
-use std::sync::Mutex;
 use std::time::Instant;
 
 #[magnus::wrap(class = "Ferrolock::Native::ConcurrentLimiter", free_immediately, size)]
 pub struct RbConcurrentLimiter(ConcurrentLimiter);
 
 #[magnus::wrap(class = "Ferrolock::Native::LimiterSlot", free_immediately, size)]
-pub struct RbLimiterSlot(Mutex<Option<Slot>>);
+pub struct RbLimiterSlot(HeldCell<Slot>);
 
 impl RbConcurrentLimiter {
     fn new(
@@ -55,9 +56,12 @@ impl RbConcurrentLimiter {
         let deadline =
             deadline(ruby, "wait_timeout", Some(wait_timeout))?.unwrap_or_else(Instant::now);
         let token = ConcurrentLimiter::new_token();
-        let slot = acquire(ruby, |intr| rb_self.0.acquire(intr, &token, deadline))
-            .inspect_err(|_| rb_self.0.abandon(&token))?;
-        Ok(slot.map(|s| RbLimiterSlot(Mutex::new(Some(s)))))
+        // The deadline bounds a stalled Redis too (caller_deadline.rs).
+        let slot = acquire(ruby, |intr| {
+            bounded(Some(deadline), || rb_self.0.acquire(intr, &token, deadline))
+        })
+        .inspect_err(|_| rb_self.0.abandon(&token))?;
+        Ok(slot.map(|s| RbLimiterSlot(HeldCell::new(s))))
     }
 
     /// Gives the slot back (a second call does nothing); raises LockLost if its lease was lost.
@@ -78,11 +82,7 @@ impl RbConcurrentLimiter {
 
 impl RbLimiterSlot {
     fn token(&self) -> Option<String> {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .map(|s| s.token().to_string())
+        self.0.lock().as_ref().map(|s| s.token().to_string())
     }
 }
 

@@ -3,19 +3,20 @@
 
 use crate::errors::{core_error, deadline, seconds};
 use crate::guard;
+use crate::held_cell::HeldCell;
 use crate::nogvl::{acquire, release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
+use ferrolock_core::caller_deadline::bounded;
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions, Held};
 use ferrolock_core::replicas;
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
-use std::sync::Mutex;
 
 #[magnus::wrap(class = "Ferrolock::Native::DistMutex", free_immediately, size)]
 pub struct RbDistMutex(DistMutex);
 
 #[magnus::wrap(class = "Ferrolock::Native::MutexHold", free_immediately, size)]
 pub struct RbMutexHold {
-    held: Mutex<Option<Held>>,
+    held: HeldCell<Held>,
     fencing_token: i64,
 }
 
@@ -23,7 +24,7 @@ impl RbMutexHold {
     fn new(held: Held) -> Self {
         RbMutexHold {
             fencing_token: held.fencing_token(),
-            held: Mutex::new(Some(held)),
+            held: HeldCell::new(held),
         }
     }
 
@@ -63,8 +64,11 @@ impl RbDistMutex {
     fn lock(ruby: &Ruby, rb_self: &Self, timeout: Option<f64>) -> Result<RbMutexHold, Error> {
         let deadline = deadline(ruby, "timeout", timeout)?;
         let token = DistMutex::new_token();
-        let held = acquire(ruby, |intr| rb_self.0.lock(intr, &token, deadline))
-            .inspect_err(|_| rb_self.0.abandon(&token))?;
+        // The deadline bounds a stalled Redis too (caller_deadline.rs).
+        let held = acquire(ruby, |intr| {
+            bounded(deadline, || rb_self.0.lock(intr, &token, deadline))
+        })
+        .inspect_err(|_| rb_self.0.abandon(&token))?;
         Ok(RbMutexHold::new(held))
     }
 

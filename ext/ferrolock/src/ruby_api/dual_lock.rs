@@ -3,12 +3,13 @@
 
 use crate::errors::{core_error, deadline, seconds};
 use crate::guard;
+use crate::held_cell::HeldCell;
 use crate::nogvl::{acquire, release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
+use ferrolock_core::caller_deadline::bounded;
 use ferrolock_core::dual_lock::{DualLock, DualLockOptions, Stage, Ticket};
 use ferrolock_core::replicas;
 use magnus::{function, method, prelude::*, Error, RModule, Ruby, Symbol};
-use std::sync::Mutex;
 
 #[magnus::wrap(class = "Ferrolock::Native::DualLock", free_immediately, size)]
 pub struct RbDualLock(DualLock);
@@ -16,7 +17,7 @@ pub struct RbDualLock(DualLock);
 /// The ticket is taken out of the mutex by `leave`, so a second leave (an `ensure` running
 /// twice) is a no-op rather than a second release.
 #[magnus::wrap(class = "Ferrolock::Native::DualLockTicket", free_immediately, size)]
-pub struct RbDualTicket(Mutex<Option<Ticket>>);
+pub struct RbDualTicket(HeldCell<Ticket>);
 
 fn stage_symbol(ruby: &Ruby, stage: Stage) -> Symbol {
     ruby.to_symbol(match stage {
@@ -29,7 +30,7 @@ fn stage_symbol(ruby: &Ruby, stage: Stage) -> Symbol {
 impl RbDualTicket {
     /// :running, :waiting, :skipped, or :left once released.
     fn stage(ruby: &Ruby, rb_self: &Self) -> Symbol {
-        match rb_self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        match rb_self.0.lock().as_ref() {
             Some(t) => stage_symbol(ruby, t.stage()),
             None => ruby.to_symbol("left"),
         }
@@ -55,11 +56,16 @@ impl RbDualLock {
             .map_err(|e| core_error(ruby, e))
     }
 
-    fn enter(ruby: &Ruby, rb_self: &Self) -> Result<RbDualTicket, Error> {
+    /// `timeout`: the caller's time left (nil: none); it bounds a stalled Redis
+    /// (caller_deadline.rs).
+    fn enter(ruby: &Ruby, rb_self: &Self, timeout: Option<f64>) -> Result<RbDualTicket, Error> {
+        let deadline = deadline(ruby, "max_wait", timeout)?;
         let token = DualLock::new_token();
-        let ticket = acquire(ruby, |intr| rb_self.0.enter(intr, &token))
-            .inspect_err(|_| rb_self.0.abandon(&token))?;
-        Ok(RbDualTicket(Mutex::new(Some(ticket))))
+        let ticket = acquire(ruby, |intr| {
+            bounded(deadline, || rb_self.0.enter(intr, &token))
+        })
+        .inspect_err(|_| rb_self.0.abandon(&token))?;
+        Ok(RbDualTicket(HeldCell::new(ticket)))
     }
 
     /// Waits at most `timeout` seconds (nil: as long as it takes); returns the new stage.
@@ -73,9 +79,9 @@ impl RbDualLock {
         // The ticket is updated in place, so a retry after an interruption resumes the wait
         // with the same token and deadline.
         let stage = run(ruby, Retry::Idempotent, |intr| {
-            let mut guard = ticket.0.lock().unwrap_or_else(|e| e.into_inner());
+            let mut guard = ticket.0.lock();
             match guard.as_mut() {
-                Some(t) => rb_self.0.wait(intr, t, deadline),
+                Some(t) => bounded(deadline, || rb_self.0.wait(intr, t, deadline)),
                 None => Err(ferrolock_core::Error::argument("ticket: already left")),
             }
         })
@@ -83,7 +89,7 @@ impl RbDualLock {
         // sent): a promotion to EXEC would then hold the key for a whole exec_ttl. The caller
         // leaves after any error, so releasing the token again in the background is harmless.
         .inspect_err(|_| {
-            if let Some(t) = ticket.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            if let Some(t) = ticket.0.lock().as_ref() {
                 rb_self.0.abandon(t.token());
             }
         })?;
@@ -107,7 +113,7 @@ impl RbDualLock {
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("DualLock", ruby.class_object())?;
     class.define_singleton_method("new", function!(guard::f5(RbDualLock::new), 5))?;
-    class.define_method("enter", method!(guard::f1(RbDualLock::enter), 0))?;
+    class.define_method("enter", method!(guard::f2(RbDualLock::enter), 1))?;
     class.define_method("wait", method!(guard::f3(RbDualLock::wait), 2))?;
     class.define_method("leave", method!(guard::f2(RbDualLock::leave), 1))?;
     class.define_method("state", method!(guard::f1(RbDualLock::state), 0))?;

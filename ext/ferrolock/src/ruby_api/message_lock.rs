@@ -3,11 +3,11 @@
 
 use crate::errors::{core_error, seconds};
 use crate::guard;
+use crate::held_cell::HeldCell;
 use crate::nogvl::{acquire, release_once};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::message_lock::{Begin, Finish, MessageLock, MessageLockOptions, Running};
 use magnus::{function, method, prelude::*, Error, IntoValue, RModule, Ruby, Value};
-use std::sync::Mutex;
 
 #[magnus::wrap(class = "Ferrolock::Native::MessageLock", free_immediately, size)]
 pub struct RbMessageLock(MessageLock);
@@ -15,15 +15,11 @@ pub struct RbMessageLock(MessageLock);
 /// One delivery's lease. Garbage-collected without finish/abort (a crash of the Ruby code
 /// around it), it stops being renewed and expires after lock_ttl.
 #[magnus::wrap(class = "Ferrolock::Native::MessageLease", free_immediately, size)]
-pub struct RbMessageLease(Mutex<Option<Running>>);
+pub struct RbMessageLease(HeldCell<Running>);
 
 impl RbMessageLease {
     fn is_lost(&self) -> bool {
-        self.0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-            .is_some_and(Running::is_lost)
+        self.0.lock().as_ref().is_some_and(Running::is_lost)
     }
 }
 
@@ -57,7 +53,7 @@ impl RbMessageLock {
         })
         .inspect_err(|_| rb_self.0.abandon(&queue, &message_id, &token))?;
         Ok(match begin {
-            Begin::Run(running) => RbMessageLease(Mutex::new(Some(running))).into_value_with(ruby),
+            Begin::Run(running) => RbMessageLease(HeldCell::new(running)).into_value_with(ruby),
             Begin::Processed => ruby.to_symbol("processed").as_value(),
             Begin::InProgress => ruby.to_symbol("in_progress").as_value(),
         })
