@@ -19,6 +19,11 @@ module Chaos
       start
     end
 
+    # kill -9 and nothing else: #start brings it back from its AOF.
+    def crash
+      kill9
+    end
+
     def pause
       Process.kill("STOP", @pid)
     end

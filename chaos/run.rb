@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
 # bin/chaos: worker processes of threads hammer DistMutex, ConcurrentLimiter and DualLock on one
-# throwaway Redis while faults are injected, then the histories are checked.
+# throwaway Redis while faults are injected, then the histories are checked; then the after-work
+# cases run (a fork inside a held block, Redis failing right after a block: chaos/after_work.rb).
 #   bin/chaos            about 3 minutes, every fault kind several times
 #   bin/chaos --short    about 40 s, every fault kind once
 #   bin/chaos --keep     keep the journals (their directory is printed)
@@ -15,6 +16,7 @@ require_relative "worker_pool"
 require_relative "faults"
 require_relative "checker"
 require_relative "report"
+require_relative "after_work"
 
 module Chaos
   # Runs one chaos session and exits non-zero on any unexplained violation.
@@ -48,7 +50,8 @@ module Chaos
       inject_faults(Faults.new(redis: @redis, pool: pool), deadline)
       hung = pool.wait_all(grace: GRACE)
       summary(started, pool)
-      check(pool, hung)
+      after_work = AfterWork.run(@redis, short: @plan[:cycles] == 1)
+      check(pool, hung, after_work)
     ensure
       @redis.stop
       keep_or_remove
@@ -81,10 +84,11 @@ module Chaos
            "(#{THREADS} threads each; #{pool.journals.size - @plan[:workers]} replacements), lease #{Settings::LEASE} s"
     end
 
-    def check(pool, hung)
+    # after_work: the after-work cases' failures (chaos/after_work.rb).
+    def check(pool, hung, after_work)
       kills = @faults.select { |f| f[:kind] == :kill_holder }.to_h { |f| [f[:pid], f[:start]] }
       checker = Checker.new(History.new(pool.journals, kills), @faults)
-      failures = Report.new(checker, hung: hung, failed: pool.failed).print
+      failures = Report.new(checker, hung: hung, failed: pool.failed).print + after_work
       if failures.empty?
         puts "\nbin/chaos: every promise held"
         true
