@@ -52,6 +52,8 @@ module Chaos
       Ferrolock.subscribe(:lock_lost) do |_event, payload|
         @journal.write(ev: "lock_lost", prim: payload[:primitive].to_s, t: Chaos.now)
       end
+      # Instrumented in the releasing thread: its workload reads the mark (Workloads::Base#release_failure).
+      Ferrolock.subscribe(:release_failed) { Thread.current[:chaos_release_failed] = true }
       @journal.write(ev: "worker_start", pid: Process.pid, t: Chaos.now)
       workload_threads.each(&:join)
       @journal.write(ev: "worker_end", pid: Process.pid, t: Chaos.now)

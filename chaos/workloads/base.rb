@@ -41,6 +41,19 @@ module Chaos
         OUTCOMES.find { |klass, _| error.is_a?(klass) }&.last || "other:#{error.class}: #{error.message}"
       end
 
+      # Block forms do not raise when the release fails once the block is over (issue 24: logged and
+      # evented instead). The worker's :release_failed subscriber runs in the releasing thread and marks
+      # it (Worker#run); a section whose release failed counts as "conn", as a raised one did.
+      def watch_release
+        Thread.current[:chaos_release_failed] = false
+      end
+
+      def release_failure
+        return nil unless Thread.current[:chaos_release_failed]
+
+        Ferrolock::ConnectionError.new("release failed after the block (:release_failed)")
+      end
+
       def wait_record(started, limit, result)
         @journal.write(ev: "wait", prim: prim, dur: Chaos.now - started, limit: limit, result: result)
       end

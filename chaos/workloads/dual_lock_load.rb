@@ -43,6 +43,7 @@ module Chaos
         @journal.write(ev: "attempt", job: job, key: lock.key, a0: started, pid: Process.pid)
         call = { ran: false }
         begin
+          watch_release
           call[:result] = lock.run do
             call[:ran] = true
             wait_record(started, Settings::MAX_WAIT, "acquired")
@@ -50,6 +51,7 @@ module Chaos
             section_pause(0.03, 0.12)
             call[:ended] = Chaos.now
           end
+          call[:error] = release_failure
         rescue Ferrolock::Error => e
           call[:error] = e
         end

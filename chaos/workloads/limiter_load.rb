@@ -24,6 +24,7 @@ module Chaos
         ended = nil
         error = nil
         begin
+          watch_release
           @limiter.within_limit do
             entered = Chaos.now
             wait_record(started, Settings::WAIT_TIMEOUT, "acquired")
@@ -31,6 +32,7 @@ module Chaos
             section_pause(0.05, 0.2)
             ended = Chaos.now
           end
+          error = release_failure
         rescue Ferrolock::Error => e
           error = e
         end
