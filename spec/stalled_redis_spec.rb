@@ -73,6 +73,19 @@ RSpec.describe "a stalled Redis and the caller's timeout" do
     expect(lock.run { nil }).to be(true)
   end
 
+  it "ends RateLimiter#within_limit by its wait_timeout with OverLimit" do
+    limiter = Ferrolock::RateLimiter.window("stall:rate", 5, 10, wait_timeout: 0.5, client: client)
+    limiter.within_limit { nil }
+    ran = false
+    error, took = while_stalled { limiter.within_limit { ran = true } }
+    expect(error).to be_a(Ferrolock::OverLimit)
+    expect(error.cause).to be_a(Ferrolock::ConnectionError)
+    expect(took).to be < 1.5
+    expect(ran).to be(false)
+    server.resume
+    expect(limiter.within_limit { :works }).to eq(:works)
+  end
+
   it "bounds a new connection's handshake too" do
     mutex = Ferrolock::DistMutex.new("stall:connect", client: Ferrolock::Client.new(url: server.url,
                                                                                     read_timeout: 5,

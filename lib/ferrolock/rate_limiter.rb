@@ -123,8 +123,9 @@ module Ferrolock
       # A wait ended by an exception gives its slot back natively; a slot granted just as an
       # exception arrived is given back here (the block will not run).
       give_back = ->(reply) { @native.refund(reply[3], cost) if reply[0] }
-      granted, at, remaining = Interrupts.acquire(keep: ->(_) {}, give_back: give_back) do
-        @native.acquire(cost, wait_timeout)
+      stalled = -> { stalled_over_limit(wait_timeout, started) }
+      granted, at, remaining = CallerTimeout.bound(started, wait_timeout, stalled) do
+        Interrupts.acquire(keep: ->(_) {}, give_back: give_back) { @native.acquire(cost, wait_timeout) }
       end
       waited = Ferrolock.monotonic - started
       return instrument(:acquired, waited: waited, granted_at: at, remaining: remaining, cost: cost) if granted
@@ -132,6 +133,13 @@ module Ferrolock
       instrument(:over_limit, waited: waited, retry_after: at)
       raise OverLimit.new("RateLimiter #{@name.inspect} (#{@kind}, #{@count} per #{@interval} s): next slot in " \
                           "#{at.round(3)} s, past wait_timeout #{wait_timeout} s", limiter: self, retry_after: at)
+    end
+
+    # Redis stalled past wait_timeout (see CallerTimeout): when the next slot opens is unknown.
+    def stalled_over_limit(wait_timeout, started)
+      instrument(:over_limit, waited: Ferrolock.monotonic - started, retry_after: nil)
+      OverLimit.new("RateLimiter #{@name.inspect}: Redis did not answer within wait_timeout (#{wait_timeout} s)",
+                    limiter: self)
     end
 
     def instrument(event, **payload)

@@ -5,6 +5,7 @@ use crate::errors::{core_error, deadline, seconds};
 use crate::guard;
 use crate::nogvl::{acquire, run, Retry};
 use crate::ruby_api::client::RbClient;
+use ferrolock_core::caller_deadline::bounded;
 use ferrolock_core::rate_limiter::{Algorithm, Attempt, RateLimiter};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 use std::sync::Mutex;
@@ -75,8 +76,13 @@ impl RbRateLimiter {
         let lock = || claim.lock().unwrap_or_else(|e| e.into_inner());
         // Run again after a signal or Thread#wakeup cut it short, the same claim waits for the
         // slot it already reserved.
-        let attempt = acquire(ruby, |intr| rb_self.0.acquire(intr, &mut lock(), deadline))
-            .inspect_err(|_| rb_self.0.refund(&lock()))?;
+        // The deadline bounds a stalled Redis too (caller_deadline.rs).
+        let attempt = acquire(ruby, |intr| {
+            bounded(Some(deadline), || {
+                rb_self.0.acquire(intr, &mut lock(), deadline)
+            })
+        })
+        .inspect_err(|_| rb_self.0.refund(&lock()))?;
         let reply = ruby.ary_new();
         match attempt {
             Attempt::Granted(grant) => {
