@@ -122,6 +122,44 @@ RSpec.describe "a release failing after the block" do
     end
   end
 
+  describe "the Sidekiq DualLock and Limiter middlewares" do
+    let(:job_class) do
+      klass = Class.new do
+        include Sidekiq::Worker
+        def self.name = "AfterBlockDualJob"
+      end
+      klass.sidekiq_options(dual_lock: { wait_ttl: 3, exec_ttl: 3 })
+      stub_const("AfterBlockDualJob", klass)
+    end
+    let(:job) { { "class" => "AfterBlockDualJob", "jid" => "jid-dual", "args" => [7], "queue" => "default" } }
+    let(:limiter) { Ferrolock::ConcurrentLimiter.new("after:mw-limiter", 1, lock_timeout: 3, client: client) }
+
+    # The chain a job runs through: LimiterMiddleware, DualLockMiddleware, then the job (which uses
+    # a ConcurrentLimiter, as a Sidekiq Enterprise limiter job does).
+    def run_job(&work)
+      dual = Ferrolock::Sidekiq::DualLockMiddleware.new(client: client)
+      Ferrolock::Sidekiq::LimiterMiddleware.new.call(job_class.new, job, "default") do
+        dual.call(job_class.new, job, "default") { limiter.within_limit(&work) }
+      end
+    end
+
+    it "does not fail a job that succeeded, and its locks go away" do
+      ran = 0
+      expect { run_job { ran += 1 if server.pause } }.not_to raise_error
+      expect(ran).to eq(1)
+      expect(events.map { |e| e.values_at(:primitive, :block) })
+        .to contain_exactly(%i[concurrent_limiter finished], %i[dual_lock finished])
+      nothing_held_after_resume("*AfterBlockDualJob*", within: 5)
+      wait_until(timeout: 5) { limiter.status[:in_use].zero? }
+    end
+
+    it "keeps a failed job's own exception" do
+      expect { run_job { server.pause && raise(ArgumentError, "the job's own") } }
+        .to raise_error(ArgumentError, "the job's own")
+      expect(events.map { |e| e[:block] }).to eq(%i[raised raised])
+    end
+  end
+
   describe "the Sidekiq uniqueness server middleware" do
     def job_for(lock)
       klass = Class.new do
