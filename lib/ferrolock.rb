@@ -19,6 +19,7 @@ else
 end
 
 require_relative "ferrolock/client"
+require_relative "ferrolock/backend"
 require_relative "ferrolock/validate"
 require_relative "ferrolock/foreign_error"
 require_relative "ferrolock/recently_made"

@@ -23,8 +23,8 @@ module Ferrolock
       @wait_timeout = Validate.seconds!(:wait_timeout, wait_timeout, allow_zero: true)
       @lock_timeout = Validate.seconds!(:lock_timeout, lock_timeout)
       @client = Validate.client!(client)
-      @native = Native::ConcurrentLimiter.new(@client.native, @name, @count, @lock_timeout,
-                                              Ferrolock.min_replicas_acked!(min_replicas_acked))
+      @native = Backend.build(:ConcurrentLimiter, @client, @name, @count, @lock_timeout,
+                              Ferrolock.min_replicas_acked!(min_replicas_acked))
       LocalLimits.record(@client.namespace, @name, @count)
     end
 
@@ -94,6 +94,8 @@ module Ferrolock
     # The slots set's '{limit}' member, scored -limit (lua/concurrent_limiter/acquire.lua), or nil.
     # A separate ZSCORE: status is an operator's read, not the hot path.
     def stored_limit
+      return @native.stored_limit if @native.respond_to?(:stored_limit) # ferrolock/testing's in-memory backend
+
       score = @client.call("ZSCORE", "#{@client.namespace}:{#{@name}}:slots", "{limit}")
       score && -Float(score).to_i
     end

@@ -33,8 +33,8 @@ module Ferrolock
       end
 
       @client = Validate.client!(client)
-      @native = Native::DistMutex.new(@client.native, @name, expire, auto_release, lease,
-                                      Ferrolock.min_replicas_acked!(min_replicas_acked))
+      @native = Backend.build(:DistMutex, @client, @name, expire, auto_release, lease,
+                              Ferrolock.min_replicas_acked!(min_replicas_acked))
       # Holds are recorded process-wide (Owners) under the lock's identity, so other DistMutex
       # objects of the same lock see them; a hold whose owner ends is released after a tick.
       @key = [@client.redacted_url, @client.namespace, @name].freeze

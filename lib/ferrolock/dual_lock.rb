@@ -25,8 +25,8 @@ module Ferrolock
       @exec_ttl = Validate.seconds!(:exec_ttl, exec_ttl)
       @max_wait = nil.equal?(max_wait) ? nil : Validate.seconds!(:max_wait, max_wait, allow_zero: true)
       @client = Validate.client!(client)
-      @native = Native::DualLock.new(@client.native, @key, @wait_ttl, @exec_ttl,
-                                     Ferrolock.min_replicas_acked!(min_replicas_acked))
+      @native = Backend.build(:DualLock, @client, @key, @wait_ttl, @exec_ttl,
+                              Ferrolock.min_replicas_acked!(min_replicas_acked))
     end
 
     # Runs the block unless another duplicate already waits. Returns true when it ran, false

@@ -29,6 +29,8 @@ module Ferrolock
 
       # Returns yield's result, as Sidekiq requires. Never stops a push.
       def call(worker_class, job, queue, _redis_pool)
+        return yield if Backend.pass_through? # Ferrolock::Testing.disable!
+
         reroute(worker_class, job, queue) if job.is_a?(Hash)
         yield
       end
