@@ -52,6 +52,16 @@ module Ferrolock
         switch(:real, &block)
       end
 
+      # fake!, disable! or real! by name: :fake, :disable (or :disabled) or :real (RSpec metadata).
+      def use(mode, &block)
+        case mode
+        when :fake then fake!(&block)
+        when :disable, :disabled then disable!(&block)
+        when :real then real!(&block)
+        else raise ArgumentError, "mode must be :fake, :disable or :real, got #{Validate.show(mode)}"
+        end
+      end
+
       def fake?
         @mode == :fake
       end
