@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "rspec/core"
 require "ferrolock/testing"
 
 # RSpec: every example starts with no fake state, and leaves the mode as it found it. Metadata

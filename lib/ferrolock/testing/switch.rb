@@ -22,6 +22,12 @@ module Ferrolock
         @lock = ::Mutex.new
       end
 
+      def inspect
+        "#<#{self.class.name} #{@kind} mode=#{Testing.mode}>"
+      end
+
+      private
+
       def method_missing(name, *args, &block)
         target = backend
         return super unless target.respond_to?(name)
@@ -33,12 +39,6 @@ module Ferrolock
       def respond_to_missing?(name, include_private = false)
         backend.respond_to?(name) || super
       end
-
-      def inspect
-        "#<#{self.class.name} #{@kind} mode=#{Testing.mode}>"
-      end
-
-      private
 
       def backend
         case Testing.mode
