@@ -43,8 +43,8 @@ module FerrolockTest
       print JSON.generate(table)
     RUBY
 
-    # What a fresh `require "ferrolock"` defines, with the testing mode (no spec's stand-ins): for every Ferrolock class and
-    # module, autoloaded ones included, its own public methods, every method it answers (any
+    # What a fresh `require "ferrolock"` and its testing mode define (no spec's stand-ins): for every
+    # Ferrolock class and module, autoloaded ones included, its own public methods, every method it answers (any
     # visibility, inherited too) and its constants. "#name" is an instance method, ".name" a class method.
     RUNTIME = <<~'RUBY'
       require "ferrolock"
