@@ -11,6 +11,12 @@ RSpec.shared_examples "a ferrolock backend" do |mode|
 
   let(:clock) { FerrolockTest::ScenarioClock.new(mode, self) }
 
+  # In fake mode ferrolock's Redis is a closed port: a call reaching it would fail the example.
+  before do
+    dead = "redis://127.0.0.1:#{FerrolockTest::RedisServer.free_port}/0"
+    Ferrolock.configure { |c| c.redis_url = dead } if mode == :fake
+  end
+
   # Runs the block on another thread holding what it took until the returned Queue gets a value.
   def hold_in_thread(&take)
     held = Queue.new
@@ -244,6 +250,21 @@ RSpec.shared_examples "a ferrolock backend" do |mode|
       holder = lock.holder
       lock.release("a" * 24)
       expect([pushes, holder, push.call("c" * 24)]).to eq([[:pushed, nil], "a" * 24, :pushed])
+    end
+  end
+
+  describe Ferrolock::Sidekiq::UniqueServerMiddleware do
+    it "until_executed: keeps duplicates out until the job ran, then lets the next push in" do
+      client = Ferrolock::Sidekiq::UniqueClientMiddleware.new
+      job = ->(jid) { { "class" => "TestingModeUniqueJob", "jid" => jid, "args" => [8], "queue" => "default" } }
+      push = ->(jid) { client.call(TestingModeUniqueJob, job.call(jid), "default") { :pushed } }
+      first = push.call("a" * 24)
+      during = nil
+      ran = described_class.new.call(TestingModeUniqueJob.new, job.call("a" * 24), "default") do
+        during = push.call("b" * 24)
+        :ran
+      end
+      expect([first, during, ran, push.call("c" * 24)]).to eq([:pushed, nil, :ran, :pushed])
     end
   end
 
