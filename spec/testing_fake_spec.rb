@@ -46,6 +46,27 @@ RSpec.shared_examples "a ferrolock backend" do |mode|
       other.unlock
     end
 
+    it "keeps many threads' sections apart" do
+      inside = 0
+      most = 0
+      count = 0
+      threads = Array.new(6) do
+        Thread.new do
+          mutex = Ferrolock::DistMutex.new("counter")
+          30.times do
+            mutex.synchronize(timeout: 30) do
+              most = [most, inside += 1].max
+              Thread.pass
+              count += 1
+              inside -= 1
+            end
+          end
+        end
+      end
+      threads.each(&:join)
+      expect([count, most]).to eq([180, 1])
+    end
+
     it "wakes a waiter as soon as the holder unlocks" do
       mutex = Ferrolock::DistMutex.new("handoff")
       release, thread = hold_in_thread { |wait| mutex.synchronize { wait.call } }
@@ -106,6 +127,26 @@ RSpec.shared_examples "a ferrolock backend" do |mode|
       expect(status).to eq(limit: 2, in_use: 2, waiting: 0)
       expect(waited).to be_between(0.25, 2)
       expect([limiter.within_limit { :ran }, limiter.status]).to eq([:ran, { limit: 2, in_use: 0, waiting: 0 }])
+    end
+
+    it "never lets more than count blocks run at once across many threads" do
+      limiter = Ferrolock::ConcurrentLimiter.new("crowd", 3, wait_timeout: 30)
+      inside = 0
+      most = 0
+      guard = Mutex.new
+      threads = Array.new(8) do
+        Thread.new do
+          10.times do
+            limiter.within_limit do
+              guard.synchronize { most = [most, inside += 1].max }
+              sleep 0.005
+              guard.synchronize { inside -= 1 }
+            end
+          end
+        end
+      end
+      threads.each(&:join)
+      expect([most, limiter.status]).to eq([3, { limit: 3, in_use: 0, waiting: 0 }])
     end
 
     it "gives a waiter the slot freed meanwhile and counts it as waiting until then" do
@@ -179,6 +220,19 @@ RSpec.shared_examples "a ferrolock backend" do |mode|
       expect(ran).to eq([:ok] * 4)
       expect(refused.retry_after).to be_between(0.05, 0.25)
       expect([limiter.within_limit { :again }, limiter.status[:remaining]]).to eq([:again, 1])
+    end
+
+    it "window: count calls per window, then OverLimit until the next window" do
+      limiter = Ferrolock::RateLimiter.window("hourly", 2, :hour, wait_timeout: 0)
+      ran = Array.new(2) { limiter.within_limit { :ok } }
+      refused = begin
+        limiter.within_limit { :never }
+      rescue Ferrolock::OverLimit => e
+        e
+      end
+      expect([ran, limiter.status[:remaining]]).to eq([%i[ok ok], 0])
+      expect(refused.retry_after).to be_between(0, 3600)
+      expect(limiter.status[:reset_in]).to be_within(0.5).of(refused.retry_after)
     end
 
     it "leaky: a second call waits for its slot within wait_timeout" do
