@@ -52,14 +52,25 @@ RSpec.describe Ferrolock::Testing do
   end
 
   describe ".reset!" do
-    it "forgets held locks and wakes their waiters" do
+    it "forgets held locks and wakes their waiters; the holder's unlock then reports the lock lost" do
       mutex = Ferrolock::DistMutex.new("stale")
-      holder = Thread.new { mutex.lock }
-      holder.join
+      held = Queue.new
+      release = Queue.new
+      holder = Thread.new do
+        mutex.lock
+        held << true
+        release.pop
+        mutex.unlock
+      rescue Ferrolock::LockLost => e
+        e
+      end
+      held.pop
       waiter = Thread.new { elapsed { Ferrolock::DistMutex.new("stale").synchronize(timeout: 5) { :ran } } }
       sleep 0.2
       described_class.reset!
-      expect(waiter.value).to be < 1.5
+      waited = waiter.value
+      release << true
+      expect([waited < 1.5, holder.value]).to match([true, an_instance_of(Ferrolock::LockLost)])
     end
 
     it "forgets counts and markers" do
