@@ -46,7 +46,7 @@ module Ferrolock
         settings = UniqueSettings.for(klass, job)
         return yield unless settings
 
-        digest = UniqueDigest.for(settings, job)
+        digest = UniqueDigest.carried(settings, job)
         case settings.lock
         when :until_executing then until_executing(digest, job, &block)
         when :until_executed then until_executed(settings, digest, job, &block)
