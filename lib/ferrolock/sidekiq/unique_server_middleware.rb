@@ -76,6 +76,7 @@ module Ferrolock
         end
 
         finished = false
+        job.delete(Reschedule::MARK) # (a stale one, from a payload retried after a reschedule)
         UniqueLeases.hold(lock, job["jid"], settings.lock_lease)
         begin
           result = yield
@@ -83,11 +84,23 @@ module Ferrolock
           result
         ensure
           # No interrupt (Sidekiq's hard shutdown is a Thread#raise) may skip this.
-          Thread.handle_interrupt(Object => :never) do
-            UniqueLeases.drop(lock)
-            finished ? lock.release(job["jid"]) : UniqueRetry.keep_or_release(settings, lock, job, $ERROR_INFO)
-          end
+          Thread.handle_interrupt(Object => :never) { settle(settings, lock, job, finished, $ERROR_INFO) }
         end
+      end
+
+      def settle(settings, lock, job, finished, error)
+        UniqueLeases.drop(lock)
+        finished ? release_or_keep(settings, lock, job) : UniqueRetry.keep_or_release(settings, lock, job, error)
+      end
+
+      # A run that ended as a reschedule (a limiter or DualLock middleware inside this one pushed the
+      # job again for later) has not done the job: its lock stays, as a scheduled job's, until lock_ttl
+      # after it is due; else a duplicate pushed meanwhile would run too.
+      def release_or_keep(settings, lock, job)
+        at = job.delete(Reschedule::MARK)
+        return lock.release(job["jid"]) if at.nil?
+
+        lock.expire(job["jid"], UniquePush.ttl(settings, { "at" => at }))
       end
 
       def while_executing(settings, digest, job, queue)
