@@ -171,8 +171,7 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
   # then marked processed: the retry was skipped and the job lost. The Lock now goes by the
   # worker's own perform, wherever it sits.
   it "goes by the worker's own outcome wherever the Lock sits: a failed SQS delete or a swallowed error" do
-    placements = { "Readme" => "", "First" => "chain.prepend Ferrolock::Shoryuken::Lock",
-                   "Last" => "chain.add Ferrolock::Shoryuken::Lock" }
+    placements = { "Readme" => "", "First" => "chain.prepend Ferrolock::Shoryuken::Lock" }
     workers = placements.keys.map do |name|
       worker("Charge#{name}", "charge_#{name.downcase}", "auto_delete: true, ferrolock_lock: true") +
         worker("Retried#{name}", "retried_#{name.downcase}",
@@ -209,7 +208,7 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
       end
       R.report(report)
     RUBY
-    expect(result.transform_values { |v| v["chain"].index("Lock") }).to eq("Readme" => 2, "First" => 0, "Last" => 4)
+    expect(result.transform_values { |v| v["chain"].index("Lock") }).to eq("Readme" => 2, "First" => 0)
     placements.each_key do |name|
       charge1, retried1, charge2, retried2 = result[name]["outcomes"]
       # The job succeeded, the delete failed: processed, and the second copy deleted, not run.
@@ -218,6 +217,31 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
       expect(retried1.last).to be_nil, name # failed (swallowed by the retry middleware or not): given back
       expect(retried2).to eq(["ok", 2, "processed"]), name # its retry ran
     end
+  end
+
+  # After AutoDelete, AutoDelete would delete a copy the Lock leaves alone while the message runs
+  # elsewhere: if that run then failed, nothing would be left to redeliver.
+  it "refuses to run after AutoDelete for a worker with auto_delete, naming the right place" do
+    workers = worker("LastDeleting", "last_deleting", "auto_delete: true, ferrolock_lock: true") +
+              worker("LastKeeping", "last_keeping", "auto_delete: false, ferrolock_lock: true")
+    result = scenario(workers + <<~RUBY)
+      [LastDeleting, LastKeeping].each do |klass|
+        klass.server_middleware { |chain| chain.remove Ferrolock::Shoryuken::Lock; chain.add Ferrolock::Shoryuken::Lock }
+      end
+      C.deliver("m-deleting")
+      refused = R.process_error("last_deleting", R.receive("last_deleting").fetch(0))
+      C.deliver("m-keeping")
+      kept = R.process("last_keeping", R.receive("last_keeping").fetch(0))
+      R.report(refused: refused, kept: kept, runs: [R.runs("m-deleting"), R.runs("m-keeping")],
+               state: R.state("last_deleting", "m-deleting"), deleted: C.calls_to(:delete_message_batch).size)
+    RUBY
+    error, message = result["refused"]
+    expect(error).to eq("ArgumentError")
+    expect(message).to eq("Ferrolock::Shoryuken::Lock sits after AutoDelete in LastDeleting's middleware chain, " \
+                          "where AutoDelete would delete copies of a message still running elsewhere; put it " \
+                          "before: chain.insert_before Shoryuken::Middleware::Server::AutoDelete, " \
+                          "Ferrolock::Shoryuken::Lock")
+    expect(result).to include("kept" => "ok", "runs" => [0, 1], "state" => [nil, -2], "deleted" => 0)
   end
 
   # AutoExtendVisibility sits inside the Lock (after AutoDelete): it extends the running

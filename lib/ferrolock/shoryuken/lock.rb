@@ -37,6 +37,8 @@ module Ferrolock
         return yield unless settings.enabled?
         return pass_batch(worker, &block) if sqs_msg.is_a?(Array)
 
+        Placement.check!(worker)
+
         payload = { primitive: :shoryuken_lock, queue: queue, message_id: message_id!(sqs_msg),
                     worker: worker_name(worker, body) }
         process(settings, worker, sqs_msg, payload, &block)
