@@ -378,6 +378,10 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
                           /ProbeJob: sidekiq_options #{name}: is a sidekiq-unique-jobs option that .*remove it/)
       end
       expect { settings(unique: :until_executed) }.to raise_error(ArgumentError, /unique: .*use lock:/)
+      stub_const("SujSixJob", Class.new { include Sidekiq::Worker })
+      SujSixJob.sidekiq_options(unique: :until_executed) # sidekiq-unique-jobs 6's name; no lock: option
+      expect { Ferrolock::Sidekiq::UniqueServerMiddleware.validate! }
+        .to raise_error(ArgumentError, /SujSixJob: sidekiq_options unique: is a sidekiq-unique-jobs option/)
       expect { settings(lock: :until_executed, unique_across_queues: "true") }
         .to raise_error(ArgumentError, /ProbeJob: sidekiq_options unique_across_queues: must be true or false/)
       s = settings(lock: :until_executed, unique_across_queues: true, unique_across_workers: false)

@@ -31,8 +31,10 @@ module Ferrolock
 
       # Checks job classes' uniqueness options now, at boot, raising what their first push would
       # (the Railtie runs it on Sidekiq's :startup when this middleware is in the server chain). With
-      # no classes given: every loaded class with a `lock` option (eager-load first).
+      # no classes given: every loaded class with a `lock` option, or with a sidekiq-unique-jobs
+      # option ferrolock refuses (eager-load first).
       def self.validate!(*job_classes)
+        job_classes = JobClasses.with_option("lock") | UniqueUnsupported.declaring_classes if job_classes.empty?
         JobClasses.check_all!(job_classes, "lock", "UniqueServerMiddleware.validate!") do |job_class|
           case job_class
           when Module then UniqueSettings.for(job_class, {})

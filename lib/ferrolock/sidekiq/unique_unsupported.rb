@@ -22,6 +22,11 @@ module Ferrolock
 
       module_function
 
+      # The loaded job classes declaring any of them, for the boot check (validate!).
+      def declaring_classes
+        OPTIONS.keys.flat_map { |name| JobClasses.with_option(name) }.uniq
+      end
+
       # Raises ArgumentError naming the first such option the class declares. Only the class's own
       # declaration is read: payloads pushed by sidekiq-unique-jobs before a switch carry some of
       # these keys (lock_prefix...) and must still run.
