@@ -44,6 +44,10 @@ module Ferrolock
         job = Job.new(worker_class, payload)
         rules = Rules.parse(job.raw_rules)
         return if rules.nil?
+        # Pushed to a queue of its own choosing (`set(queue: ...)`): not the class's traffic, so not
+        # counted and not rerouted, as with sidekiq-fair_tenant. A job we rerouted earlier (a retry)
+        # is judged by the queue it came from.
+        return unless job.class_queue?(payload["fair_tenant_origin"] || queue)
 
         tenant = job.tenant
         return FairTenant.warn_no_tenant(job.class_name) if tenant.nil?

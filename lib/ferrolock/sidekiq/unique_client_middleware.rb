@@ -29,7 +29,10 @@ module Ferrolock
         settings = UniqueSettings.for(klass, job)
         return yield unless settings&.push_lock?
 
-        lock = UniqueLock.new(UniqueDigest.for(settings, job), client: @client)
+        digest = UniqueDigest.for(settings, job)
+        # Carried to the server middleware, which then releases this very lock (UniqueDigest.carried).
+        job[UniqueDigest::PAYLOAD_KEY] = digest
+        lock = UniqueLock.new(digest, client: @client)
         holder = lock.take(job["jid"], UniquePush.ttl(settings, job), keep: settings.lock == :until_expired)
         return UniquePush.pushed(lock, job, &block) unless holder
 

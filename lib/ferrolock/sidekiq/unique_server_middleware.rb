@@ -31,8 +31,10 @@ module Ferrolock
 
       # Checks job classes' uniqueness options now, at boot, raising what their first push would
       # (the Railtie runs it on Sidekiq's :startup when this middleware is in the server chain). With
-      # no classes given: every loaded class with a `lock` option (eager-load first).
+      # no classes given: every loaded class with a `lock` option, or with a sidekiq-unique-jobs
+      # option ferrolock refuses (eager-load first).
       def self.validate!(*job_classes)
+        job_classes = JobClasses.with_option("lock") | UniqueUnsupported.declaring_classes if job_classes.empty?
         JobClasses.check_all!(job_classes, "lock", "UniqueServerMiddleware.validate!") do |job_class|
           case job_class
           when Module then UniqueSettings.for(job_class, {})
@@ -48,7 +50,7 @@ module Ferrolock
         settings = UniqueSettings.for(klass, job)
         return yield unless settings
 
-        digest = UniqueDigest.for(settings, job)
+        digest = UniqueDigest.carried(settings, job)
         case settings.lock
         when :until_executing then until_executing(digest, job, &block)
         when :until_executed then until_executed(settings, digest, job, &block)
@@ -78,6 +80,7 @@ module Ferrolock
         end
 
         finished = false
+        job.delete(Reschedule::MARK) # (a stale one, from a payload retried after a reschedule)
         UniqueLeases.hold(lock, job["jid"], settings.lock_lease)
         begin
           result = yield
@@ -85,11 +88,23 @@ module Ferrolock
           result
         ensure
           # No interrupt (Sidekiq's hard shutdown is a Thread#raise) may skip this.
-          Thread.handle_interrupt(Object => :never) do
-            UniqueLeases.drop(lock)
-            finished ? lock.release(job["jid"]) : UniqueRetry.keep_or_release(settings, lock, job, $ERROR_INFO)
-          end
+          Thread.handle_interrupt(Object => :never) { settle(settings, lock, job, finished, $ERROR_INFO) }
         end
+      end
+
+      def settle(settings, lock, job, finished, error)
+        UniqueLeases.drop(lock)
+        finished ? release_or_keep(settings, lock, job) : UniqueRetry.keep_or_release(settings, lock, job, error)
+      end
+
+      # A run that ended as a reschedule (a limiter or DualLock middleware inside this one pushed the
+      # job again for later) has not done the job: its lock stays, as a scheduled job's, until lock_ttl
+      # after it is due; else a duplicate pushed meanwhile would run too.
+      def release_or_keep(settings, lock, job)
+        at = job.delete(Reschedule::MARK)
+        return lock.release(job["jid"]) if at.nil?
+
+        lock.expire(job["jid"], UniquePush.ttl(settings, { "at" => at }))
       end
 
       def while_executing(settings, digest, job, queue)
