@@ -20,6 +20,7 @@ end
 
 require_relative "ferrolock/client"
 require_relative "ferrolock/validate"
+require_relative "ferrolock/reserved_names"
 require_relative "ferrolock/foreign_error"
 require_relative "ferrolock/recently_made"
 require_relative "ferrolock/clock"

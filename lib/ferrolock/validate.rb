@@ -162,7 +162,7 @@ module Ferrolock
     def options!(value, known)
       case value
       when Hash then nil
-      else raise TypeError, "options must be a Hash (#{known.map { |k| "#{k}:" }.join(", ")}), got #{show(value)}"
+      else raise TypeError, "options must be a Hash (#{known.map { |k| "#{k}:" }.uniq.join(", ")}), got #{show(value)}"
       end
       # known.include? compares with the known keys' own ==: a key without methods is just unknown.
       unknown = value.keys.reject { |key| known.include?(key) }

@@ -42,7 +42,8 @@ module Ferrolock
           commands = COMMANDS.values.map { |use, text| format("    %<use>-27s %<text>s", use: use, text: text) }
           opts.banner = "Usage: ferrolock [options] COMMAND [ARGS]\n\nCommands:\n#{commands.join("\n")}\n\nOptions:"
           global_options(opts)
-          opts.separator("\nPut -- before a PATTERN or NAME that may start with -: options end there.")
+          opts.separator("\nOptions go before PATTERN or NAME (--json, --force and --help may also follow it);")
+          opts.separator("-- ends them: `ferrolock locks -- \"$PATTERN\"` never reads a pattern as an option.")
           opts.separator("Exit codes: 0 ok, 1 not found, 2 usage, 3 Redis unreachable.")
         end
       end
