@@ -16,12 +16,6 @@ RSpec.describe "passwords are never shown", time_limit: 300 do
   urls = FerrolockTest::SecretUrls.new
   before(:context) { urls.start }
   after(:context) { urls.destroy }
-  # The clients' eviction warnings (the server is allkeys-lru) go nowhere; "log lines" reads them.
-  before do
-    @logger = Ferrolock.config.instance_variable_get(:@logger)
-    Ferrolock.config.logger = Logger.new(File::NULL)
-  end
-  after { Ferrolock.config.instance_variable_set(:@logger, @logger) }
 
   def expect_hidden(urls, text, where)
     expect(urls.shown_in(text)).to eq([]), "#{where} shows a password: #{text}"
@@ -69,7 +63,9 @@ RSpec.describe "passwords are never shown", time_limit: 300 do
   describe "log lines" do
     it "the eviction warning names the server without its password" do
       log = StringIO.new
+      previous = Ferrolock.config.instance_variable_get(:@logger)
       Ferrolock.config.logger = Logger.new(log)
+      urls.eviction_policy = "allkeys-lru"
       urls.working.each do |form, url|
         client = Ferrolock::Client.new(url: url)
         expect(client.ping).to eq("PONG"), form
@@ -78,6 +74,9 @@ RSpec.describe "passwords are never shown", time_limit: 300 do
       warnings = log.string.lines.grep(/maxmemory-policy allkeys-lru/)
       expect(warnings.size).to eq(urls.working.size)
       expect_hidden(urls, log.string, "the eviction warning")
+    ensure
+      urls.eviction_policy = "noeviction"
+      Ferrolock.config.instance_variable_set(:@logger, previous)
     end
   end
 

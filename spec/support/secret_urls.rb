@@ -4,8 +4,8 @@ require "securerandom"
 require "uri"
 
 module FerrolockTest
-  # A password-protected redis-server (requirepass, an ACL user, a unix socket, allkeys-lru so the
-  # eviction warning fires) and every way a URL can carry its passwords, for spec/secrets_spec.rb.
+  # A password-protected redis-server (requirepass, an ACL user, a unix socket) and every way a URL
+  # can carry its passwords, for spec/secrets_spec.rb.
   # Each password holds a random core (`secrets`): no output may contain one, escaped or not.
   class SecretUrls
     USER = "worker"
@@ -22,7 +22,7 @@ module FerrolockTest
     end
 
     def start
-      @server = RedisServer.new(unixsocket: true, extra_args: ["--maxmemory-policy", "allkeys-lru"]).start
+      @server = RedisServer.new(unixsocket: true).start
       @server.redis.call("ACL", "SETUSER", USER, "on", ">#{user_password}", "~*", "&*", "+@all")
       # Last: the spec's own redis-rb connection stays authenticated as the default user.
       @server.redis.call("CONFIG", "SET", "requirepass", password)
@@ -31,6 +31,11 @@ module FerrolockTest
 
     def destroy
       @server&.destroy
+    end
+
+    # The maxmemory-policy, for the eviction warning (with anything but noeviction).
+    def eviction_policy=(policy)
+      server.redis.call("CONFIG", "SET", "maxmemory-policy", policy)
     end
 
     # URLs that reach the server and authenticate: name => URL.
