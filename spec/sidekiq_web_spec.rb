@@ -106,8 +106,8 @@ RSpec.describe "Sidekiq Web Locks tab" do
       get(path)
       expect(last_response.headers["X-Frame-Options"]).to eq("DENY"), path
     end
-    get("/")
-    expect(last_response.headers["X-Frame-Options"]).to be_nil
+    get("/stats") # a page of Sidekiq's own (JSON: the 7.3 stand-in has no dashboard view)
+    expect([last_response.status, last_response.headers["X-Frame-Options"]]).to eq([200, nil])
   end
 
   it "pages through many locks by SCAN cursor, every lock on some page" do
