@@ -268,6 +268,11 @@ RSpec.describe Ferrolock::FairTenant do
       end
     end
 
+    it "names each option once when the middleware's options are not a Hash" do
+      expect { Ferrolock::FairTenant::ClientMiddleware.new(5) }
+        .to raise_error(TypeError, "options must be a Hash (client:), got 5")
+    end
+
     it "accepts ActiveSupport::Duration, String keys and a missing per (one day)" do
       rules = Ferrolock::FairTenant::Rules.parse([{ "queue" => :q, "threshold" => 2, "per" => 2.hours },
                                                   { queue: "r", threshold: 1 }])

@@ -18,7 +18,7 @@ module Ferrolock
     # min_replicas_acked: replicas each slot grant must reach before the block runs (nil: the
     # configured default).
     def initialize(name, count, wait_timeout: 5, lock_timeout: 30, client: nil, min_replicas_acked: nil) # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
-      @name = Validate.name!(:name, name)
+      @name = Validate.own_name!(:name, name)
       @count = Validate.positive_integer!(:count, count)
       @wait_timeout = Validate.seconds!(:wait_timeout, wait_timeout, allow_zero: true)
       @lock_timeout = Validate.seconds!(:lock_timeout, lock_timeout)

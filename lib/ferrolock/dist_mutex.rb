@@ -23,7 +23,7 @@ module Ferrolock
     # min_replicas_acked: replicas each grant must reach before lock returns (nil: the
     # configured default, see Configuration#min_replicas_acked).
     def initialize(name, expire: nil, auto_release: true, lease: 30, client: nil, min_replicas_acked: nil) # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
-      @name = Validate.name!(:name, name)
+      @name = Validate.own_name!(:name, name)
       expire = Validate.seconds!(:expire, expire) unless nil.equal?(expire) # (BasicObject-safe: no nil?)
       lease = Validate.seconds!(:lease, lease)
       @auto_release = Validate.boolean!(:auto_release, auto_release)

@@ -108,7 +108,7 @@ module Ferrolock
       end
 
       def while_executing(settings, digest, job, queue)
-        mutex = DistMutex.new("#{digest}:run", lease: settings.lock_lease, client: @client)
+        mutex = DistMutex.new(InternalName.new("#{digest}:run"), lease: settings.lock_lease, client: @client)
         got = settings.lock_timeout.zero? ? mutex.try_lock : try_lock(mutex, settings.lock_timeout)
         return UniqueOnConflict.on_run(settings, mutex.name, job, queue) unless got
 
@@ -138,7 +138,8 @@ module Ferrolock
         UniqueLock.new(digest, client: @client).release(job["jid"])
         lease = settings.lock_lease
         max_wait = settings.lock_timeout
-        dual = DualLock.new("#{digest}:run", wait_ttl: lease, exec_ttl: lease, max_wait: max_wait, client: @client)
+        dual = DualLock.new(InternalName.new("#{digest}:run"), wait_ttl: lease, exec_ttl: lease, max_wait: max_wait,
+                                                               client: @client)
         entered = false
         ran = dual.run(tags: { class: settings.class_name, jid: job["jid"], queue: queue }) do
           entered = true
