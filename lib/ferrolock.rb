@@ -5,21 +5,11 @@ require_relative "ferrolock/errors"
 require_relative "ferrolock/configuration"
 require_relative "ferrolock/events"
 
-# The compiled library: the one for this Ruby's ABI where there is one (a precompiled gem holds one
-# per Ruby version, as the development repo does), else the one `gem install` compiled.
-abi_library = File.join(__dir__, "ferrolock", RUBY_VERSION[/\A\d+\.\d+/], "ferrolock")
-if File.exist?("#{abi_library}.#{RbConfig::CONFIG.fetch("DLEXT")}")
-  require abi_library
-else
-  begin
-    require "ferrolock/ferrolock"
-  rescue LoadError
-    require_relative "ferrolock/ferrolock"
-  end
-end
-
+require_relative "ferrolock/native_library"
 require_relative "ferrolock/client"
+require_relative "ferrolock/backend"
 require_relative "ferrolock/validate"
+require_relative "ferrolock/reserved_names"
 require_relative "ferrolock/foreign_error"
 require_relative "ferrolock/recently_made"
 require_relative "ferrolock/clock"

@@ -253,18 +253,20 @@ RSpec.describe Ferrolock::Admin do
       running = digest("AdminWhileJob", 2)
       dual = digest("AdminDualJob", 3)
       expect(unique_lock(pushed).take("jid-pushed", 600)).to be_nil
-      mutex = Ferrolock::DistMutex.new("#{running}:run")
+      mutex = Ferrolock::DistMutex.new(Ferrolock::InternalName.new("#{running}:run"))
       mutex.lock
       # until_and_while_executing: one job runs, a duplicate waits, and a third was pushed meanwhile.
       entered = Queue.new
       stay = Queue.new
       runner = Thread.new do
-        Ferrolock::DualLock.new("#{dual}:run", exec_ttl: 60).synchronize do
+        Ferrolock::DualLock.new(Ferrolock::InternalName.new("#{dual}:run"), exec_ttl: 60).synchronize do
           (entered << 1) && stay.pop
         end
       end
       entered.pop
-      waiter = Thread.new { Ferrolock::DualLock.new("#{dual}:run", exec_ttl: 60).synchronize { stay.pop } }
+      waiter = Thread.new do
+        Ferrolock::DualLock.new(Ferrolock::InternalName.new("#{dual}:run"), exec_ttl: 60).synchronize { stay.pop }
+      end
       wait_until(timeout: 15, what: "the DualLock duplicate waits") { admin.show("#{dual}:run").first&.wait }
       expect(unique_lock(dual).take("jid-third", 600)).to be_nil
 
@@ -296,7 +298,8 @@ RSpec.describe Ferrolock::Admin do
     it "pages through many digests by SCAN cursor, every digest on some page" do
       digests = Array.new(150) { |i| digest("AdminPagedJob", i) }
       digests.each_with_index { |d, i| unique_lock(d).take("jid-#{i}", 600) }
-      Ferrolock::DistMutex.new("#{digests.first}:run").lock # two keys of one digest: still one row per page
+      # two keys of one digest: still one row per page
+      Ferrolock::DistMutex.new(Ferrolock::InternalName.new("#{digests.first}:run")).lock
       seen = []
       cursor = "0"
       pages = 0

@@ -4,6 +4,9 @@ require "spec_helper"
 require "socket"
 require "json"
 require "open3"
+require "pathname"
+require "securerandom"
+require "tmpdir"
 require "ferrolock/admin/cli"
 require_relative "support/web_fixture"
 require_relative "support/web_fixture_process"
@@ -13,11 +16,15 @@ RSpec.describe "ferrolock command" do
   fixture = FerrolockTest::WebFixture
   exe = File.join(FerrolockTest::ROOT, "exe", "ferrolock")
 
-  define_method(:ferrolock) do |*args, url: FerrolockTest.redis_server.url|
-    env = { "REDIS_URL" => url, "FERROLOCK_REDIS_URL" => nil }
+  define_method(:ferrolock_with_env) do |extra_env, *args, url: FerrolockTest.redis_server.url|
+    env = { "REDIS_URL" => url, "FERROLOCK_REDIS_URL" => nil, "FERROLOCK_REDIS_PASSWORD" => nil }.merge(extra_env)
     out, err, status = Open3.capture3(env, RbConfig.ruby, "-I", FerrolockTest::LIB, exe, *args,
                                       chdir: FerrolockTest::ROOT)
     [out, err, status.exitstatus]
+  end
+
+  define_method(:ferrolock) do |*args, url: FerrolockTest.redis_server.url|
+    ferrolock_with_env({}, *args, url: url)
   end
 
   let(:admin) { Ferrolock::Admin.new }
@@ -56,10 +63,10 @@ RSpec.describe "ferrolock command" do
       app = %w[--require spec/fixtures/partner_limiter.rb]
       out, _, code = ferrolock("limiters", *app)
       expect([code, out]).to match([0, match(/^#{Regexp.escape(fixture::LIMITER)} +7 \(stored 3\) +2 +0 /)])
-      out, _, code = ferrolock("show", fixture::LIMITER, "--json", *app)
+      out, _, code = ferrolock("show", "--json", *app, fixture::LIMITER)
       expect([code, JSON.parse(out)]).to match([0, [include("limit" => 3, "local_limit" => 7)]])
 
-      out, _, code = ferrolock("tenants", fixture::JOB_CLASS, "--require", "spec/fixtures/fair_tenant_job.rb", "--json")
+      out, _, code = ferrolock("tenants", "--require", "spec/fixtures/fair_tenant_job.rb", fixture::JOB_CLASS, "--json")
       expect(code).to eq(0)
       acme = JSON.parse(out).find { |t| t["tenant"] == "acme" }
       expect(acme).to include("queue" => "slow", "mode" => "exact")
@@ -96,7 +103,7 @@ RSpec.describe "ferrolock command" do
       expect(out).to match(/^#{running} +SyncUniqueJob +while_executing +#{fixture::RUNNING_JOB[:jid]} +running /)
       expect(out).to include("pid=#{@holder.pid}")
       app = %w[--require spec/support/web_fixture.rb] # defines the job class and the rate limiters
-      out, _, code = ferrolock("uniques", "ReportUnique*", "--json", *app)
+      out, _, code = ferrolock("uniques", *app, "ReportUnique*", "--json")
       expect(code).to eq(0)
       expect(JSON.parse(out)).to match([include("digest" => fixture::UNIQUE, "job_class" => "ReportUniqueJob",
                                                 "lock_type" => "until_executed", "jid" => fixture::UNIQUE_JID,
@@ -112,7 +119,7 @@ RSpec.describe "ferrolock command" do
       expect(code).to eq(0)
       expect(out).to match(%r{^fixture:sms +bucket +2 / 3600\.0s +0 +\d+\.\ds +1$})
       expect(out).to match(%r{^fixture:partner-api +window +3 / 2592000\.0s +1 +})
-      out, _, code = ferrolock("rate-limiters", "fixture:s*", "--json", *app)
+      out, _, code = ferrolock("rate-limiters", *app, "fixture:s*", "--json")
       expect(code).to eq(0)
       expect(JSON.parse(out).map { |r| r.values_at("name", "kind", "limit", "remaining", "reserved", "known") })
         .to contain_exactly(["fixture:sms", "bucket", 2, 0, 1, true],
@@ -192,6 +199,52 @@ RSpec.describe "ferrolock command" do
     _, err, code = ferrolock("--url", wrong, "locks", url: closed)
     expect(code).to eq(3)
     expect(err).not_to include("s3cret-pw")
+  end
+
+  it "never reads an operand as an option: -- ends options, and --require never takes FILE in the same word" do
+    Dir.mktmpdir("ferrolock-cli-") do |dir|
+      marker = File.join(dir, "ran")
+      script = File.join(dir, "x.rb")
+      File.write(script, "File.write(#{marker.inspect}, 'ran')\n")
+      relative = Pathname(script).relative_path_from(Pathname(FerrolockTest::ROOT)).to_s
+      operand = "-r#{relative}" # what `ferrolock limiters "$P"` gets with P=-r./x.rb
+      expect(ferrolock("limiters", operand)[1..]).to match([include("--require FILE as two words"), 2])
+      expect(ferrolock("limiters", "--require=#{relative}")[2]).to eq(2)
+      expect(ferrolock("limiters", "--req=#{relative}")[2]).to eq(2)
+      out, _, code = ferrolock("limiters", "--json", "--", operand)
+      expect([code, JSON.parse(out)]).to eq([0, []]) # a pattern, matching nothing
+      # After the first operand, only --json, --force and --help are still flags.
+      expect(ferrolock("locks", "pat", "-r", relative)[1..]).to match([include("expected [PATTERN]"), 2])
+      expect(ferrolock("locks", "pat", "--json")[2]).to eq(0)
+      expect(File.exist?(marker)).to be(false)
+    end
+  end
+
+  it "takes the password from --password-file or FERROLOCK_REDIS_PASSWORD, never from the command line" do
+    server = FerrolockTest::RedisServer.new(unixsocket: true).start
+    password = "pw-#{SecureRandom.hex(6)} @/:"
+    server.redis.call("CONFIG", "SET", "requirepass", password)
+    tcp = "redis://127.0.0.1:#{server.port}/0"
+    socket = "unix://#{server.socket_path}"
+    Dir.mktmpdir("ferrolock-cli-") do |dir|
+      file = File.join(dir, "password")
+      File.write(file, "#{password}\n")
+      [tcp, socket].each do |url|
+        expect(ferrolock("--password-file", file, "locks", url: url)[2]).to eq(0), url
+        expect(ferrolock("--url", url, "--password-file", file, "locks")[2]).to eq(0), url
+        out, err, code = ferrolock_with_env({ "FERROLOCK_REDIS_PASSWORD" => password }, "locks", url: url)
+        expect(code).to eq(0), "#{url}: #{err}"
+        expect(out + err).not_to include(password)
+      end
+      File.write(file, "wrong-#{password}")
+      out, err, code = ferrolock("--password-file", file, "locks", url: tcp)
+      expect(code).to eq(3)
+      expect(out + err).to include("***").and(satisfy { |text| !text.include?(password) })
+      _, err, code = ferrolock("--password-file", File.join(dir, "missing"), "locks", url: tcp)
+      expect([code, err]).to match([2, include("--password-file")])
+    end
+  ensure
+    server&.destroy
   end
 
   it "runs the README's shell examples" do

@@ -149,6 +149,29 @@ RSpec.describe Ferrolock::Configuration do
       expect(Ferrolock.client.redacted_url).to include(FerrolockTest.redis_server.port.to_s)
     end
 
+    it "applies all of the block's settings or none: a bad one leaves the others and the client as they were" do
+      url = FerrolockTest.redis_server.url
+      Ferrolock.configure do |c|
+        c.redis_url = url
+        c.namespace = "ns1"
+      end
+      client = Ferrolock.client
+      expect(client.namespace).to eq("ns1")
+      expect do
+        Ferrolock.configure do |c|
+          c.namespace = "ns2"
+          c.redis_url = "redis://127.0.0.1:1/0"
+          c.read_timeout = -1
+        end
+      end.to raise_error(ArgumentError, /read_timeout/)
+      expect([Ferrolock.config.namespace, Ferrolock.config.redis_url]).to eq(["ns1", url])
+      expect(Ferrolock.client).to be(client)
+      expect(Ferrolock.client.key("n", "lock")).to start_with("ns1:")
+      # And the next good configure applies and rebuilds.
+      expect(Ferrolock.configure { |c| c.namespace = "ns3" }).to be(Ferrolock.config)
+      expect(Ferrolock.client.namespace).to eq("ns3")
+    end
+
     it "memoizes the default client across threads" do
       clients = Array.new(8) { Thread.new { Ferrolock.client } }.map(&:value)
       expect(clients.uniq.size).to eq(1)

@@ -189,6 +189,19 @@ RSpec.describe Ferrolock::FairTenant do
       FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.remove(FtSpecMover) }
     end
 
+    it "leaves a job pushed to another queue than its class's: not counted, not rerouted" do
+      sent = fair_tenant_commands do
+        6.times { FtSpecJob.set(queue: "another").perform_async(1) }
+        4.times { FtSpecActiveJob.set(queue: "aj_other").perform_later("acme", 1) }
+      end
+      expect(queue_sizes("another", "default_throttled", "default_superslow", "aj_other", "aj_slow"))
+        .to eq("another" => 6, "default_throttled" => 0, "default_superslow" => 0, "aj_other" => 4, "aj_slow" => 0)
+      expect(sent).to eq([])
+      # Its class's own queue is still counted, and rerouted past the threshold.
+      6.times { FtSpecJob.perform_async(1) }
+      expect(queue_sizes("default", "default_superslow")).to eq("default" => 3, "default_superslow" => 1)
+    end
+
     it "pushes a job without a tenant as is, warning once per class" do
       3.times { FtSpecNoTenantJob.perform_async }
       expect(queue_sizes("default", "slow")).to eq("default" => 3, "slow" => 0)
@@ -253,6 +266,11 @@ RSpec.describe Ferrolock::FairTenant do
         expect { klass.set(fair_tenant: "t").perform_async }.to raise_error(error, /#{Regexp.escape(message)}/)
         expect(queue_sizes("default", "q")).to eq("default" => 0, "q" => 0)
       end
+    end
+
+    it "names each option once when the middleware's options are not a Hash" do
+      expect { Ferrolock::FairTenant::ClientMiddleware.new(5) }
+        .to raise_error(TypeError, "options must be a Hash (client:), got 5")
     end
 
     it "accepts ActiveSupport::Duration, String keys and a missing per (one day)" do

@@ -8,7 +8,8 @@ require_relative "support/real_shoryuken"
 RSpec.describe "Loading ferrolock" do
   readme = File.read(File.join(FerrolockTest::ROOT, "README.md"))
   # Every Ferrolock constant the README names, e.g. Ferrolock::Sidekiq::DualLockMiddleware.
-  documented = readme.scan(/Ferrolock(?:::[A-Z]\w*)+/).uniq.sort
+  # (Ferrolock::Testing is loaded only by `require "ferrolock/testing"`.)
+  documented = readme.scan(/Ferrolock(?:::[A-Z]\w*)+/).uniq.grep_v(/\AFerrolock::Testing\b/).sort
   # And the ones the README may not spell out in full.
   constants = (documented + %w[
     Ferrolock::VERSION Ferrolock::Configuration Ferrolock::Client Ferrolock::Error Ferrolock::ConnectionError
@@ -27,6 +28,7 @@ RSpec.describe "Loading ferrolock" do
     puts "sidekiq loaded: \#{!defined?(::Sidekiq::VERSION).nil?}"
     puts "shoryuken loaded: \#{!defined?(::Shoryuken).nil?}"
     puts "active_support loaded: \#{!defined?(::ActiveSupport).nil?}"
+    puts "testing mode loaded: \#{!defined?(::Ferrolock::Testing).nil?}"
   RUBY
 
   it "finds the documented constants in the README" do
@@ -34,10 +36,11 @@ RSpec.describe "Loading ferrolock" do
                                   "Ferrolock::FairTenant::ClientMiddleware", "Ferrolock::Shoryuken::Lock")
   end
 
-  it "alone: resolves every constant and loads neither Sidekiq, Shoryuken nor ActiveSupport" do
+  it "alone: resolves every constant and loads neither Sidekiq, Shoryuken, ActiveSupport nor the testing mode" do
     out = run_ruby!(%(require "ferrolock"\n#{resolve}))
     expect(out.lines.grep(/missing/)).to eq([])
-    expect(out).to include("sidekiq loaded: false", "shoryuken loaded: false", "active_support loaded: false")
+    expect(out).to include("sidekiq loaded: false", "shoryuken loaded: false", "active_support loaded: false",
+                           "testing mode loaded: false")
   end
 
   [%w[ferrolock sidekiq], %w[sidekiq ferrolock], %w[sidekiq ferrolock/sidekiq/dual_lock_middleware]].each do |order|

@@ -3,14 +3,14 @@
 require "json"
 require "open3"
 
-# sig/ferrolock.rbs held against the loaded code, which `rbs validate` cannot do: every method
-# a Ferrolock class or module really has in public is declared, and every declared method and
-# constant exists (in any visibility). The rbs gem is not in the bundle (bin/test runs it outside
+# sig/ (ferrolock.rbs, ferrolock/testing.rbs) held against the loaded code, which `rbs validate` cannot
+# do: every method a Ferrolock class or module really has in public is declared, and every declared
+# method and constant exists (in any visibility). The rbs gem is not in the bundle (bin/test runs it outside
 # Bundler), so a child Ruby outside Bundler parses the signatures with it and prints them as JSON.
 module FerrolockTest
   # Child-process scripts of spec/rbs_signatures_spec.rb.
   module RbsCheck
-    # Parses sig/ferrolock.rbs (ARGV[0]) with the rbs gem; prints its classes' methods and constants.
+    # Parses every signature file under sig/ (ARGV[0]) with the rbs gem; prints their classes' methods and constants.
     PARSE_SIG = <<~'RUBY'
       require "rbs"
       require "json"
@@ -37,15 +37,19 @@ module FerrolockTest
           end
         end
       end
-      RBS::Parser.parse_signature(File.read(ARGV[0])).each { |decl| walk.call(decl, nil) }
+      Dir[File.join(ARGV[0], "**", "*.rbs")].sort.each do |file|
+        RBS::Parser.parse_signature(File.read(file)).each { |decl| walk.call(decl, nil) }
+      end
       print JSON.generate(table)
     RUBY
 
-    # What a fresh `require "ferrolock"` defines (no spec's stand-ins): for every Ferrolock class and
-    # module, autoloaded ones included, its own public methods, every method it answers (any
+    # What a fresh `require "ferrolock"` and its testing mode define (no spec's stand-ins): for every
+    # Ferrolock class and module, autoloaded ones included, its own public methods, every method it answers (any
     # visibility, inherited too) and its constants. "#name" is an instance method, ".name" a class method.
     RUNTIME = <<~'RUBY'
       require "ferrolock"
+      require "ferrolock/testing"
+      require "ferrolock/testing/minitest"
       require "json"
       # The class methods Struct.new defines on every struct class (RBS: `class X < Struct[…]`).
       struct_class_methods = %w[.[] .members .keyword_init? .inspect .new]
@@ -75,7 +79,7 @@ RSpec.describe "sig/ferrolock.rbs" do
   # { "Ferrolock::Client" => { "methods" => ["#call", ".new", …], "constants" => ["OPTIONS"] } }
   def self.declarations
     @declarations ||= begin
-      sig = File.join(FerrolockTest::ROOT, "sig", "ferrolock.rbs")
+      sig = File.join(FerrolockTest::ROOT, "sig")
       outside_bundler = %w[RUBYOPT RUBYLIB BUNDLE_GEMFILE BUNDLE_BIN_PATH].to_h { |name| [name, nil] }
       out, err, status = Open3.capture3(outside_bundler, RbConfig.ruby, "-e", FerrolockTest::RbsCheck::PARSE_SIG, sig)
       raise "parsing #{sig} failed:\n#{err}" unless status.success?

@@ -165,6 +165,85 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
     expect(result["deleted"]).to eq([result["late"]])
   end
 
+  # Issue 24 item 2: AutoDelete runs inside the Lock (README placement), so a failed SQS delete
+  # after a successful job counted as a failed job and the next copy charged again. And with the
+  # Lock first in the chain, ExponentialBackoffRetry inside it swallowed a failure that the Lock
+  # then marked processed: the retry was skipped and the job lost. The Lock now goes by the
+  # worker's own perform, wherever it sits.
+  it "goes by the worker's own outcome wherever the Lock sits: a failed SQS delete or a swallowed error" do
+    placements = { "Readme" => "", "First" => "chain.prepend Ferrolock::Shoryuken::Lock" }
+    workers = placements.keys.map do |name|
+      worker("Charge#{name}", "charge_#{name.downcase}", "auto_delete: true, ferrolock_lock: true") +
+        worker("Retried#{name}", "retried_#{name.downcase}",
+               "auto_delete: true, retry_intervals: [7], ferrolock_lock: true", 'raise "timeout" if run == 1')
+    end
+    result = scenario(workers.join + <<~RUBY)
+      $fail_delete = []
+      class << C
+        alias_method :delivered_batch, :delete_message_batch
+        def delete_message_batch(params)
+          queue = params[:queue_url].split("/").last
+          raise Seahorse::Client::NetworkingError.new(Errno::ECONNRESET.new, "reset") if $fail_delete.delete(queue)
+
+          delivered_batch(params)
+        end
+      end
+      move = #{placements.to_a.inspect}.to_h
+      report = move.to_h do |name, placement|
+        [Object.const_get("Charge\#{name}"), Object.const_get("Retried\#{name}")].each do |klass|
+          klass.server_middleware { |chain| chain.remove Ferrolock::Shoryuken::Lock; eval(placement) } unless placement.empty?
+        end
+        charge = "charge_\#{name.downcase}"
+        retried = "retried_\#{name.downcase}"
+        $fail_delete << charge
+        id = "\#{name}-\#{SecureRandom.hex(4)}"
+        outcomes = [1, 2].flat_map do |count|
+          [[charge, "c-\#{id}"], [retried, "r-\#{id}"]].map do |queue, message|
+            C.deliver(message, receive_count: count)
+            [R.process(queue, R.receive(queue).fetch(0)), R.runs(message), R.state(queue, message).first]
+          end
+        end
+        [name, { chain: Object.const_get("Charge\#{name}").server_middleware.entries.map { |e| e.klass.name.split("::").last },
+                 outcomes: outcomes }]
+      end
+      R.report(report)
+    RUBY
+    expect(result.transform_values { |v| v["chain"].index("Lock") }).to eq("Readme" => 2, "First" => 0)
+    placements.each_key do |name|
+      charge1, retried1, charge2, retried2 = result[name]["outcomes"]
+      # The job succeeded, the delete failed: processed, and the second copy deleted, not run.
+      expect(charge1).to eq(["Seahorse::Client::NetworkingError", 1, "processed"]), name
+      expect(charge2.last(2)).to eq([1, "processed"]), name
+      expect(retried1.last).to be_nil, name # failed (swallowed by the retry middleware or not): given back
+      expect(retried2).to eq(["ok", 2, "processed"]), name # its retry ran
+    end
+  end
+
+  # After AutoDelete, AutoDelete would delete a copy the Lock leaves alone while the message runs
+  # elsewhere: if that run then failed, nothing would be left to redeliver.
+  it "refuses to run after AutoDelete for a worker with auto_delete, naming the right place" do
+    workers = worker("LastDeleting", "last_deleting", "auto_delete: true, ferrolock_lock: true") +
+              worker("LastKeeping", "last_keeping", "auto_delete: false, ferrolock_lock: true")
+    result = scenario(workers + <<~RUBY)
+      [LastDeleting, LastKeeping].each do |klass|
+        klass.server_middleware { |chain| chain.remove Ferrolock::Shoryuken::Lock; chain.add Ferrolock::Shoryuken::Lock }
+      end
+      C.deliver("m-deleting")
+      refused = R.process_error("last_deleting", R.receive("last_deleting").fetch(0))
+      C.deliver("m-keeping")
+      kept = R.process("last_keeping", R.receive("last_keeping").fetch(0))
+      R.report(refused: refused, kept: kept, runs: [R.runs("m-deleting"), R.runs("m-keeping")],
+               state: R.state("last_deleting", "m-deleting"), deleted: C.calls_to(:delete_message_batch).size)
+    RUBY
+    error, message = result["refused"]
+    expect(error).to eq("ArgumentError")
+    expect(message).to eq("Ferrolock::Shoryuken::Lock sits after AutoDelete in LastDeleting's middleware chain, " \
+                          "where AutoDelete would delete copies of a message still running elsewhere; put it " \
+                          "before: chain.insert_before Shoryuken::Middleware::Server::AutoDelete, " \
+                          "Ferrolock::Shoryuken::Lock")
+    expect(result).to include("kept" => "ok", "runs" => [0, 1], "state" => [nil, -2], "deleted" => 0)
+  end
+
   # AutoExtendVisibility sits inside the Lock (after AutoDelete): it extends the running
   # original; a skipped copy never reaches it, so the copy's visibility is never touched.
   it "extends the running original's visibility (AutoExtendVisibility) but never a skipped copy's" do

@@ -291,6 +291,51 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
     nothing_left!(within: 1) # the server released both locks as their jobs succeeded
   end
 
+  # Issue 24 item 1: with FairTenant after the uniqueness client middleware, the digest held the
+  # queue the job was pushed to, the server computed it from the queue it was rerouted to, and the
+  # lock stayed for lock_ttl after the job succeeded.
+  [[:unique_first, "UniqueClientMiddleware, then FairTenant"],
+   [:fair_tenant_first, "FairTenant, then UniqueClientMiddleware"]].each do |order, chain_order|
+    it "releases a rerouted job's lock and refuses its duplicates (client chain: #{chain_order})" do
+      fair = Ferrolock::FairTenant::ClientMiddleware
+      FerrolockTest::SidekiqVersion.client_middleware do |chain|
+        order == :unique_first ? chain.add(fair) : chain.insert_before(Ferrolock::Sidekiq::UniqueClientMiddleware, fair)
+      end
+      first = UniqueFairJob.perform_async(1)
+      rerouted = UniqueFairJob.perform_async(2) # the tenant's second push: to unique_slow
+      expect(redis.llen("queue:unique_slow")).to eq(1)
+      expect([UniqueFairJob.perform_async(1), UniqueFairJob.perform_async(2)]).to eq([nil, nil])
+      with_sidekiq(app, concurrency: 2, queues: %w[default unique_slow]) do |sidekiq|
+        wait_until(timeout: 40) { done("UniqueFairJob").size == 2 }
+        expect(runs("UniqueFairJob").sort).to eq([first, rerouted].sort)
+        no_failures!(sidekiq)
+      end
+      expect(ferrolock_keys.grep(/unique:/)).to eq([])
+      expect([UniqueFairJob.perform_async(1), UniqueFairJob.perform_async(2)]).to all(be_a(String))
+    ensure
+      FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.remove(fair) }
+    end
+  end
+
+  it "implements unique_across_queues and unique_across_workers on both sides" do
+    across = [AcrossQueuesJob.perform_async(1), AcrossQueuesJob.set(queue: "other").perform_async(1),
+              AcrossWorkersJob.perform_async(2), AcrossWorkersTwinJob.perform_async(2)]
+    expect(across.map(&:nil?)).to eq([false, true, false, true])
+    # Without the options, a queue or a class of its own makes another digest.
+    expect([UntilExecutedJob.set(queue: "other").perform_async(1), UntilExecutedJob.perform_async(1)])
+      .to all(be_a(String))
+    with_sidekiq(app, concurrency: 3, queues: %w[default other]) do |sidekiq|
+      wait_until(timeout: 40) do
+        [done("AcrossQueuesJob"), done("AcrossWorkersJob"), done("UntilExecutedJob")].all?(&:any?)
+      end
+      wait_until(timeout: 10) { done("UntilExecutedJob").size == 2 }
+      no_failures!(sidekiq)
+    end
+    expect(ferrolock_keys.grep(/unique:/)).to eq([])
+    expect([AcrossQueuesJob.set(queue: "other").perform_async(1), AcrossWorkersTwinJob.perform_async(2)])
+      .to all(be_a(String))
+  end
+
   describe "options" do
     def job_class(options)
       Class.new do
@@ -323,6 +368,28 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
       s = settings(lock: "until_executed", on_conflict: { client: :replace })
       expect([s.lock, s.lock_ttl, s.client_conflict, s.server_conflict])
         .to eq([:until_executed, 86_400.0, :replace, :reschedule])
+    end
+
+    it "refuses the sidekiq-unique-jobs options it does not implement, naming them" do
+      { lock_prefix: "uniq", lock_info: true, lock_limit: 2, unique: :until_executed, unique_args: :args,
+        lock_expiration: 60, unique_on_all_queues: true }.each do |name, value|
+        expect { settings(lock: :until_executed, name => value) }
+          .to raise_error(ArgumentError,
+                          /ProbeJob: sidekiq_options #{name}: is a sidekiq-unique-jobs option that .*remove it/)
+      end
+      expect { settings(unique: :until_executed) }.to raise_error(ArgumentError, /unique: .*use lock:/)
+      stub_const("SujSixJob", Class.new { include Sidekiq::Worker })
+      SujSixJob.sidekiq_options(unique: :until_executed) # sidekiq-unique-jobs 6's name; no lock: option
+      expect { Ferrolock::Sidekiq::UniqueServerMiddleware.validate! }
+        .to raise_error(ArgumentError, /SujSixJob: sidekiq_options unique: is a sidekiq-unique-jobs option/)
+      expect { settings(lock: :until_executed, unique_across_queues: "true") }
+        .to raise_error(ArgumentError, /ProbeJob: sidekiq_options unique_across_queues: must be true or false/)
+      s = settings(lock: :until_executed, unique_across_queues: true, unique_across_workers: false)
+      expect([s.across_queues?, s.across_workers?]).to eq([true, false])
+      # A payload pushed by sidekiq-unique-jobs before the switch carries such keys: it still runs.
+      expect(Ferrolock::Sidekiq::UniqueSettings.for(job_class(lock: :until_executed),
+                                                    { "lock_prefix" => "uniquejobs" }))
+        .to be_a(Ferrolock::Sidekiq::UniqueSettings)
     end
 
     it "lets the job hash's options win over the class's, validated and named as per-push options" do

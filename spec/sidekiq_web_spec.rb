@@ -90,6 +90,26 @@ RSpec.describe "Sidekiq Web Locks tab" do
     expect(last_response.status).to eq(400)
   end
 
+  it "answers 400, not 500, for a cursor beyond SCAN's 64 bits, on every listing" do
+    %w[/locks /locks/limiters /locks/uniques /locks/rate_limiters /locks/markers /locks/tenants].each do |path|
+      %w[99999999999999999999 18446744073709551616 1.99999999999999999999].each do |cursor|
+        get("#{path}?cursor=#{cursor}")
+        expect([last_response.status, last_response.body]).to match([400, include("cursor")]), "#{path} #{cursor}"
+      end
+      get("#{path}?cursor=18446744073709551615") # the largest cursor Redis takes
+      expect(last_response.status).to eq(200), path
+    end
+  end
+
+  it "forbids framing the tab's pages (the confirmation page above all), and only those" do
+    %w[/locks /locks/limiters /locks/release?name=x /locks?q=a%7Bb].each do |path|
+      get(path)
+      expect(last_response.headers["X-Frame-Options"]).to eq("DENY"), path
+    end
+    get("/stats") # a page of Sidekiq's own (JSON: the 7.3 stand-in has no dashboard view)
+    expect([last_response.status, last_response.headers["X-Frame-Options"]]).to eq([200, nil])
+  end
+
   it "pages through many locks by SCAN cursor, every lock on some page" do
     names = Array.new(120) { |i| "bulk:#{i}" }
     mutexes = names.map { |name| Ferrolock::DistMutex.new(name).tap(&:lock) }

@@ -18,13 +18,13 @@ module Ferrolock
     # min_replicas_acked: replicas each slot grant must reach before the block runs (nil: the
     # configured default).
     def initialize(name, count, wait_timeout: 5, lock_timeout: 30, client: nil, min_replicas_acked: nil) # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
-      @name = Validate.name!(:name, name)
+      @name = Validate.own_name!(:name, name)
       @count = Validate.positive_integer!(:count, count)
       @wait_timeout = Validate.seconds!(:wait_timeout, wait_timeout, allow_zero: true)
       @lock_timeout = Validate.seconds!(:lock_timeout, lock_timeout)
       @client = Validate.client!(client)
-      @native = Native::ConcurrentLimiter.new(@client.native, @name, @count, @lock_timeout,
-                                              Ferrolock.min_replicas_acked!(min_replicas_acked))
+      @native = Backend.build(:ConcurrentLimiter, @client, @name, @count, @lock_timeout,
+                              Ferrolock.min_replicas_acked!(min_replicas_acked))
       LocalLimits.record(@client.namespace, @name, @count)
     end
 
@@ -103,6 +103,8 @@ module Ferrolock
     # The slots set's '{limit}' member, scored -limit (lua/concurrent_limiter/acquire.lua), or nil.
     # A separate ZSCORE: status is an operator's read, not the hot path.
     def stored_limit
+      return @native.stored_limit if @native.respond_to?(:stored_limit) # ferrolock/testing's in-memory backend
+
       score = @client.call("ZSCORE", "#{@client.namespace}:{#{@name}}:slots", "{limit}")
       score && -Float(score).to_i
     end

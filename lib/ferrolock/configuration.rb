@@ -118,6 +118,15 @@ module Ferrolock
       value
     end
 
+    # The settings made, passwords hidden: IRB shows this for `Ferrolock.configure { … }`.
+    def inspect
+      settings = instance_variables.map do |ivar|
+        "#{ivar.to_s.delete_prefix("@")}=#{shown_setting(ivar, instance_variable_get(ivar))}"
+      end
+      "#<#{self.class.name} #{settings.join(", ")}>"
+    end
+    alias to_s inspect
+
     def self.default_redis_url
       [ENV.fetch("FERROLOCK_REDIS_URL", nil), ENV.fetch("REDIS_URL", nil)].find { |url| url && !url.empty? } ||
         DEFAULT_URL
@@ -138,6 +147,13 @@ module Ferrolock
     end
 
     private
+
+    def shown_setting(ivar, value)
+      return Validate.class_of(value).to_s if ivar == :@logger && value
+      return Redact::MASK.inspect if Redact.secret_arg?(ivar) && !value.nil?
+
+      Redact.text(value.inspect)
+    end
 
     # FERROLOCK_REPLY_SPIN=0 turns polling off without a code change.
     def env_reply_spin
@@ -165,11 +181,16 @@ module Ferrolock
       CONFIG_LOCK.synchronize { @config ||= Configuration.new }
     end
 
-    # Yields the configuration; the default client is rebuilt on next use.
+    # Yields the configuration; the default client is rebuilt on next use. All or nothing: the
+    # block sets a copy, applied only when the block returns, so a bad value (or any exception)
+    # leaves every setting, and the client built from them, as they were.
     def configure
-      yield config
+      live = config
+      draft = live.dup
+      yield draft
+      draft.instance_variables.each { |ivar| live.instance_variable_set(ivar, draft.instance_variable_get(ivar)) }
       reset_client!
-      config
+      live
     end
 
     # The default client, built from the configuration on first use.

@@ -23,7 +23,7 @@ module Ferrolock
     # min_replicas_acked: replicas each grant must reach before lock returns (nil: the
     # configured default, see Configuration#min_replicas_acked).
     def initialize(name, expire: nil, auto_release: true, lease: 30, client: nil, min_replicas_acked: nil) # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
-      @name = Validate.name!(:name, name)
+      @name = Validate.own_name!(:name, name)
       expire = Validate.seconds!(:expire, expire) unless nil.equal?(expire) # (BasicObject-safe: no nil?)
       lease = Validate.seconds!(:lease, lease)
       @auto_release = Validate.boolean!(:auto_release, auto_release)
@@ -33,8 +33,8 @@ module Ferrolock
       end
 
       @client = Validate.client!(client)
-      @native = Native::DistMutex.new(@client.native, @name, expire, auto_release, lease,
-                                      Ferrolock.min_replicas_acked!(min_replicas_acked))
+      @native = Backend.build(:DistMutex, @client, @name, expire, auto_release, lease,
+                              Ferrolock.min_replicas_acked!(min_replicas_acked))
       # Holds are recorded process-wide (Owners) under the lock's identity, so other DistMutex
       # objects of the same lock see them; a hold whose owner ends is released after a tick.
       @key = [@client.redacted_url, @client.namespace, @name].freeze

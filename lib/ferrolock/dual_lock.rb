@@ -20,13 +20,13 @@ module Ferrolock
     # min_replicas_acked: replicas the EXEC grant must reach before the block runs (nil: the
     # configured default).
     def initialize(key, wait_ttl: 60, exec_ttl: 60, max_wait: 30, client: nil, min_replicas_acked: nil) # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
-      @key = Validate.name!(:key, key)
+      @key = Validate.own_name!(:key, key)
       @wait_ttl = Validate.seconds!(:wait_ttl, wait_ttl)
       @exec_ttl = Validate.seconds!(:exec_ttl, exec_ttl)
       @max_wait = nil.equal?(max_wait) ? nil : Validate.seconds!(:max_wait, max_wait, allow_zero: true)
       @client = Validate.client!(client)
-      @native = Native::DualLock.new(@client.native, @key, @wait_ttl, @exec_ttl,
-                                     Ferrolock.min_replicas_acked!(min_replicas_acked))
+      @native = Backend.build(:DualLock, @client, @key, @wait_ttl, @exec_ttl,
+                              Ferrolock.min_replicas_acked!(min_replicas_acked))
     end
 
     # Runs the block unless another duplicate already waits. Returns true when it ran, false

@@ -34,8 +34,7 @@ module Ferrolock
         mode = mode!(mode)
         client = Validate.client!(client)
         rules = Rules.parse(rules) or return queue
-        index = Native::FairTenant.check(client.native, rules.native, job_class, tenant, jid, mode.to_s,
-                                         record ? true : false)
+        index = Backend.fair_tenant_check(client, rules, job_class, tenant, jid, mode.to_s, record ? true : false)
         index.zero? ? queue : rules.queue_at(index)
       end
       # rubocop:enable Metrics/ParameterLists

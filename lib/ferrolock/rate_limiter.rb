@@ -72,7 +72,7 @@ module Ferrolock
       @wait_timeout = Validate.seconds!(:wait_timeout, wait_timeout, allow_zero: true)
       @burst = Validate.count!(:burst, burst, min: 0)
       @client = Validate.client!(client)
-      @native = Native::RateLimiter.new(@client.native, @name, kind.to_s, @count, @interval, @burst)
+      @native = Backend.build(:RateLimiter, @client, @name, kind.to_s, @count, @interval, @burst)
       MADE[self] = self
     end
     private_class_method :new

@@ -5,6 +5,8 @@ require_relative "shoryuken/options"
 require_relative "shoryuken/configuration"
 require_relative "shoryuken/message_lock"
 require_relative "shoryuken/settings"
+require_relative "shoryuken/perform_watch"
+require_relative "shoryuken/placement"
 require_relative "shoryuken/lock"
 
 module Ferrolock

@@ -20,6 +20,7 @@ module Ferrolock
     autoload :UniqueRetry, File.expand_path("sidekiq/unique_retry", __dir__)
     autoload :UniqueServerMiddleware, File.expand_path("sidekiq/unique_server_middleware", __dir__)
     autoload :UniqueSettings, File.expand_path("sidekiq/unique_settings", __dir__)
+    autoload :UniqueUnsupported, File.expand_path("sidekiq/unique_unsupported", __dir__)
 
     # The job's class name for events and log lines: the wrapped class for ActiveJob jobs (whose
     # Sidekiq class is always ActiveJob's JobWrapper).

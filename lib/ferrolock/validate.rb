@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "redact"
+
 module Ferrolock
   # The largest value of ANY seconds argument (TTLs, leases, waits, timeouts): 10 years. Far
   # beyond any real lease or wait, and far inside what Redis PX and Rust's Duration/Instant
@@ -54,7 +56,7 @@ module Ferrolock
     # A non-empty String of at most MAX_NAME_BYTES bytes of valid UTF-8 (the native layer takes
     # UTF-8 only), returned as UTF-8.
     def text!(arg, value)
-      raise TypeError, "#{arg} must be a String, got #{show(value)}" unless string?(value)
+      raise TypeError, "#{arg} must be a String, got #{Redact.value(arg, value)}" unless string?(value)
       raise ArgumentError, "#{arg} must not be empty" if value.empty?
       if value.bytesize > MAX_NAME_BYTES
         raise ArgumentError, "#{arg} must be at most #{MAX_NAME_BYTES} bytes, got #{value.bytesize} bytes"
@@ -70,7 +72,7 @@ module Ferrolock
 
       utf8
     rescue EncodingError
-      raise ArgumentError, "#{arg} must be valid UTF-8, got #{show(value)} (#{value.encoding})"
+      raise ArgumentError, "#{arg} must be valid UTF-8, got #{Redact.value(arg, value)} (#{value.encoding})"
     end
 
     # Seconds (Integer, Float, Rational or ActiveSupport::Duration) as a Float: a TTL/lease of
@@ -160,7 +162,7 @@ module Ferrolock
     def options!(value, known)
       case value
       when Hash then nil
-      else raise TypeError, "options must be a Hash (#{known.map { |k| "#{k}:" }.join(", ")}), got #{show(value)}"
+      else raise TypeError, "options must be a Hash (#{known.map { |k| "#{k}:" }.uniq.join(", ")}), got #{show(value)}"
       end
       # known.include? compares with the known keys' own ==: a key without methods is just unknown.
       unknown = value.keys.reject { |key| known.include?(key) }
@@ -205,9 +207,10 @@ module Ferrolock
     end
 
     # value.inspect cut short, so a 10 MB argument does not become a 10 MB message. An object
-    # without inspect (a BasicObject) shows as #<Class:0x…>.
+    # without inspect (a BasicObject) shows as #<Class:0x…>. Passwords are redacted first (a
+    # URL's, a Hash's password:), so the cut never leaves part of one.
     def show(value)
-      text = inspect_of(value)
+      text = Redact.text(inspect_of(value))
       text.length > 80 ? "#{text[0, 60]}…(#{text.length} characters)" : text
     end
 

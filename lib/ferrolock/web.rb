@@ -6,6 +6,8 @@ require "sidekiq/web"
 require_relative "../ferrolock"
 require_relative "admin"
 require_relative "web/tab"
+require_relative "web/frame_guard"
 
 ::Sidekiq::Web.register(Ferrolock::Web)
+::Sidekiq::Web.use(Ferrolock::Web::FrameGuard)
 ::Sidekiq::Web.tabs["Locks"] = "locks"

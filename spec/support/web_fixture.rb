@@ -78,7 +78,7 @@ module FerrolockTest
       Ferrolock::Sidekiq::UniqueLock.new(UNIQUE_HOSTILE).take("hostile-jid", 3600)
       holder(gate, release) do |go|
         Thread.current[:sidekiq_context] = RUNNING_JOB.dup
-        Ferrolock::DistMutex.new("#{UNIQUE_RUNNING}:run").synchronize(&go)
+        Ferrolock::DistMutex.new(Ferrolock::InternalName.new("#{UNIQUE_RUNNING}:run")).synchronize(&go)
       end
     end
 

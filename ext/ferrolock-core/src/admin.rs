@@ -102,7 +102,12 @@ pub fn force_release(
         return UniqueLock::new(client, name)?.release(intr, token);
     }
     let call = release_call(client, held, name, token, params)?;
-    Ok(int(&client.eval(intr, &call)?)? == 1)
+    let released = int(&client.eval(intr, &call)?)? == 1;
+    if released {
+        // The holder's LockLost then says an operator released it (lost_reason.rs).
+        crate::lost_reason::mark_force_released(client, intr, name, token)?;
+    }
+    Ok(released)
 }
 
 /// One page of keys from master `node` (see `Client::on_master`): `SCAN cursor MATCH pattern

@@ -20,6 +20,7 @@ use crate::interrupt::Interrupt;
 use crate::lease::Lease;
 use crate::local_line::{self, Joined, Left, Member, Turn};
 use crate::lost_leases::LostLease;
+use crate::lost_reason::why_lost;
 use crate::lua_script;
 use crate::replicas::{ack_timeout, eval_grant, refuse};
 use crate::script::ScriptCall;
@@ -515,9 +516,11 @@ impl ConcurrentLimiter {
         if released && !lost_before {
             Ok(())
         } else {
+            let why = why_lost(&self.client, intr, &self.name, &token, None);
             Err(Error::LockLost(format!(
-                "ConcurrentLimiter {:?}: the slot's lease was lost while held (lock_timeout passed without renewal)",
-                self.name
+                "ConcurrentLimiter {:?}: the slot was lost while held: {}",
+                self.name,
+                why.text()
             )))
         }
     }

@@ -20,6 +20,7 @@ use crate::interrupt::Interrupt;
 use crate::lease::Lease;
 use crate::local_line::{self, Joined, Member, Turn};
 use crate::lost_leases::LostLease;
+use crate::lost_reason::why_lost;
 use crate::lua_script;
 use crate::replicas::{ack_timeout, eval_grant, refuse};
 use crate::script::ScriptCall;
@@ -520,9 +521,11 @@ impl DistMutex {
         if released && !lost_before {
             Ok(())
         } else {
+            let why = why_lost(&self.client, intr, &self.name, &token, Some(&self.lock_key));
             Err(Error::LockLost(format!(
-                "DistMutex {:?}: the lock expired or was taken by another owner while held",
-                self.name
+                "DistMutex {:?}: the lock was lost while held: {}",
+                self.name,
+                why.text()
             )))
         }
     }

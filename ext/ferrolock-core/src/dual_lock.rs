@@ -17,6 +17,7 @@ use crate::handoff::{ack_grant, wait_grant};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
 use crate::lost_leases::LostLease;
+use crate::lost_reason::why_lost;
 use crate::lua_script;
 use crate::replicas::{ack_timeout, eval_grant, refuse};
 use crate::script::ScriptCall;
@@ -360,9 +361,11 @@ impl DualLock {
         let call = self.release_call(&token, stage == Stage::Waiting);
         let released = int(&crate::lease::release_now(&self.client, intr, call, ttl)?)? == 1;
         if stage == Stage::Running && (!released || lost_before) {
+            let why = why_lost(&self.client, intr, &self.key, &token, Some(&self.exec_key));
             return Err(Error::LockLost(format!(
-                "DualLock {:?}: the EXEC lock expired or was taken by another duplicate while running",
-                self.key
+                "DualLock {:?}: the EXEC lock was lost while running: {}",
+                self.key,
+                why.text()
             )));
         }
         Ok(())

@@ -1,6 +1,7 @@
 //! Where a client connects and how it authenticates, parsed once from a URL.
 
 use crate::error::{Error, Result};
+use crate::redact::redact;
 use redis::{ConnectionAddr, IntoConnectionInfo};
 use std::path::PathBuf;
 
@@ -90,7 +91,7 @@ impl Endpoint {
             db: settings.db(),
             username: settings.username().map(str::to_string),
             password: settings.password().map(|p| Secret(p.to_string())),
-            redacted: redact_url(url),
+            redacted: redact(url),
         })
     }
 
@@ -141,55 +142,16 @@ impl Endpoint {
 /// not become a huge message.
 fn shown_url(url: &str) -> String {
     const MAX: usize = 200;
-    let redacted = redact_url(url);
+    let redacted = redact(url);
     match redacted.char_indices().nth(MAX) {
         Some((cut, _)) => format!("{}… ({} bytes)", &redacted[..cut], url.len()),
         None => redacted,
     }
 }
 
-/// Replaces the password part of `scheme://user:password@host` (and `?password=` query values)
-/// with `***`. Works on malformed URLs too, because it only looks at delimiters.
-pub fn redact_url(url: &str) -> String {
-    let mut out = url.to_string();
-    if let Some(scheme_end) = out.find("://") {
-        let rest_start = scheme_end + 3;
-        let authority_end = out[rest_start..]
-            .find(['/', '?'])
-            .map(|i| rest_start + i)
-            .unwrap_or(out.len());
-        if let Some(at) = out[rest_start..authority_end].rfind('@') {
-            let at = rest_start + at;
-            let userinfo = &out[rest_start..at];
-            let redacted = match userinfo.find(':') {
-                Some(colon) => format!("{}:***", &userinfo[..colon]),
-                None => "***".to_string(),
-            };
-            out.replace_range(rest_start..at, &redacted);
-        }
-    }
-    if let Some(q) = out.find("password=") {
-        let end = out[q..].find('&').map(|i| q + i).unwrap_or(out.len());
-        out.replace_range(q..end, "password=***");
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn redacts_passwords() {
-        assert_eq!(redact_url("redis://u:s3cret@h:1/0"), "redis://u:***@h:1/0");
-        assert_eq!(redact_url("redis://:s3cret@h:1"), "redis://:***@h:1");
-        assert_eq!(redact_url("redis://s3cret@h"), "redis://***@h");
-        assert_eq!(redact_url("redis://h:1/0"), "redis://h:1/0");
-        assert_eq!(
-            redact_url("unix:///tmp/r.sock?password=p&db=2"),
-            "unix:///tmp/r.sock?password=***&db=2"
-        );
-    }
 
     #[test]
     fn parses_tcp_tls_unix() {
@@ -220,8 +182,15 @@ mod tests {
                 "{bad}: {err:?}"
             );
         }
-        let err = Endpoint::parse("http://u:topsecret@x").unwrap_err();
-        assert!(!err.to_string().contains("topsecret"));
+        for url in [
+            "http://u:topsecret@x",
+            "redis//:topsecret@x",
+            "unix://?pass=topsecret",
+            "redis://:topsecret@h:notaport",
+        ] {
+            let err = Endpoint::parse(url).unwrap_err();
+            assert!(!err.to_string().contains("topsecret"), "{err}");
+        }
     }
 
     #[test]

@@ -9,7 +9,7 @@ mod held_cell;
 mod nogvl;
 mod ruby_api;
 
-use magnus::{function, prelude::*, Error, Ruby};
+use magnus::{function, prelude::*, Error, RString, Ruby};
 
 /// Panics inside a GVL-free call on purpose, so the test suite can check that a Rust panic
 /// reaches Ruby as `Ferrolock::Error` instead of aborting the process.
@@ -25,6 +25,14 @@ fn panic_for_test(ruby: &Ruby) -> Result<(), Error> {
 /// entry-point guard turns it into `Ferrolock::Error` (magnus alone would raise `fatal`).
 fn panic_with_gvl_for_test(_ruby: &Ruby) -> Result<(), Error> {
     panic!("deliberate panic with the GVL held")
+}
+
+/// `Ferrolock::Native.redact(text)`: the text with its passwords replaced by `***`
+/// (ferrolock_core::redact; lib/ferrolock/redact.rb). Bytes that are not UTF-8 show as U+FFFD.
+fn redact(_ruby: &Ruby, text: RString) -> Result<String, Error> {
+    // SAFETY: the bytes are copied before any Ruby code can run.
+    let text = String::from_utf8_lossy(unsafe { text.as_slice() }).into_owned();
+    Ok(ferrolock_core::redact::redact(&text))
 }
 
 #[magnus::init]
@@ -44,6 +52,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     nogvl::init(ruby, native)?;
     // Last: every wrapped class is defined by now (see the function for why it must be eager).
     ruby_api::resolve_wrapped_classes(ruby);
+    native.define_module_function("redact", function!(guard::f1(redact), 1))?;
     native.define_module_function("panic_for_test", function!(guard::f0(panic_for_test), 0))?;
     native.define_module_function(
         "panic_with_gvl_for_test",

@@ -1,8 +1,9 @@
 # frozen_string_literal: true
 
-require "uri"
+require_relative "cli_arguments"
 require_relative "cli_options"
 require_relative "cli_output"
+require_relative "cli_password"
 
 module Ferrolock
   class Admin
@@ -37,7 +38,7 @@ module Ferrolock
 
       def run
         @command = parse_command
-        args = @parsed.command_parser(@command).parse(@argv)
+        args = CliArguments.operands(@parsed.command_parser(@command), @argv)
         raise Exit, OK if help
 
         args = arity!(@command, args)
@@ -52,8 +53,8 @@ module Ferrolock
         USAGE
       rescue Ferrolock::Error => e
         # Connection refused, timeouts, and refusals such as a wrong password: Redis cannot be used.
-        @err.puts("ferrolock: Redis unreachable at #{@client&.redacted_url || "the configured URL"}: " \
-                  "#{redact(e.message)}")
+        @err.puts(redact("ferrolock: Redis unreachable at #{@client&.redacted_url || "the configured URL"}: " \
+                         "#{e.message}"))
         UNREACHABLE
       end
 
@@ -61,7 +62,7 @@ module Ferrolock
 
       def parse_command
         global = @parsed.global_parser
-        global.order!(@argv)
+        @argv = CliArguments.leading(global, @argv)
         command = @argv.shift
         raise Exit, OK if command.nil? && help
         raise Exit.new(USAGE, "ferrolock: no command given\n#{global}") if command.nil?
@@ -157,8 +158,7 @@ module Ferrolock
 
       def admin
         @admin ||= begin
-          @client = Ferrolock::Client.new(url: @options[:url] || Ferrolock.config.redis_url,
-                                          namespace: @options[:namespace] || Ferrolock.config.namespace)
+          @client = Ferrolock::Client.new(url: url, namespace: @options[:namespace] || Ferrolock.config.namespace)
           @client.ping
           Admin.new(client: @client)
         end
@@ -168,17 +168,23 @@ module Ferrolock
         @output ||= CliOutput.new(@out, json: @options[:json])
       end
 
-      # An error message with the URL's password (if any) masked, however the message got it.
-      def redact(message)
-        password = password_of(@options[:url] || Ferrolock.config.redis_url)
-        password ? message.gsub(password, "***") : message
+      # The URL the client is built from: --url or the configured one, with the password of
+      # --password-file or FERROLOCK_REDIS_PASSWORD (CliPassword).
+      def url
+        @url ||= CliPassword.url_with(@options[:url] || Ferrolock.config.redis_url, password)
       end
 
-      def password_of(url)
-        password = URI.parse(url.to_s).password
-        password && !password.empty? ? URI.decode_www_form_component(password) : nil
-      rescue URI::Error
-        nil
+      def password
+        @password = CliPassword.read(@options[:password_file], @env) unless defined?(@password)
+        @password
+      end
+
+      # A message with every password masked, however the message got it (Redact's rules, and
+      # the passwords this command knows, as given or escaped).
+      def redact(message)
+        known = [(password if defined?(@password)), *CliPassword.secrets_in(@url || @options[:url] ||
+                                                                               Ferrolock.config.redis_url)]
+        Redact.text(message, known)
       end
 
       def usage!(message)

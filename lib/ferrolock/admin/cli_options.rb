@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "optparse"
+require_relative "cli_password"
 
 module Ferrolock
   class Admin
@@ -41,7 +42,9 @@ module Ferrolock
           commands = COMMANDS.values.map { |use, text| format("    %<use>-27s %<text>s", use: use, text: text) }
           opts.banner = "Usage: ferrolock [options] COMMAND [ARGS]\n\nCommands:\n#{commands.join("\n")}\n\nOptions:"
           global_options(opts)
-          opts.separator("\nExit codes: 0 ok, 1 not found, 2 usage, 3 Redis unreachable.")
+          opts.separator("\nOptions go before PATTERN or NAME (--json, --force and --help may also follow it);")
+          opts.separator("-- ends them: `ferrolock locks -- \"$PATTERN\"` never reads a pattern as an option.")
+          opts.separator("Exit codes: 0 ok, 1 not found, 2 usage, 3 Redis unreachable.")
         end
       end
 
@@ -75,6 +78,10 @@ module Ferrolock
 
       def global_options(opts)
         opts.on("--url URL", URL_HELP) { |url| @values[:url] = url }
+        opts.on("--password-file FILE", "read the Redis password from FILE (or set #{CliPassword::ENV_VAR};",
+                "either replaces the URL's): not on the command line, where ps shows it") do |file|
+          @values[:password_file] = file
+        end
         opts.on("--namespace NS", "key namespace (default: ferrolock)") { |ns| @values[:namespace] = ns }
         opts.on("--json", "print JSON instead of a table") { @values[:json] = true }
         opts.on("-h", "--help", "show this help") { @values[:help] = opts.to_s }

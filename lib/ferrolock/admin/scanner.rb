@@ -12,6 +12,7 @@ module Ferrolock
     # "<node>.<SCAN cursor>" past the first master.
     class Scanner
       MAX_CALLS = 20
+      MAX_CURSOR = (2**64) - 1
 
       # cursor "0" starts; the returned cursor "0" means the iteration is complete.
       Page = Struct.new(:items, :cursor, keyword_init: true) do
@@ -62,9 +63,11 @@ module Ferrolock
       end
 
       # Digits, optionally after "<node>.", in any ASCII-compatible encoding (a UTF-16 or broken
-      # String would raise in the match, not name the cursor).
+      # String would raise in the match, not name the cursor); SCAN's cursor is an unsigned
+      # 64-bit number (Redis refuses a larger one).
       def self.cursor_text?(value)
-        value.valid_encoding? && value.encoding.ascii_compatible? && value.match?(/\A(\d{1,4}\.)?\d{1,20}\z/)
+        value.valid_encoding? && value.encoding.ascii_compatible? && value.match?(/\A(\d{1,4}\.)?\d{1,20}\z/) &&
+          Integer(value.split(".").last, 10) <= MAX_CURSOR
       end
 
       def self.per_page!(value)

@@ -29,6 +29,8 @@ module Ferrolock
 
       # Returns yield's result, as Sidekiq requires. Never stops a push.
       def call(worker_class, job, queue, _redis_pool)
+        return yield if Backend.pass_through? # Ferrolock::Testing.disable!
+
         reroute(worker_class, job, queue) if job.is_a?(Hash)
         yield
       end
@@ -42,6 +44,10 @@ module Ferrolock
         job = Job.new(worker_class, payload)
         rules = Rules.parse(job.raw_rules)
         return if rules.nil?
+        # Pushed to a queue of its own choosing (`set(queue: ...)`): not the class's traffic, so not
+        # counted and not rerouted, as with sidekiq-fair_tenant. A job we rerouted earlier (a retry)
+        # is judged by the queue it came from.
+        return unless job.class_queue?(payload["fair_tenant_origin"] || queue)
 
         tenant = job.tenant
         return FairTenant.warn_no_tenant(job.class_name) if tenant.nil?

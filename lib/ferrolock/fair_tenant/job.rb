@@ -42,6 +42,14 @@ module Ferrolock
         @klass.get_sidekiq_options["fair_tenant_mode"]
       end
 
+      # False when the class names its queue (sidekiq_options queue, or ActiveJob's queue_as) and
+      # `queue` is another one; true when they match or the class's queue is unknown here (the
+      # class is not loaded, or queue_as takes a block).
+      def class_queue?(queue)
+        own = own_queue
+        own.nil? || own == queue.to_s
+      end
+
       # job["fair_tenant"], else the class's fair_tenant(*args), else job["apartment"]; nil when
       # none gives a non-empty value.
       def tenant
@@ -58,6 +66,17 @@ module Ferrolock
       end
 
       private
+
+      def own_queue
+        queue = if active_job?
+                  @klass.queue_name if @klass.respond_to?(:queue_name)
+                elsif @klass.respond_to?(:get_sidekiq_options)
+                  @klass.get_sidekiq_options["queue"]
+                end
+        case queue
+        when String, Symbol then queue.to_s
+        end
+      end
 
       def present(value)
         # A BasicObject (from a fair_tenant method) has neither nil? nor to_s: no tenant.

@@ -33,18 +33,22 @@ module Ferrolock
       end
 
       def call(worker, queue, sqs_msg, body = nil, &block)
+        return yield if Backend.pass_through? # Ferrolock::Testing.disable!
+
         settings = Shoryuken.settings_for(@options, worker_option(worker))
         return yield unless settings.enabled?
         return pass_batch(worker, &block) if sqs_msg.is_a?(Array)
 
+        Placement.check!(worker)
+
         payload = { primitive: :shoryuken_lock, queue: queue, message_id: message_id!(sqs_msg),
                     worker: worker_name(worker, body) }
-        process(settings, sqs_msg, payload, &block)
+        process(settings, worker, sqs_msg, payload, &block)
       end
 
       private
 
-      def process(settings, sqs_msg, payload, &block)
+      def process(settings, worker, sqs_msg, payload, &block)
         lock = settings.message_lock
         # The lease is recorded the moment it is granted; whatever lands after that (Thread#kill,
         # Thread#raise) before the job settled it gives the message back in the ensure below.
@@ -54,7 +58,7 @@ module Ferrolock
           when :redis_unavailable then yield
           when :processed then skip_processed(sqs_msg, payload)
           when :in_progress then skip_in_progress(payload)
-          else run_locked(lock, held, payload, &block)
+          else run_locked(lock, held, payload, worker, &block)
           end
         ensure
           settle_after_error(lock, held, payload, nil) if held[:lease] && !held[:settled]
@@ -140,9 +144,14 @@ module Ferrolock
 
       # Marks the message processed after success, or gives it back when the job raised; either
       # way with asynchronous exceptions deferred, so none lands between the outcome and its record.
-      def run_locked(lock, held, payload)
+      # "The job" is the worker's perform when it can be watched (PerformWatch), whatever the
+      # middlewares inside the Lock then did with it; else what the rest of the chain did.
+      def run_locked(lock, held, payload, worker, &block)
         Ferrolock.instrument(:locked, payload)
-        result = yield
+        watch = PerformWatch.attach(worker)
+        result = run_watched(lock, held, payload, watch, &block)
+        return give_back_swallowed(lock, held, payload, result) if watch&.raised?
+
         Interrupts.release do
           held[:settled] = true
           finish(lock, held[:lease], payload)
@@ -151,6 +160,34 @@ module Ferrolock
       rescue Exception => e # rubocop:disable Lint/RescueException -- any failure means the job did not complete
         settle_after_error(lock, held, payload, e)
         raise
+      ensure
+        PerformWatch.detach(worker) if watch
+      end
+
+      # yield; when a middleware inside the Lock raised after the worker's perform returned (AutoDelete's
+      # SQS delete failing), the job is marked processed before the error goes on: its copies are then
+      # deleted, not run again (a charge made twice).
+      def run_watched(lock, held, payload, watch)
+        yield
+      rescue Exception => e # rubocop:disable Lint/RescueException -- re-raised
+        raise unless watch&.returned?
+
+        Interrupts.release do
+          held[:settled] = true
+          finish(lock, held[:lease], payload)
+        end
+        Ferrolock.logger.warn("ferrolock: #{about(payload)} succeeded, then the middleware chain after it raised " \
+                              "#{e.class}: #{e.message}; marked processed, so its copies are deleted, not run again")
+        raise
+      end
+
+      # The worker raised but a middleware inside the Lock swallowed it (ExponentialBackoffRetry
+      # placed after the Lock): the job did not complete, so its retry must run.
+      def give_back_swallowed(lock, held, payload, result)
+        Ferrolock.logger.warn("ferrolock: #{about(payload)}: its worker raised and a middleware inside the Lock " \
+                              "swallowed the error; the message is given back for its retry")
+        settle_after_error(lock, held, payload, nil)
+        result
       end
 
       # Thread#kill runs ensure blocks but no rescue: `call`'s ensure gives the message back then.

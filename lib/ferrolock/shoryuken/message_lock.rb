@@ -26,7 +26,7 @@ module Ferrolock
         @lock_ttl = Validate.seconds!(:lock_ttl, lock_ttl)
         @processed_ttl = Validate.seconds!(:processed_ttl, processed_ttl)
         @client = Validate.client!(client)
-        @native = Native::MessageLock.new(@client.native, @lock_ttl, @processed_ttl)
+        @native = Backend.build(:MessageLock, @client, @lock_ttl, @processed_ttl)
       end
 
       # Runs the block unless this message ran or runs elsewhere. Returns :ran, :processed

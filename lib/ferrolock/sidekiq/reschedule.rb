@@ -7,14 +7,20 @@ module Ferrolock
     # ferrolock cannot decide now (a limiter is full, a duplicate waited too long): the job is
     # delayed, never dropped.
     module Reschedule
+      # Set (to the new run time) in the RUNNING job's hash once it was pushed again, so a middleware
+      # further out (UniqueServerMiddleware) knows this run ends as a reschedule, not as the job's end.
+      MARK = "ferrolock_rescheduled_at"
+
       module_function
 
       # Returns the new counter value.
       def call(job, delay:, counter:)
         count = job.fetch(counter, 0).to_i + 1
-        payload = job.merge(counter => count, "at" => Time.now.to_f + delay)
+        at = Time.now.to_f + delay
+        payload = job.merge(counter => count, "at" => at)
         payload.delete("enqueued_at")
-        ::Sidekiq::Client.push(payload)
+        payload.delete(MARK)
+        job[MARK] = at if ::Sidekiq::Client.push(payload)
         count
       end
 

@@ -23,11 +23,16 @@ module Ferrolock
       include UniqueMiddleware
 
       def call(job_class, job, _queue, _redis_pool = nil, &block)
+        return yield if Backend.pass_through? # Ferrolock::Testing.disable!
+
         klass, = UniqueDigest.class_and_args(job, job_class)
         settings = UniqueSettings.for(klass, job)
         return yield unless settings&.push_lock?
 
-        lock = UniqueLock.new(UniqueDigest.for(settings, job), client: @client)
+        digest = UniqueDigest.for(settings, job)
+        # Carried to the server middleware, which then releases this very lock (UniqueDigest.carried).
+        job[UniqueDigest::PAYLOAD_KEY] = digest
+        lock = UniqueLock.new(digest, client: @client)
         holder = lock.take(job["jid"], UniquePush.ttl(settings, job), keep: settings.lock == :until_expired)
         return UniquePush.pushed(lock, job, &block) unless holder
 

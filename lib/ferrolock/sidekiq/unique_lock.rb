@@ -11,7 +11,7 @@ module Ferrolock
 
       def initialize(digest, client: nil)
         @digest = Validate.name!(:digest, digest)
-        @native = Native::UniqueLock.new(Validate.client!(client).native, @digest)
+        @native = Backend.build(:UniqueLock, Validate.client!(client), @digest)
         @key = @native.key
       end
 

@@ -31,8 +31,10 @@ module Ferrolock
 
       # Checks job classes' uniqueness options now, at boot, raising what their first push would
       # (the Railtie runs it on Sidekiq's :startup when this middleware is in the server chain). With
-      # no classes given: every loaded class with a `lock` option (eager-load first).
+      # no classes given: every loaded class with a `lock` option, or with a sidekiq-unique-jobs
+      # option ferrolock refuses (eager-load first).
       def self.validate!(*job_classes)
+        job_classes = JobClasses.with_option("lock") | UniqueUnsupported.declaring_classes if job_classes.empty?
         JobClasses.check_all!(job_classes, "lock", "UniqueServerMiddleware.validate!") do |job_class|
           case job_class
           when Module then UniqueSettings.for(job_class, {})
@@ -42,11 +44,13 @@ module Ferrolock
       end
 
       def call(worker, job, queue, &block)
+        return yield if Backend.pass_through? # Ferrolock::Testing.disable!
+
         klass, = UniqueDigest.class_and_args(job, worker.class)
         settings = UniqueSettings.for(klass, job)
         return yield unless settings
 
-        digest = UniqueDigest.for(settings, job)
+        digest = UniqueDigest.carried(settings, job)
         case settings.lock
         when :until_executing then until_executing(digest, job, &block)
         when :until_executed then until_executed(settings, digest, job, &block)
@@ -77,6 +81,7 @@ module Ferrolock
 
         finished = false
         pid = Process.pid
+        job.delete(Reschedule::MARK) # (a stale one, from a payload retried after a reschedule)
         UniqueLeases.hold(lock, job["jid"], settings.lock_lease)
         begin
           result = yield
@@ -96,14 +101,24 @@ module Ferrolock
       # renewed, expires after lock_lease (see ReleaseFailure).
       def settle(settings, lock, job, finished, error)
         UniqueLeases.drop(lock)
-        finished ? lock.release(job["jid"]) : UniqueRetry.keep_or_release(settings, lock, job, error)
+        finished ? release_or_keep(settings, lock, job) : UniqueRetry.keep_or_release(settings, lock, job, error)
       rescue Ferrolock::Error => e
         ReleaseFailure.report(e, what: "unique lock #{lock.digest.inspect} of #{job["jid"]}", finished: finished,
                                  primitive: :unique, digest: lock.digest, class: settings.class_name, jid: job["jid"])
       end
 
+      # A run that ended as a reschedule (a limiter or DualLock middleware inside this one pushed the
+      # job again for later) has not done the job: its lock stays, as a scheduled job's, until lock_ttl
+      # after it is due; else a duplicate pushed meanwhile would run too.
+      def release_or_keep(settings, lock, job)
+        at = job.delete(Reschedule::MARK)
+        return lock.release(job["jid"]) if at.nil?
+
+        lock.expire(job["jid"], UniquePush.ttl(settings, { "at" => at }))
+      end
+
       def while_executing(settings, digest, job, queue)
-        mutex = DistMutex.new("#{digest}:run", lease: settings.lock_lease, client: @client)
+        mutex = DistMutex.new(InternalName.new("#{digest}:run"), lease: settings.lock_lease, client: @client)
         got = settings.lock_timeout.zero? ? mutex.try_lock : try_lock(mutex, settings.lock_timeout)
         return UniqueOnConflict.on_run(settings, mutex.name, job, queue) unless got
 
@@ -142,7 +157,8 @@ module Ferrolock
         UniqueLock.new(digest, client: @client).release(job["jid"])
         lease = settings.lock_lease
         max_wait = settings.lock_timeout
-        dual = DualLock.new("#{digest}:run", wait_ttl: lease, exec_ttl: lease, max_wait: max_wait, client: @client)
+        dual = DualLock.new(InternalName.new("#{digest}:run"), wait_ttl: lease, exec_ttl: lease, max_wait: max_wait,
+                                                               client: @client)
         entered = false
         ran = dual.run(tags: { class: settings.class_name, jid: job["jid"], queue: queue }) do
           entered = true

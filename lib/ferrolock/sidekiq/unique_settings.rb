@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "unique_unsupported"
+
 module Ferrolock
   module Sidekiq
     # A job class's uniqueness options (sidekiq-unique-jobs' names), validated:
@@ -10,7 +12,9 @@ module Ferrolock
     #                   lock_lease: 30,            # lease of a running job's lock (renewed while it runs)
     #                   lock_args_method: :lock_args, # class method (or Proc) picking the arguments to
     #                                                 # digest; a class method lock_args is used by default
-    #                   on_conflict: :log          # or { client: :replace, server: :reschedule }
+    #                   on_conflict: :log,         # or { client: :replace, server: :reschedule }
+    #                   unique_across_queues: false, # true: the queue is not part of the digest
+    #                   unique_across_workers: false # true: nor is the job class
     #
     # Every error names the job class and the option, so a typo fails the first push loudly instead
     # of silently enqueueing duplicates.
@@ -27,7 +31,8 @@ module Ferrolock
       DEFAULT_CLIENT_CONFLICT = :log
       DEFAULT_SERVER_CONFLICT = :reschedule
       DEFAULT_LOCK_ARGS_METHOD = :lock_args
-      OPTIONS = %w[lock lock_ttl lock_timeout lock_lease lock_args_method on_conflict].freeze
+      OPTIONS = %w[lock lock_ttl lock_timeout lock_lease lock_args_method on_conflict unique_across_queues
+                   unique_across_workers].freeze
 
       attr_reader :class_name, :lock, :lock_ttl, :lock_timeout, :lock_lease, :client_conflict, :server_conflict
 
@@ -37,6 +42,7 @@ module Ferrolock
       # so the payload carries what the client used and the server middleware reads the same.
       # Nothing is cached: a per-push value applies to its job only.
       def self.for(job_class, job)
+        UniqueUnsupported.refuse!(job_class)
         options, pushed = options_of(job_class, job)
         raw_lock = options["lock"]
         return nil if nil.equal?(raw_lock) || false.equal?(raw_lock)
@@ -94,11 +100,23 @@ module Ferrolock
         @lock_timeout = seconds("lock_timeout", options.fetch("lock_timeout", 0), allow_zero: true)
         @lock_lease = seconds("lock_lease", options.fetch("lock_lease", DEFAULT_LOCK_LEASE))
         @lock_args_method = lock_args_method(options["lock_args_method"])
+        @across_queues = flag("unique_across_queues", options["unique_across_queues"])
+        @across_workers = flag("unique_across_workers", options["unique_across_workers"])
         conflicts(options["on_conflict"])
       end
 
       def push_lock?
         PUSH_LOCKS.include?(@lock)
+      end
+
+      # unique_across_queues: duplicates whatever queue they were pushed to.
+      def across_queues?
+        @across_queues
+      end
+
+      # unique_across_workers: duplicates whatever their class (among classes that say so too).
+      def across_workers?
+        @across_workers
       end
 
       # The arguments that make two jobs duplicates: all of them, or what lock_args_method returns.
@@ -126,6 +144,15 @@ module Ferrolock
 
         raise ArgumentError, "#{@class_name}: #{source(name)} #{name}: must be one of " \
                              "#{allowed.map(&:inspect).join(", ")}, got #{Validate.show(value)}"
+      end
+
+      # true or false (nil: false). Strings are refused: "false" would read as true.
+      def flag(name, value)
+        return value if true.equal?(value) || false.equal?(value)
+        return false if nil.equal?(value)
+
+        raise ArgumentError, "#{@class_name}: #{source(name)} #{name}: must be true or false, " \
+                             "got #{Validate.show(value)}"
       end
 
       def seconds(name, value, allow_zero: false)

@@ -1,0 +1,101 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  module Testing
+    # The backends of Testing.disable!: every lock, slot, turn and message is granted at once and
+    # nothing is recorded, so nothing is ever seen held (the middlewares do not even call them).
+    module Disabled
+      # Native::DistMutex: granted; fencing tokens still grow, per object.
+      class DistMutex
+        def initialize(*)
+          @fencing_token = 0
+          @lock = ::Mutex.new
+        end
+
+        def lock(_timeout)
+          try_lock
+        end
+
+        def try_lock
+          MutexHold.new(self, @lock.synchronize { @fencing_token += 1 })
+        end
+
+        def unlock(_hold) = nil
+        def locked? = false
+      end
+
+      # Native::ConcurrentLimiter: a slot at once, whatever the limit.
+      class ConcurrentLimiter
+        attr_reader :limit
+
+        def initialize(_client, _name, limit, *)
+          @limit = limit
+        end
+
+        def acquire(_wait_timeout) = LimiterSlot.new(self)
+        def release(_slot) = nil
+        def status = [0, 0]
+        def stored_limit = nil
+      end
+
+      # Native::RateLimiter: every call goes ahead now, with the full count left.
+      class RateLimiter
+        attr_reader :key
+
+        def initialize(client, name, _kind, count, *)
+          @key = client.key("rate:#{name}", "disabled")
+          @count = count
+        end
+
+        def acquire(_cost, _wait_timeout) = [true, Testing.now, @count, SecureRandom.uuid]
+        def refund(_id, _cost) = nil
+        def status = [@count, 0.0]
+      end
+
+      # Native::DualLock: every duplicate runs.
+      class DualLock
+        attr_reader :key
+
+        def initialize(_client, key, *)
+          @key = key
+        end
+
+        def enter = DualLockTicket.new(self, :running)
+        def wait(_ticket, _max_wait) = :running
+        def leave(_ticket) = nil
+        def state = [false, false]
+      end
+
+      # Native::UniqueLock: every take succeeds; nothing holds it afterwards.
+      class UniqueLock
+        attr_reader :key
+
+        def initialize(client, digest)
+          @key = client.key(digest, "lock")
+        end
+
+        def take(_jid, _ttl, _keep) = nil
+        def release(_jid) = true
+        def expire(_jid, _ttl) = true
+        def hand_over(_from_jid, _to_jid, _ttl) = true
+        def holder = nil
+      end
+
+      # Native::MessageLock: every delivery runs.
+      class MessageLock
+        attr_reader :lock_ttl, :processed_ttl
+
+        def initialize(client, lock_ttl, processed_ttl)
+          @client = client
+          @lock_ttl = lock_ttl
+          @processed_ttl = processed_ttl
+        end
+
+        def begin_message(queue, message_id) = MessageLease.new(self, [queue, message_id])
+        def finish(_lease) = :marked
+        def abort_message(_lease) = true
+        def state_key(queue, message_id) = @client.key("msg:#{queue}:#{message_id}", "state")
+      end
+    end
+  end
+end

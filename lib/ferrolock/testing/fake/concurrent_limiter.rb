@@ -1,0 +1,81 @@
+# frozen_string_literal: true
+
+require_relative "../fake"
+
+module Ferrolock
+  module Testing
+    module Fake
+      # Native::ConcurrentLimiter in memory: at most `limit` slots held at once, waiters served
+      # first come, first served. The latest caller to take a free slot stores its limit, as the
+      # Redis script does (ConcurrentLimiter#status shows a different one).
+      class ConcurrentLimiter
+        State = Struct.new(:slots, :line, :stored_limit)
+
+        attr_reader :limit
+
+        def initialize(store, client, name, limit, _lock_timeout, _min_replicas_acked) # rubocop:disable Metrics/ParameterLists -- Native::ConcurrentLimiter.new's
+          @store = store
+          @place = Fake.place(client, name)
+          @name = name
+          @limit = limit
+        end
+
+        # A slot, or nil when none freed within wait_timeout seconds.
+        def acquire(wait_timeout)
+          deadline = Ferrolock.monotonic + wait_timeout
+          place_in_line = Object.new
+          @store.synchronize do
+            @store.await(deadline) { [attempt(place_in_line), nil] }
+          ensure
+            state.line.delete(place_in_line)
+            @store.changed!
+          end
+        end
+
+        def release(slot)
+          @store.synchronize do
+            current = state
+            unless current.slots.delete(slot)
+              raise LockLost, "ConcurrentLimiter #{@name.inspect}: the slot's lease was lost while held " \
+                              "(lock_timeout passed without renewal)"
+            end
+
+            current.stored_limit = nil if current.slots.empty?
+            @store.changed!
+          end
+          nil
+        end
+
+        # [in use, waiting]
+        def status
+          @store.synchronize do
+            current = state
+            [current.slots.size, current.line.size]
+          end
+        end
+
+        # The limit stored by the latest caller to take a free slot; nil when no slot is held.
+        def stored_limit
+          @store.synchronize { state.stored_limit }
+        end
+
+        private
+
+        def state
+          @store.table(:concurrent_limiter)[@place] ||= State.new([], [], nil)
+        end
+
+        def attempt(place_in_line)
+          current = state
+          current.line << place_in_line unless current.line.include?(place_in_line)
+          return nil unless current.line.first.equal?(place_in_line) && current.slots.size < @limit
+
+          current.stored_limit = @limit
+          slot = LimiterSlot.new(self)
+          current.slots << slot
+          slot
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,169 @@
+# frozen_string_literal: true
+
+require "fileutils"
+require "open3"
+require "tmpdir"
+require_relative "gem_source"
+require_relative "precompiled_gem"
+require_relative "user_shell"
+require_relative "variant_choice"
+require_relative "../demo/throwaway_redis"
+
+module Packaging
+  # bin/check-precompiled-gem: the precompiled gem on the Ruby running this, as a user without Rust meets
+  # it. Each check prints what it saw, or raises Failed.
+  class CheckPrecompiled
+    class Failed < StandardError; end
+
+    ROOT = File.expand_path("..", __dir__)
+    INSTALL_SECONDS = 30
+
+    # Run by the user's Ruby: loads the installed gem, checks which library it loaded, PINGs ARGV[0].
+    LOAD_AND_PING = <<~'RUBY'
+      require "ferrolock"
+      spec = Gem.loaded_specs.fetch("ferrolock")
+      expected = File.join(spec.full_gem_path, "lib", "ferrolock", RUBY_VERSION[/\A\d+\.\d+/], "ferrolock.so")
+      loaded = $LOADED_FEATURES.grep(%r{/ferrolock\.so\z})
+      abort "loaded #{loaded}, not #{expected}" unless loaded == [expected] && expected.start_with?(ENV["GEM_HOME"])
+      abort "#{spec.full_name} has extensions #{spec.extensions}" unless spec.extensions.empty?
+      pong = Ferrolock::Client.new(url: ARGV[0]).ping
+      abort "ping answered #{pong.inspect}" unless pong == "PONG"
+      print "#{spec.full_name} loaded #{loaded.first.delete_prefix("#{ENV["GEM_HOME"]}/")}; ping: #{pong}"
+    RUBY
+
+    # Run by the user's Ruby: prints the LoadError that requiring ferrolock raises; fails when it loads.
+    LOAD_ERROR = <<~'RUBY'
+      begin
+        require "ferrolock"
+      rescue LoadError => e
+        print e.message
+        exit 0
+      end
+      exit 1
+    RUBY
+
+    def initialize(source_gem, precompiled_gem)
+      @source_gem = File.expand_path(source_gem)
+      @gem = PrecompiledGem.new(File.expand_path(precompiled_gem))
+      @abi = RUBY_VERSION[/\A\d+\.\d+/]
+    end
+
+    def run
+      Dir.mktmpdir("ferrolock-precompiled-") do |tmp|
+        @tmp = tmp
+        @user = UserShell.new(tmp)
+        installed = install
+        load_and_ping
+        lacking_library(installed)
+        ruby_requirement
+        picks(lacking_gem)
+      end
+    end
+
+    private
+
+    def say(line)
+      puts "precompiled gem on Ruby #{@abi}: #{line}"
+    end
+
+    def check(condition, failure)
+      raise Failed, failure unless condition
+    end
+
+    def gem_home
+      File.join(@tmp, "gems")
+    end
+
+    def user_ruby(script, *args)
+      @user.run("ruby", "-e", script, *args, env: { "GEM_HOME" => gem_home, "GEM_PATH" => gem_home })
+    end
+
+    # `gem install --local` with no Rust on PATH: nothing compiles, it takes seconds.
+    def install
+      rust = @user.find_command("cargo", "rustc")
+      check(rust.nil?, "#{rust} is on PATH=#{UserShell::PATH}: this would not show an install without Rust")
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      output, ok = @user.run("gem", "install", "--local", "--no-document", "--install-dir", gem_home, @gem.path)
+      seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+      check(ok && !output.match?(/native extension/i), "gem install failed or compiled:\n#{output}")
+      check(seconds < INSTALL_SECONDS, "gem install took #{seconds.round(1)} s")
+      installed = Dir[File.join(gem_home, "gems", "ferrolock-*")].first
+      say "installed in #{seconds.round(1)} s, nothing compiled; #{disk_kib(installed)} KiB in #{installed}"
+      installed
+    end
+
+    def disk_kib(dir)
+      Dir.glob("**/*", base: dir).sum { |file| File.size(File.join(dir, file)) } / 1024
+    end
+
+    # From outside the repo: the library of this Ruby's ABI from the installed gem, a PING, the command.
+    def load_and_ping
+      redis = Demo::ThrowawayRedis.new(prefix: "ferrolock-precompiled-redis-").start
+      output, ok = user_ruby(LOAD_AND_PING, redis.url)
+      check(ok, "loading the installed gem: #{output}")
+      say output
+      output, ok = @user.run(File.join(gem_home, "bin", "ferrolock"), "--url", redis.url, "locks",
+                             env: { "GEM_HOME" => gem_home, "GEM_PATH" => gem_home })
+      check(ok && output.match?(/^KIND/), "the ferrolock command: #{output}")
+    ensure
+      redis&.stop
+    end
+
+    # What a Ruby the gem lacks would find (its ABI's folder missing): a LoadError naming the source gem.
+    def lacking_library(installed)
+      FileUtils.rm_rf(File.join(installed, "lib", "ferrolock", @abi))
+      message, raised = user_ruby(LOAD_ERROR)
+      check(raised, "ferrolock loaded without lib/ferrolock/#{@abi}/ferrolock.so")
+      check(message.include?("gem install ferrolock --platform ruby"), "a LoadError without the way out: #{message}")
+      say "without lib/ferrolock/#{@abi}: LoadError \"#{message}\""
+    end
+
+    # Its required_ruby_version admits exactly the Rubies it holds a library for.
+    def ruby_requirement
+      expected = @gem.expected_admissions
+      wrong = expected.reject { |ruby, admitted| @gem.admits?(ruby) == admitted }.keys
+      check(wrong.empty?, "required_ruby_version #{@gem.spec.required_ruby_version} is wrong for #{wrong.join(", ")}")
+      say "its required_ruby_version admits Ruby #{@gem.abis.map { |abi| "#{abi}.x" }.join(" and ")}, " \
+          "not #{expected.reject { |_, admitted| admitted }.keys.join(", ")}"
+    end
+
+    # A precompiled gem built from the same gemspec without this Ruby's ABI: refused when given by path.
+    def lacking_gem
+      others = @gem.abis - [@abi]
+      check(others.any?, "#{@gem.path} holds no other Ruby ABI than #{@abi}")
+      lacking = build_precompiled(others)
+      output, ok = @user.run("gem", "install", "--local", "--no-document", "--install-dir", File.join(@tmp, "refused"),
+                             lacking.path)
+      check(!ok && output.include?("requires Ruby version"), "#{describe(lacking)} on Ruby #{@abi}: #{output}")
+      say "#{describe(lacking)} alone: refused (#{output[/requires Ruby version.*/]})"
+      lacking
+    end
+
+    def build_precompiled(abis)
+      path = File.join(FileUtils.mkdir_p(File.join(@tmp, "lacking")).first, File.basename(@gem.path))
+      output, ok = Open3.capture2e({ "FERROLOCK_PRECOMPILED" => abis.join(" ") },
+                                   "gem", "build", "ferrolock.gemspec", "--output", path, chdir: ROOT)
+      check(ok, "building a precompiled gem for Ruby #{abis.join(", ")}: #{output}")
+      PrecompiledGem.new(path)
+    end
+
+    # From a gem source holding the source gem and a precompiled one, `gem install ferrolock` and Bundler
+    # take the precompiled gem when it holds this Ruby's library, else the source gem.
+    def picks(lacking)
+      with_abi = GemSource.new(File.join(@tmp, "source-with"), [@source_gem, @gem.path]).write
+      without_abi = GemSource.new(File.join(@tmp, "source-without"), [@source_gem, lacking.path]).write
+      choice = VariantChoice.new(@user, @tmp)
+      { "gem install" => :gem_install, "bundle install" => :bundle_install }.each do |tool, method|
+        picked = choice.public_send(method, with_abi)
+        check(picked == @gem.spec.full_name, "#{tool} took #{picked} beside #{@gem.spec.full_name}")
+        fallback = choice.public_send(method, without_abi)
+        check(fallback == File.basename(@source_gem, ".gem"), "#{tool} took #{fallback} beside #{describe(lacking)}")
+        say "#{tool} ferrolock takes #{picked}; beside #{describe(lacking)} only, #{fallback} (the source gem)"
+      end
+    end
+
+    def describe(precompiled)
+      "a precompiled gem for Ruby #{precompiled.abis.join(", ")}"
+    end
+  end
+end
