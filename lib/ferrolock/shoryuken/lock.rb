@@ -210,18 +210,15 @@ module Ferrolock
         Ferrolock.logger.warn("ferrolock: the in-progress lease of #{about(payload)} expired while " \
                               "its job ran (#{outcome}): a copy may have run too")
       rescue Ferrolock::Error => e
-        Ferrolock.instrument(:release_failed, payload.merge(error: e.class.name, block: :finished))
-        Ferrolock.logger.warn("ferrolock: could not mark #{about(payload)} processed " \
-                              "(#{e.class}: #{e.message}); its lease expires after lock_ttl")
+        # Marked in the background once Redis answers; meanwhile the unrenewed lease keeps copies out.
+        ReleaseFailure.report(e, what: "marking #{about(payload)} processed", finished: true, **payload)
       end
 
       def release_after_error(lock, lease, payload, error)
         lock.abort_message(lease)
         Ferrolock.instrument(:released_after_error, payload.merge(error: error&.class&.name))
       rescue Ferrolock::Error => e
-        Ferrolock.instrument(:release_failed, payload.merge(error: e.class.name, block: :raised))
-        Ferrolock.logger.warn("ferrolock: could not release #{about(payload)} after an error " \
-                              "(#{e.class}: #{e.message}); its copies run after lock_ttl")
+        ReleaseFailure.report(e, what: "giving back #{about(payload)}", finished: false, **payload)
       end
     end
   end
