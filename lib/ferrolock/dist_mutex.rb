@@ -107,16 +107,29 @@ module Ferrolock
     # ends the sleep, the lock is taken again before it propagates, as with Mutex.
     def sleep(timeout = nil)
       timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless nil.equal?(timeout)
-      unlock
+      hold = nil
+      woken = false
       started = Ferrolock.monotonic
       begin
-        timeout ? Kernel.sleep(timeout) : Kernel.sleep
+        # The release and the wait are one native call, so that no wake-up sent once the lock is
+        # free can land between them; exceptions wait for the release (see Interrupts.release)
+        # and are raised as the block ends, ending the sleep.
+        woken = Interrupts.release do
+          hold = forget_own_hold
+          raise ThreadError, "Attempt to unlock a mutex which is not locked by this thread" unless hold
+
+          @native.release_and_sleep(hold, timeout)
+        end
         slept = Ferrolock.monotonic - started
+      rescue LockLost
+        Ferrolock.instrument(:lock_lost, primitive: :dist_mutex, name: @name, detected: :release)
+        raise
       ensure
-        # Like Mutex#sleep, re-locks even when an exception ends the sleep or lands meanwhile.
-        Thread.handle_interrupt(Object => :never) { lock }
+        # Like Mutex#sleep, re-locks even when an exception ends the sleep or lands meanwhile
+        # (not when the release failed: the lock was not ours any more).
+        Thread.handle_interrupt(Object => :never) { lock } if hold&.released_by_sleep?
       end
-      timeout && slept >= timeout ? nil : slept.round
+      woken ? slept.round : nil
     end
 
     # True when anyone (any thread, process or host) holds the lock.
