@@ -145,6 +145,24 @@ RSpec.describe "DistMutex#sleep like Mutex#sleep" do
     end
   end
 
+  it "sleeps on, like Mutex#sleep, when the caller's own mask defers a queued exception", time_limit: 60 do
+    stop = Class.new(StandardError)
+    each_run do |m|
+      took = nil
+      expect do
+        m.synchronize do
+          Thread.handle_interrupt(Object => :never) do
+            Thread.current.raise(stop) # queued, deferred by this mask
+            took = elapsed { expect(m.sleep(0.02)).to be_nil }
+            expect(m.owned?).to be(true)
+          end
+        end
+      end.to raise_error(stop)
+      expect(took).to be >= 0.02
+      expect(m.locked?).to be(false)
+    end
+  end
+
   it "re-locks before Thread#kill ends the thread; synchronize then releases", time_limit: 60 do
     each_run do |m|
       sleeper = Thread.new { m.synchronize { m.sleep } }

@@ -107,6 +107,10 @@ module Ferrolock
     # ends the sleep, the lock is taken again before it propagates, as with Mutex.
     def sleep(timeout = nil)
       timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless nil.equal?(timeout)
+      # An exception queued now that the caller's mask lets through ends the sleep before it
+      # starts (as Mutex#sleep's would); one still queued is deferred by that mask on purpose.
+      Native.check_interrupts
+      deferred = Thread.pending_interrupt?
       hold = nil
       woken = false
       started = Ferrolock.monotonic
@@ -118,7 +122,7 @@ module Ferrolock
           hold = forget_own_hold
           raise ThreadError, "Attempt to unlock a mutex which is not locked by this thread" unless hold
 
-          @native.release_and_sleep(hold, timeout)
+          @native.release_and_sleep(hold, timeout, deferred)
         end
         slept = Ferrolock.monotonic - started
       rescue LockLost

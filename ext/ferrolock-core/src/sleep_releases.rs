@@ -77,3 +77,36 @@ pub fn wait_answered(client_id: usize, lock_key: &str, intr: &Interrupt) -> Resu
             .0;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn waits_for_announced_releases_of_its_own_lock_only() {
+        let announced = announce(1, "sleep-releases:a");
+        // Another lock, or the same key through another client: no wait.
+        wait_answered(1, "sleep-releases:b", &Interrupt::new()).unwrap();
+        wait_answered(2, "sleep-releases:a", &Interrupt::new()).unwrap();
+        let started = Instant::now();
+        let answered = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            drop(announced);
+        });
+        wait_answered(1, "sleep-releases:a", &Interrupt::new()).unwrap();
+        assert!(started.elapsed() >= Duration::from_millis(50));
+        answered.join().unwrap();
+    }
+
+    #[test]
+    fn a_cancelled_wait_ends_interrupted() {
+        let _announced = announce(3, "sleep-releases:c");
+        let intr = Interrupt::new();
+        intr.cancel();
+        assert!(matches!(
+            wait_answered(3, "sleep-releases:c", &intr),
+            Err(crate::error::Error::Interrupted)
+        ));
+    }
+}

@@ -157,12 +157,14 @@ pub enum Slept {
 ///
 /// A release error is returned without waiting. An exception raised by the interrupt check
 /// before the region starts (a trap handler's) is raised once the release was made, without
-/// waiting.
+/// waiting. So does an exception queued meanwhile, unless `deferred_before` (one was already
+/// queued, deferred by the caller's own `Thread.handle_interrupt`, when the sleep began).
 pub fn release_then_sleep<T>(
     ruby: &Ruby,
     cell: &std::sync::Mutex<Option<T>>,
     f: impl Fn(&Interrupt, T) -> ferrolock_core::Result<()>,
     timeout: Option<std::time::Duration>,
+    deferred_before: bool,
 ) -> Result<Option<Slept>, Error> {
     let Some(item) = cell.lock().unwrap_or_else(|e| e.into_inner()).take() else {
         return Ok(None);
@@ -183,16 +185,33 @@ pub fn release_then_sleep<T>(
         }
         sleep_until_cancelled(wake, timeout)
     };
+    // Keeps the first exception raised before the release (it ends the sleep once released).
+    let keep = |e: Error| {
+        wait.set(false);
+        let first = raised.take().unwrap_or(e);
+        raised.set(Some(first));
+    };
+    // An exception queued before the region starts (a Timeout firing now, deferred by the
+    // caller's mask) called no unblocking function of ours: it must end the sleep all the same,
+    // unless the caller's own mask defers it (`deferred_before`: then Mutex#sleep sleeps on).
+    let skip_wait_if_exception_queued = || match exception_pending(ruby) {
+        Ok(pending) => {
+            if pending && !deferred_before {
+                wait.set(false);
+            }
+        }
+        Err(e) => keep(e),
+    };
+    skip_wait_if_exception_queued();
     loop {
         match without_gvl(&call, Cancel::Yes) {
             // Ruby had an interrupt pending and did not run `call`: nothing was sent. The lock is
-            // still held, so no waker can have sent anything yet: run the interrupt and retry.
+            // still held, so no wake-up can be due yet: run the interrupt and retry.
             None => {
                 if let Err(e) = ruby.thread_check_ints() {
-                    wait.set(false);
-                    let first = raised.take().unwrap_or(e);
-                    raised.set(Some(first));
+                    keep(e);
                 }
+                skip_wait_if_exception_queued();
             }
             Some(outcome) => {
                 let slept = settle(ruby, outcome)?;

@@ -81,14 +81,15 @@ impl RbDistMutex {
     }
 
     /// DistMutex#sleep's release and wait, in one call that loses no wake-up (see
-    /// `release_then_sleep`). True when woken or interrupted, false when `timeout` passed. A
-    /// release error is raised without waiting; `hold.released_by_sleep?` tells whether the
-    /// lock was released (then it must be taken again, whatever was raised).
+    /// `release_then_sleep`, and `deferred` there). True when woken or interrupted, false when
+    /// `timeout` passed. A release error is raised without waiting; `hold.released_by_sleep?`
+    /// tells whether the lock was released (then it must be taken again, whatever was raised).
     fn release_and_sleep(
         ruby: &Ruby,
         rb_self: &Self,
         hold: &RbMutexHold,
         timeout: Option<f64>,
+        deferred: bool,
     ) -> Result<bool, Error> {
         let timeout = timeout.map(|t| wait(ruby, "timeout", t)).transpose()?;
         // Until Redis answered the release: the thread already looks asleep.
@@ -105,6 +106,7 @@ impl RbDistMutex {
                 released
             },
             timeout,
+            deferred,
         )?;
         Ok(slept != Some(Slept::TimedOut))
     }
@@ -122,7 +124,7 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     class.define_method("unlock", method!(guard::f2(RbDistMutex::unlock), 1))?;
     class.define_method(
         "release_and_sleep",
-        method!(guard::f3(RbDistMutex::release_and_sleep), 2),
+        method!(guard::f4(RbDistMutex::release_and_sleep), 3),
     )?;
     class.define_method("locked?", method!(guard::f1(RbDistMutex::is_locked), 0))?;
     let hold = native.define_class("MutexHold", ruby.class_object())?;
