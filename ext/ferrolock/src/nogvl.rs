@@ -214,10 +214,10 @@ pub fn release_then_sleep<T>(
                 skip_wait_if_exception_queued();
             }
             Some(outcome) => {
-                let slept = settle(ruby, outcome)?;
+                let slept = settle(ruby, outcome);
                 return match raised.take() {
                     Some(e) => Err(e),
-                    None => Ok(Some(slept)),
+                    None => slept.map(Some),
                 };
             }
         }
