@@ -58,7 +58,8 @@ module Ferrolock
       self
     end
 
-    # Takes the lock if free; never waits.
+    # Takes the lock if free; never waits for a holder (only for a release a #sleep of this
+    # process has in flight, as #locked? does: a thread seen asleep holds nothing).
     def try_lock
       return false if owned?
 
