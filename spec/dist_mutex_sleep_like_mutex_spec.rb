@@ -89,6 +89,21 @@ RSpec.describe "DistMutex#sleep like Mutex#sleep" do
     end
   end
 
+  it "lets another thread take the lock once the sleeper looks asleep", time_limit: 60 do
+    each_run do |m|
+      sleeper = locked_thread(m) do
+        m.sleep
+        m.unlock
+      end
+      pass_until_stopped(sleeper)
+      other = Ferrolock::DistMutex.new(m.name)
+      expect(other.try_lock).to be(true)
+      other.unlock
+      sleeper.run
+      expect(sleeper.join(10)).to be(sleeper)
+    end
+  end
+
   it "relocks the mutex when woken", time_limit: 60 do
     each_run do |m|
       m.lock
