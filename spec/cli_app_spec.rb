@@ -91,6 +91,11 @@ RSpec.describe "ferrolock command and the app's namespace", time_limit: 180 do
     end
   end
 
+  it "exits 2 naming FERROLOCK_NAMESPACE when it is not a valid namespace" do
+    out, err, code = run_ferrolock("locks", env: { "FERROLOCK_NAMESPACE" => "x" * (Ferrolock::MAX_NAME_BYTES + 1) })
+    expect([code, out, err]).to match([2, "", include("FERROLOCK_NAMESPACE: namespace must be at most")])
+  end
+
   it "exits 2 naming the file when the app's code fails to load" do
     Dir.mktmpdir("ferrolock-cli-") do |dir|
       File.write(File.join(dir, "broken.rb"), "raise 'no database'\n")

@@ -122,7 +122,7 @@ module Ferrolock
 
       def run_show(name)
         items = admin.show(name)
-        raise Exit.new(NOT_FOUND, "ferrolock: #{nothing_holds(name)}#{hint.elsewhere}") if items.empty?
+        raise Exit.new(NOT_FOUND, "ferrolock: #{hint.nothing_holds(name)}#{hint.elsewhere}") if items.empty?
 
         output.show(items)
         OK
@@ -133,23 +133,11 @@ module Ferrolock
 
         released = admin.force_release(name)
         if released.empty?
-          raise Exit.new(NOT_FOUND,
-                         "ferrolock: #{nothing_holds(name)}#{run_lock_hint(name)}#{hint.elsewhere}")
+          raise Exit.new(NOT_FOUND, "ferrolock: #{hint.nothing_holds(name)}#{hint.run_lock(name)}#{hint.elsewhere}")
         end
 
         output.released(released)
         OK
-      end
-
-      # A digest's force release frees its push-time lock only: where its run-time lock is released.
-      def run_lock_hint(name)
-        return "" unless UniqueInfo.digest?(name.to_s)
-
-        " (a running job's lock is released as #{Table.text(name)}#{UNIQUE_RUN_SUFFIX})"
-      end
-
-      def nothing_holds(name)
-        "nothing holds #{Table.text(name)}#{hint.in_namespace}"
       end
 
       def hint
@@ -209,9 +197,15 @@ module Ferrolock
       # A message with every password masked, however the message got it (Redact's rules, and
       # the passwords this command knows, as given or escaped).
       def redact(message)
-        known = [(password if defined?(@password)), *CliPassword.secrets_in(@url || @options[:url] ||
-                                                                               Ferrolock.config.redis_url)]
+        known = [(password if defined?(@password)), *CliPassword.secrets_in(@url || @options[:url] || configured_url)]
         Redact.text(message, known)
+      end
+
+      # nil when the configuration is what failed (a bad FERROLOCK_* variable): the message says so.
+      def configured_url
+        Ferrolock.config.redis_url
+      rescue ArgumentError, TypeError
+        nil
       end
 
       def usage!(message)

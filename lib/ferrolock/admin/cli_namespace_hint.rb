@@ -5,8 +5,9 @@ require_relative "namespace_probe"
 
 module Ferrolock
   class Admin
-    # What the `ferrolock` command adds when it finds nothing: the namespace it read, and the
-    # other namespaces holding ferrolock's keys (NamespaceProbe), with how to read those instead.
+    # What the `ferrolock` command adds when it finds nothing: the namespace it read, the other
+    # namespaces holding ferrolock's keys (NamespaceProbe) with how to read those instead, and
+    # for a digest, where its running job's lock is released.
     class CliNamespaceHint
       def initialize(client)
         @client = client
@@ -15,6 +16,18 @@ module Ferrolock
       # ` in namespace "ferrolock"`
       def in_namespace
         " in namespace #{Table.text(@client.namespace).inspect}"
+      end
+
+      # `nothing holds report:42 in namespace "ferrolock"`
+      def nothing_holds(name)
+        "nothing holds #{Table.text(name)}#{in_namespace}"
+      end
+
+      # A digest's force release frees its push-time lock only: where its run-time lock is released.
+      def run_lock(name)
+        return "" unless UniqueInfo.digest?(name.to_s)
+
+        " (a running job's lock is released as #{Table.text(name)}#{UNIQUE_RUN_SUFFIX})"
       end
 
       def elsewhere?
