@@ -28,8 +28,8 @@ module Ferrolock
         "uniques" => "defines the job classes: their lock type shows",
         "rate-limiters" => "defines the app's rate limiters: Redis keeps no limit, so limit and remaining need them"
       }.freeze
-      REQUIRE_HELP = ["load FILE first, e.g. config/environment.rb (a Rails app's is loaded from its root):",
-                      "the app's configuration gives the namespace and Redis"].freeze
+      REQUIRE_HELP = ["load the app's code first: its configuration gives the namespace and Redis",
+                      "(e.g. config/environment.rb: a file in a Rails app is loaded from the app's root)"].freeze
       URL_HELP = "Redis URL (default: FERROLOCK_REDIS_URL, REDIS_URL, redis://127.0.0.1:6379/0)"
 
       # Parsed values; :help holds the help text when --help was given.
@@ -44,7 +44,8 @@ module Ferrolock
           commands = COMMANDS.values.map { |use, text| format("    %<use>-27s %<text>s", use: use, text: text) }
           opts.banner = "Usage: ferrolock [options] COMMAND [ARGS]\n\nCommands:\n#{commands.join("\n")}\n\nOptions:"
           global_options(opts)
-          opts.separator("\nOptions go before PATTERN or NAME (--json, --force and --help may also follow it);")
+          opts.separator("\nEvery command also takes --require FILE: the app's code, for its namespace and Redis.")
+          opts.separator("Options go before PATTERN or NAME (--json, --force and --help may also follow it);")
           opts.separator("-- ends them: `ferrolock locks -- \"$PATTERN\"` never reads a pattern as an option.")
           opts.separator("Exit codes: 0 ok, 1 not found, 2 usage, 3 Redis unreachable.")
         end
