@@ -3,11 +3,14 @@
 require "json"
 require "timeout"
 require_relative "support/redis_cluster"
+require_relative "support/cli_runner"
 
 # Every primitive and both Sidekiq middlewares on a real 3-master Redis Cluster (with a replica each),
 # started once for this process (spec/support/redis_cluster.rb). Exclusion is counted, not assumed:
 # child processes count how many are inside each name at once in the single-node test Redis.
 RSpec.describe "Redis Cluster" do
+  include FerrolockTest::CliRunner
+
   let(:cluster) { FerrolockTest::RedisCluster.shared }
   let(:probe) { FerrolockTest.redis_server.redis }
   let(:child) { File.join(FerrolockTest::ROOT, "spec/support/contention_child.rb") }
@@ -81,6 +84,20 @@ RSpec.describe "Redis Cluster" do
   end
 
   # Its scripts are routed by their key (not by the script's SHA, as a plain EVALSHA command is).
+  it "is what the ferrolock command reads when the environment names it, every master, with the hint" do
+    names = cluster.names_on_each_master("cli")
+    client = Ferrolock::Client.new(cluster: cluster.urls, namespace: "myapp")
+    mutexes = names.map { |name| Ferrolock::DistMutex.new(name, client: client).tap(&:lock) }
+    env = { "FERROLOCK_REDIS_CLUSTER" => cluster.urls.join(",") }
+    out, err, code = run_ferrolock("locks", "--json", env: env.merge("FERROLOCK_NAMESPACE" => "myapp"))
+    expect(code).to eq(0), err
+    expect(JSON.parse(out).map { |lock| lock["name"] }).to match_array(names)
+    out, err, code = run_ferrolock("locks", "--json", env: env)
+    expect([code, out, err]).to match([0, "[]\n", include('found under namespace "myapp"')])
+  ensure
+    mutexes&.each(&:unlock)
+  end
+
   it "runs the Sidekiq uniqueness lock with digests on each of the 3 masters" do
     digests = cluster.names_on_each_master("unique")
     masters = digests.map { |digest| cluster.master_for(FerrolockTest::RedisCluster.slot(digest)) }

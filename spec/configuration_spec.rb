@@ -4,10 +4,11 @@ require "pathname"
 
 RSpec.describe Ferrolock::Configuration do
   around do |example|
-    saved = ENV.to_h.slice("FERROLOCK_REDIS_URL", "REDIS_URL", "FERROLOCK_REPLY_SPIN")
+    names = %w[FERROLOCK_REDIS_URL REDIS_URL FERROLOCK_REPLY_SPIN FERROLOCK_NAMESPACE]
+    saved = ENV.to_h.slice(*names)
     example.run
   ensure
-    %w[FERROLOCK_REDIS_URL REDIS_URL FERROLOCK_REPLY_SPIN].each { |name| ENV.delete(name) }
+    names.each { |name| ENV.delete(name) }
     ENV.update(saved)
     Ferrolock.reset_config!
   end
@@ -69,8 +70,37 @@ RSpec.describe Ferrolock::Configuration do
 
   it "has defaults for the other settings" do
     ENV.delete("FERROLOCK_REPLY_SPIN")
+    ENV.delete("FERROLOCK_NAMESPACE")
     expect(config).to have_attributes(namespace: "ferrolock", connect_timeout: 1.0, read_timeout: 1.0,
                                       reply_spin: 0.00005)
+  end
+
+  describe "namespace default" do
+    it "is FERROLOCK_NAMESPACE when set, so a process without the app's initializer finds its keys" do
+      ENV["FERROLOCK_NAMESPACE"] = "myapp"
+      expect(config.namespace).to eq("myapp")
+      Ferrolock.reset_config!
+      expect(Ferrolock.client.namespace).to eq("myapp")
+      expect(Ferrolock::Client.new.key("report", "lock")).to eq("myapp:{report}:lock")
+    end
+
+    it "is \"ferrolock\" when FERROLOCK_NAMESPACE is unset or empty" do
+      ENV["FERROLOCK_NAMESPACE"] = ""
+      expect(config.namespace).to eq("ferrolock")
+    end
+
+    it "gives way to a namespace set in code; nil goes back to the default" do
+      ENV["FERROLOCK_NAMESPACE"] = "from-env"
+      config.namespace = "from-code"
+      expect(config.namespace).to eq("from-code")
+      config.namespace = nil
+      expect(config.namespace).to eq("from-env")
+    end
+
+    it "names FERROLOCK_NAMESPACE when it is not a valid namespace" do
+      ENV["FERROLOCK_NAMESPACE"] = "x" * (Ferrolock::MAX_NAME_BYTES + 1)
+      expect { config }.to raise_error(ArgumentError, /FERROLOCK_NAMESPACE: namespace must be at most/)
+    end
   end
 
   describe "reply_spin" do

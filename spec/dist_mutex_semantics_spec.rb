@@ -68,9 +68,10 @@ RSpec.describe Ferrolock::DistMutex do
     run_ruby!(%(require "ferrolock"; print Ferrolock::DistMutex.new(#{name.inspect}).try_lock))
   end
 
-  # True once thread is inside Kernel#sleep (status "sleep" alone also covers a Redis call).
+  # True once thread is inside Kernel#sleep, or inside DistMutex#sleep's release and wait (status
+  # "sleep" alone also covers a Redis call made while locking).
   def in_kernel_sleep?(thread)
-    thread.status == "sleep" && thread.backtrace_locations&.first&.label == "sleep"
+    thread.status == "sleep" && %w[sleep release_and_sleep].include?(thread.backtrace_locations&.first&.label)
   end
 
   describe "an owner that ends without unlocking" do

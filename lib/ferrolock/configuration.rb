@@ -9,6 +9,7 @@ module Ferrolock
   class Configuration
     DEFAULT_URL = "redis://127.0.0.1:6379/0"
     DEFAULT_NAMESPACE = "ferrolock"
+    NAMESPACE_ENV = "FERROLOCK_NAMESPACE"
     DEFAULT_TIMEOUT = 1.0
     # Seconds a thread polls for a reply before sleeping (see reply_spin=).
     DEFAULT_REPLY_SPIN = 0.00005
@@ -21,7 +22,7 @@ module Ferrolock
 
     def initialize
       @redis_url = self.class.default_redis_url
-      @namespace = DEFAULT_NAMESPACE
+      @namespace = self.class.default_namespace
       @connect_timeout = DEFAULT_TIMEOUT
       @read_timeout = DEFAULT_TIMEOUT
       @reply_spin = env_reply_spin || DEFAULT_REPLY_SPIN
@@ -70,9 +71,11 @@ module Ferrolock
       @tls_ca_file = Validate.path!(:tls_ca_file, value)
     end
 
-    # A prefix for every key: a non-empty String of at most MAX_NAME_BYTES of UTF-8.
+    # A prefix for every key: a non-empty String of at most MAX_NAME_BYTES of UTF-8. nil means the
+    # default: FERROLOCK_NAMESPACE, else "ferrolock" (so the `ferrolock` command, and any process
+    # that does not load the app's initializer, can be pointed at the app's keys without code).
     def namespace=(value)
-      @namespace = Validate.text!(:namespace, value)
+      @namespace = nil.equal?(value) ? self.class.default_namespace : Validate.text!(:namespace, value)
     end
 
     def connect_timeout=(value)
@@ -130,6 +133,16 @@ module Ferrolock
     def self.default_redis_url
       [ENV.fetch("FERROLOCK_REDIS_URL", nil), ENV.fetch("REDIS_URL", nil)].find { |url| url && !url.empty? } ||
         DEFAULT_URL
+    end
+
+    # FERROLOCK_NAMESPACE (checked like namespace=, errors naming the variable), else DEFAULT_NAMESPACE.
+    def self.default_namespace
+      value = ENV.fetch(NAMESPACE_ENV, nil)
+      return DEFAULT_NAMESPACE if value.nil? || value.empty?
+
+      Validate.text!(:namespace, value)
+    rescue ArgumentError, TypeError => e
+      raise ArgumentError, "#{NAMESPACE_ENV}: #{e.message}"
     end
 
     # A connect/read timeout: MIN_TTL_SECONDS (1 ms) up to MAX_SECONDS, like every TTL.

@@ -61,7 +61,8 @@ module Ferrolock
       self
     end
 
-    # Takes the lock if free; never waits.
+    # Takes the lock if free; never waits for a holder (only for a release a #sleep of this
+    # process has in flight, as #locked? does: a thread seen asleep holds nothing).
     def try_lock
       return false if owned?
 
@@ -118,16 +119,33 @@ module Ferrolock
     # ends the sleep, the lock is taken again before it propagates, as with Mutex.
     def sleep(timeout = nil)
       timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless nil.equal?(timeout)
-      unlock
+      # An exception queued now that the caller's mask lets through ends the sleep before it
+      # starts (as Mutex#sleep's would); one still queued is deferred by that mask on purpose.
+      Native.check_interrupts
+      deferred = Thread.pending_interrupt?
+      hold = nil
+      woken = false
       started = Ferrolock.monotonic
       begin
-        timeout ? Kernel.sleep(timeout) : Kernel.sleep
+        # The release and the wait are one native call, so that no wake-up sent once the lock is
+        # free can land between them; exceptions wait for the release (see Interrupts.release)
+        # and are raised as the block ends, ending the sleep.
+        woken = Interrupts.release do
+          hold = forget_own_hold
+          raise ThreadError, "Attempt to unlock a mutex which is not locked by this thread" unless hold
+
+          @native.release_and_sleep(hold, timeout, deferred)
+        end
         slept = Ferrolock.monotonic - started
+      rescue LockLost
+        Ferrolock.instrument(:lock_lost, primitive: :dist_mutex, name: @name, detected: :release)
+        raise
       ensure
-        # Like Mutex#sleep, re-locks even when an exception ends the sleep or lands meanwhile.
-        Thread.handle_interrupt(Object => :never) { lock }
+        # Like Mutex#sleep, re-locks even when an exception ends the sleep or lands meanwhile
+        # (not when the release failed: the lock was not ours any more).
+        Thread.handle_interrupt(Object => :never) { lock } if hold&.released_by_sleep?
       end
-      timeout && slept >= timeout ? nil : slept.round
+      woken ? slept.round : nil
     end
 
     # True when anyone (any thread, process or host) holds the lock.

@@ -24,6 +24,7 @@ use crate::lost_reason::why_lost;
 use crate::lua_script;
 use crate::replicas::{ack_timeout, eval_grant, refuse};
 use crate::script::ScriptCall;
+use crate::sleep_releases;
 use crate::wait::{retry_after, wait_turn};
 use redis::Value;
 use std::time::{Duration, Instant};
@@ -259,8 +260,10 @@ impl DistMutex {
         }
     }
 
-    /// One attempt, never waits.
+    /// One attempt, never waits (but for a sleep release of this lock in flight, see
+    /// sleep_releases.rs).
     pub fn try_lock(&self, intr: &Interrupt, token: &str) -> Result<Option<Held>> {
+        self.wait_sleep_releases(intr)?;
         // The script also recognises a lock held by this very token (a retried call).
         match self.attempt(intr, token, 0, None, true, None)? {
             Attempt::Acquired(fence) => Ok(Some(self.held(token, fence))),
@@ -606,7 +609,17 @@ impl DistMutex {
     }
 
     /// True when anyone holds the lock.
+    /// Announces a release made by a sleeping thread, until the returned value is dropped.
+    pub fn announce_sleep_release(&self) -> sleep_releases::Announced {
+        sleep_releases::announce(self.client.identity(), &self.lock_key)
+    }
+
+    fn wait_sleep_releases(&self, intr: &Interrupt) -> Result<()> {
+        sleep_releases::wait_answered(self.client.identity(), &self.lock_key, intr)
+    }
+
     pub fn is_locked(&self, intr: &Interrupt) -> Result<bool> {
+        self.wait_sleep_releases(intr)?;
         let reply = self.client.command(
             intr,
             &[b"EXISTS".to_vec(), self.lock_key.clone().into_bytes()],

@@ -31,6 +31,7 @@ pub mod replicas;
 pub mod script;
 pub mod seconds;
 mod sentinel;
+pub mod sleep_releases;
 pub mod slot;
 pub mod spin;
 mod tls;

@@ -12,6 +12,9 @@
 //! - `release_once`: a release, never cancelled and never sent twice: it always finishes (an
 //!   unreachable Redis is bounded by read_timeout, and the core hands a failed release to the
 //!   watchdog), so no interrupt can leave a lock held.
+//! - `release_then_sleep`: `release_once` followed by a wait that any interrupt ends, in one
+//!   call: an interrupt that comes during the release (Thread#wakeup, a ConditionVariable
+//!   signal) is kept and ends the wait at once (DistMutex#sleep, see dist_mutex.rb).
 
 use crate::errors::{core_error, ferrolock_error};
 use crate::guard::panic_message;
@@ -135,6 +138,109 @@ pub fn release_once<T, R>(
                     None => result,
                 };
             }
+        }
+    }
+}
+
+/// How a `release_then_sleep` ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Slept {
+    /// Interrupted: Thread#wakeup / #run, a ConditionVariable signal, a signal trap, or an
+    /// exception queued for the thread (raised once the caller's mask lets it through).
+    Woken,
+    TimedOut,
+}
+
+/// Makes the release `f` exactly once and to its end (as `release_once`), then waits until
+/// `timeout` passes or Ruby interrupts the thread, all in one blocking region: its unblocking
+/// function records every interrupt from the moment the region starts, before the release, so
+/// none that comes after the release (the only ones a waker holding the lock can send) is lost.
+/// Ruby's own wake-up (status and interrupt flag) would be lost there: our release ignores it,
+/// and Kernel#sleep, entered afterwards, does not see it. `Ok(None)`: the cell was empty.
+///
+/// A release error is returned without waiting. An exception raised by the interrupt check
+/// before the region starts (a trap handler's) is raised once the release was made, without
+/// waiting. So does an exception queued meanwhile, unless `deferred_before` (one was already
+/// queued, deferred by the caller's own `Thread.handle_interrupt`, when the sleep began).
+pub fn release_then_sleep<T>(
+    ruby: &Ruby,
+    cell: &HeldCell<T>,
+    f: impl Fn(&Interrupt, T) -> ferrolock_core::Result<()>,
+    timeout: Option<std::time::Duration>,
+    deferred_before: bool,
+) -> Result<Option<Slept>, Error> {
+    // As in `release_once`: an item inherited through fork is the parent's.
+    let Some(item) = cell.take_own() else {
+        return Ok(None);
+    };
+    let item = std::sync::Mutex::new(Some(item));
+    let raised: std::cell::Cell<Option<Error>> = std::cell::Cell::new(None);
+    let wait = std::cell::Cell::new(true);
+    // `wake` is the region's interrupt (cancelled by the unblocking function); the release gets
+    // one nobody cancels.
+    let call = |wake: &Interrupt| -> ferrolock_core::Result<Slept> {
+        let Some(item) = item.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+            // Unreachable: the region runs at most once (see the loop below).
+            return Ok(Slept::Woken);
+        };
+        f(&Interrupt::new(), item)?;
+        if !wait.get() {
+            return Ok(Slept::Woken);
+        }
+        sleep_until_cancelled(wake, timeout)
+    };
+    // Keeps the first exception raised before the release (it ends the sleep once released).
+    let keep = |e: Error| {
+        wait.set(false);
+        let first = raised.take().unwrap_or(e);
+        raised.set(Some(first));
+    };
+    // An exception queued before the region starts (a Timeout firing now, deferred by the
+    // caller's mask) called no unblocking function of ours: it must end the sleep all the same,
+    // unless the caller's own mask defers it (`deferred_before`: then Mutex#sleep sleeps on).
+    let skip_wait_if_exception_queued = || match exception_pending(ruby) {
+        Ok(pending) => {
+            if pending && !deferred_before {
+                wait.set(false);
+            }
+        }
+        Err(e) => keep(e),
+    };
+    skip_wait_if_exception_queued();
+    loop {
+        match without_gvl(&call, Cancel::Yes) {
+            // Ruby had an interrupt pending and did not run `call`: nothing was sent. The lock is
+            // still held, so no wake-up can be due yet: run the interrupt and retry.
+            None => {
+                if let Err(e) = ruby.thread_check_ints() {
+                    keep(e);
+                }
+                skip_wait_if_exception_queued();
+            }
+            Some(outcome) => {
+                let slept = settle(ruby, outcome);
+                return match raised.take() {
+                    Some(e) => Err(e),
+                    None => slept.map(Some),
+                };
+            }
+        }
+    }
+}
+
+/// Waits on `wake` until it is cancelled or `timeout` passes (forever when `None`).
+fn sleep_until_cancelled(
+    wake: &Interrupt,
+    timeout: Option<std::time::Duration>,
+) -> ferrolock_core::Result<Slept> {
+    // A day at a time when endless: `Interrupt::sleep` takes a span.
+    const DAY: std::time::Duration = std::time::Duration::from_secs(86_400);
+    loop {
+        match wake.sleep(timeout.unwrap_or(DAY)) {
+            Ok(()) if timeout.is_some() => return Ok(Slept::TimedOut),
+            Ok(()) => {}
+            Err(CoreError::Interrupted) => return Ok(Slept::Woken),
+            Err(e) => return Err(e),
         }
     }
 }

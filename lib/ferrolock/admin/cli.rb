@@ -1,8 +1,10 @@
 # frozen_string_literal: true
 
+require_relative "cli_app"
 require_relative "cli_arguments"
 require_relative "cli_options"
 require_relative "cli_output"
+require_relative "cli_namespace_hint"
 require_relative "cli_password"
 
 module Ferrolock
@@ -86,12 +88,18 @@ module Ferrolock
         usage!("#{command}: expected #{wanted.join(" ")}, got #{args.size} argument(s)")
       end
 
-      # --require FILE: the app's code (job classes, limiters) before reading Redis.
+      # --require FILE: the app's code (its configuration: namespace and Redis; job classes,
+      # limiters) before reading Redis. CliApp may change directory to the app's root, so every
+      # path given is made absolute first.
       def load_requires
-        @options[:requires].each do |file|
-          require File.expand_path(file)
-        rescue LoadError => e # a ScriptError: no rescue below would turn it into an exit code
-          usage!("--require #{Table.text(file)}: #{e.message}")
+        @options[:password_file] &&= File.expand_path(@options[:password_file])
+        @options[:requires].map { |file| [file, File.expand_path(file)] }.each do |given, file|
+          CliApp.load(file, @err)
+        rescue ScriptError, StandardError => e
+          raise if e.is_a?(Ferrolock::Error) # Redis refused the app's boot: exit 3, as for any command
+
+          # A ScriptError (LoadError, SyntaxError) too: no rescue below would turn it into an exit code.
+          usage!("--require #{Table.text(given)}: #{e.message} (#{e.class})")
         end
       end
 
@@ -106,15 +114,15 @@ module Ferrolock
       end
 
       def run_listing(listing, argument = "*")
-        output.public_send(listing, all_pages do |cursor|
-          admin.public_send(listing, argument, cursor: cursor, per_page: 100)
-        end)
+        items = all_pages { |cursor| admin.public_send(listing, argument, cursor: cursor, per_page: 100) }
+        output.public_send(listing, items)
+        @err.puts("ferrolock: no #{@command}#{hint.in_namespace}#{hint.elsewhere}") if items.empty? && hint.elsewhere?
         OK
       end
 
       def run_show(name)
         items = admin.show(name)
-        raise Exit.new(NOT_FOUND, "ferrolock: nothing holds #{Table.text(name)}") if items.empty?
+        raise Exit.new(NOT_FOUND, "ferrolock: #{hint.nothing_holds(name)}#{hint.elsewhere}") if items.empty?
 
         output.show(items)
         OK
@@ -125,19 +133,15 @@ module Ferrolock
 
         released = admin.force_release(name)
         if released.empty?
-          raise Exit.new(NOT_FOUND,
-                         "ferrolock: nothing holds #{Table.text(name)}#{run_lock_hint(name)}")
+          raise Exit.new(NOT_FOUND, "ferrolock: #{hint.nothing_holds(name)}#{hint.run_lock(name)}#{hint.elsewhere}")
         end
 
         output.released(released)
         OK
       end
 
-      # A digest's force release frees its push-time lock only: where its run-time lock is released.
-      def run_lock_hint(name)
-        return "" unless UniqueInfo.digest?(name.to_s)
-
-        " (a running job's lock is released as #{Table.text(name)}#{UNIQUE_RUN_SUFFIX})"
+      def hint
+        @hint ||= CliNamespaceHint.new(admin.client)
       end
 
       # Every SCAN page (up to --limit items; the rest is announced on stderr).
@@ -158,10 +162,21 @@ module Ferrolock
 
       def admin
         @admin ||= begin
-          @client = Ferrolock::Client.new(url: url, namespace: @options[:namespace] || Ferrolock.config.namespace)
+          @client = Ferrolock::Client.new(**client_options)
           @client.ping
           Admin.new(client: @client)
         end
+      end
+
+      # The configured Redis (the app's, with --require), or --url. A configured Redis Cluster or
+      # Sentinel set is used as configured; their passwords come from the configuration.
+      def client_options
+        namespace = { namespace: @options[:namespace] || Ferrolock.config.namespace }
+        return namespace.merge(url: url) if @options[:url] || (!Ferrolock.config.redis_cluster &&
+                                                              !Ferrolock.config.redis_sentinels)
+        return namespace unless @options[:password_file]
+
+        usage!("--password-file needs --url: a Redis Cluster or Sentinel set is configured")
       end
 
       def output
@@ -182,9 +197,15 @@ module Ferrolock
       # A message with every password masked, however the message got it (Redact's rules, and
       # the passwords this command knows, as given or escaped).
       def redact(message)
-        known = [(password if defined?(@password)), *CliPassword.secrets_in(@url || @options[:url] ||
-                                                                               Ferrolock.config.redis_url)]
+        known = [(password if defined?(@password)), *CliPassword.secrets_in(@url || @options[:url] || configured_url)]
         Redact.text(message, known)
+      end
+
+      # nil when the configuration is what failed (a bad FERROLOCK_* variable): the message says so.
+      def configured_url
+        Ferrolock.config.redis_url
+      rescue ArgumentError, TypeError
+        nil
       end
 
       def usage!(message)

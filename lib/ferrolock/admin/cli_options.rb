@@ -20,7 +20,7 @@ module Ferrolock
         "rate-limiters" => ["rate-limiters [PATTERN]",
                             "RateLimiters with state in Redis: remaining now, reset in, reserved slots"]
       }.freeze
-      # Commands taking --require FILE, and what loading the app's code adds.
+      # What loading the app's code (--require FILE, on every command) adds beyond its configuration.
       REQUIRES = {
         "tenants" => "defines the job class and its rules",
         "limiters" => "defines the app's limiters: a limit of theirs shows beside a different stored one",
@@ -28,6 +28,8 @@ module Ferrolock
         "uniques" => "defines the job classes: their lock type shows",
         "rate-limiters" => "defines the app's rate limiters: Redis keeps no limit, so limit and remaining need them"
       }.freeze
+      REQUIRE_HELP = ["load the app's code first: its configuration gives the namespace and Redis",
+                      "(e.g. config/environment.rb: a file in a Rails app is loaded from the app's root)"].freeze
       URL_HELP = "Redis URL (default: FERROLOCK_REDIS_URL, REDIS_URL, redis://127.0.0.1:6379/0)"
 
       # Parsed values; :help holds the help text when --help was given.
@@ -42,7 +44,8 @@ module Ferrolock
           commands = COMMANDS.values.map { |use, text| format("    %<use>-27s %<text>s", use: use, text: text) }
           opts.banner = "Usage: ferrolock [options] COMMAND [ARGS]\n\nCommands:\n#{commands.join("\n")}\n\nOptions:"
           global_options(opts)
-          opts.separator("\nOptions go before PATTERN or NAME (--json, --force and --help may also follow it);")
+          opts.separator("\nEvery command also takes --require FILE: the app's code, for its namespace and Redis.")
+          opts.separator("Options go before PATTERN or NAME (--json, --force and --help may also follow it);")
           opts.separator("-- ends them: `ferrolock locks -- \"$PATTERN\"` never reads a pattern as an option.")
           opts.separator("Exit codes: 0 ok, 1 not found, 2 usage, 3 Redis unreachable.")
         end
@@ -66,11 +69,8 @@ module Ferrolock
 
       def command_options(opts, command)
         opts.on("--force", "really release (required)") { @values[:force] = true } if command == "release"
-        if REQUIRES.key?(command)
-          opts.on("-r", "--require FILE", "load FILE first (#{REQUIRES[command]})") do |file|
-            @values[:requires] << file
-          end
-        end
+        also = REQUIRES.key?(command) ? ["(it also #{REQUIRES[command]})"] : []
+        opts.on("-r", "--require FILE", *REQUIRE_HELP, *also) { |file| @values[:requires] << file }
         return if %w[show release].include?(command)
 
         opts.on("--limit N", Integer, "list at most N (default 1000)") { |n| @values[:limit] = positive!(n) }
@@ -82,7 +82,10 @@ module Ferrolock
                 "either replaces the URL's): not on the command line, where ps shows it") do |file|
           @values[:password_file] = file
         end
-        opts.on("--namespace NS", "key namespace (default: ferrolock)") { |ns| @values[:namespace] = ns }
+        opts.on("--namespace NS", "key namespace (default: the configured one: --require's,",
+                "else #{Configuration::NAMESPACE_ENV}, else #{Configuration::DEFAULT_NAMESPACE})") do |ns|
+          @values[:namespace] = ns
+        end
         opts.on("--json", "print JSON instead of a table") { @values[:json] = true }
         opts.on("-h", "--help", "show this help") { @values[:help] = opts.to_s }
       end

@@ -99,8 +99,11 @@ module Ferrolock
         Table.render(%w[KIND NAME TOKEN TTL HOLDER SINCE], rows)
       end
 
+      # An empty list is "[]" (pretty_generate of json < 2.7 prints "[", a blank line, "]").
       def emit(items)
-        @out.puts(@json ? JSON.pretty_generate(items.map(&:to_h)) : yield)
+        return @out.puts(items.empty? ? "[]" : JSON.pretty_generate(items.map(&:to_h))) if @json
+
+        @out.puts(yield)
       end
 
       def mutex_row(lock)

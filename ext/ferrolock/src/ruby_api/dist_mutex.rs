@@ -1,15 +1,17 @@
 //! `Ferrolock::Native::DistMutex` and the hold it hands out (see lib/ferrolock/dist_mutex.rb,
 //! which adds Ruby Mutex's owner rules).
 
-use crate::errors::{core_error, deadline, seconds};
+use crate::errors::{core_error, deadline, seconds, wait};
 use crate::guard;
 use crate::held_cell::HeldCell;
-use crate::nogvl::{acquire, release_once, run, Retry};
+use crate::nogvl::{acquire, release_once, release_then_sleep, run, Retry, Slept};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::caller_deadline::bounded;
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions, Held};
 use ferrolock_core::replicas;
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 
 #[magnus::wrap(class = "Ferrolock::Native::DistMutex", free_immediately, size)]
 pub struct RbDistMutex(DistMutex);
@@ -18,6 +20,8 @@ pub struct RbDistMutex(DistMutex);
 pub struct RbMutexHold {
     held: HeldCell<Held>,
     fencing_token: i64,
+    /// Set once `release_and_sleep` released it: the sleep must take the lock again.
+    released_by_sleep: AtomicBool,
 }
 
 impl RbMutexHold {
@@ -25,11 +29,16 @@ impl RbMutexHold {
         RbMutexHold {
             fencing_token: held.fencing_token(),
             held: HeldCell::new(held),
+            released_by_sleep: AtomicBool::new(false),
         }
     }
 
     fn fencing_token(&self) -> i64 {
         self.fencing_token
+    }
+
+    fn is_released_by_sleep(&self) -> bool {
+        self.released_by_sleep.load(Ordering::SeqCst)
     }
 }
 
@@ -76,6 +85,37 @@ impl RbDistMutex {
         release_once(ruby, &hold.held, |intr, held| rb_self.0.unlock(intr, held)).map(drop)
     }
 
+    /// DistMutex#sleep's release and wait, in one call that loses no wake-up (see
+    /// `release_then_sleep`, and `deferred` there). True when woken or interrupted, false when
+    /// `timeout` passed. A release error is raised without waiting; `hold.released_by_sleep?`
+    /// tells whether the lock was released (then it must be taken again, whatever was raised).
+    fn release_and_sleep(
+        ruby: &Ruby,
+        rb_self: &Self,
+        hold: &RbMutexHold,
+        timeout: Option<f64>,
+        deferred: bool,
+    ) -> Result<bool, Error> {
+        let timeout = timeout.map(|t| wait(ruby, "timeout", t)).transpose()?;
+        // Until Redis answered the release: the thread already looks asleep.
+        let announced = Mutex::new(Some(rb_self.0.announce_sleep_release()));
+        let slept = release_then_sleep(
+            ruby,
+            &hold.held,
+            |intr, held| {
+                let released = rb_self.0.unlock(intr, held);
+                drop(announced.lock().unwrap_or_else(|e| e.into_inner()).take());
+                if released.is_ok() {
+                    hold.released_by_sleep.store(true, Ordering::SeqCst);
+                }
+                released
+            },
+            timeout,
+            deferred,
+        )?;
+        Ok(slept != Some(Slept::TimedOut))
+    }
+
     fn is_locked(ruby: &Ruby, rb_self: &Self) -> Result<bool, Error> {
         run(ruby, Retry::Idempotent, |intr| rb_self.0.is_locked(intr))
     }
@@ -87,11 +127,19 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     class.define_method("try_lock", method!(guard::f1(RbDistMutex::try_lock), 0))?;
     class.define_method("lock", method!(guard::f2(RbDistMutex::lock), 1))?;
     class.define_method("unlock", method!(guard::f2(RbDistMutex::unlock), 1))?;
+    class.define_method(
+        "release_and_sleep",
+        method!(guard::f4(RbDistMutex::release_and_sleep), 3),
+    )?;
     class.define_method("locked?", method!(guard::f1(RbDistMutex::is_locked), 0))?;
     let hold = native.define_class("MutexHold", ruby.class_object())?;
     hold.define_method(
         "fencing_token",
         method!(guard::plain1(RbMutexHold::fencing_token), 0),
+    )?;
+    hold.define_method(
+        "released_by_sleep?",
+        method!(guard::plain1(RbMutexHold::is_released_by_sleep), 0),
     )?;
     Ok(())
 }
