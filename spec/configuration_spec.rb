@@ -70,7 +70,7 @@ RSpec.describe Ferrolock::Configuration do
   it "has defaults for the other settings" do
     ENV.delete("FERROLOCK_REPLY_SPIN")
     expect(config).to have_attributes(namespace: "ferrolock", connect_timeout: 1.0, read_timeout: 1.0,
-                                      reply_spin: 0.00005)
+                                      reply_spin: 0.0002)
   end
 
   describe "reply_spin" do
