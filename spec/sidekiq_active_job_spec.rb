@@ -94,6 +94,23 @@ RSpec.describe "Ferrolock::Sidekiq::ActiveJobHooks" do
     end
   end
 
+  describe "a DualLockMiddleware reschedule (max_wait passed) of an ActiveJob job" do
+    it "happens before ActiveJob's perform starts: ActiveJob logs nothing, ferrolock's line gives both ids" do
+      klass = job_class("AjSyncJob", dual_lock: { key: "aj-sync", max_wait: 0.3 }) { def perform(_id) = nil }
+      job = klass.perform_later(1)
+      release = Queue.new
+      holder = Thread.new { Ferrolock::DualLock.new("aj-sync").run { release.pop } }
+      wait_until { redis.keys("ferrolock:*aj-sync*").any? }
+      payload = work_one(Ferrolock::Sidekiq::DualLockMiddleware.new)
+      release << true
+      holder.join
+      expect(Sidekiq::ScheduledSet.new.find_job(payload["jid"])).not_to be_nil
+      expect(active_job_log.string).not_to include("Performing AjSyncJob", "Error performing")
+      expect(log.string).to include("AjSyncJob jid=#{payload["jid"]} job_id=#{job.job_id} waited 0.3 s",
+                                    "rescheduled for")
+    end
+  end
+
   describe "a LimiterMiddleware reschedule of an ActiveJob job" do
     let(:limiter) { Ferrolock::ConcurrentLimiter.new("aj-erp", 1, wait_timeout: 0) }
 
