@@ -74,7 +74,8 @@ module Ferrolock
         lock = UniqueLock.new(digest, client: @client)
         holder = lock.take(job["jid"], settings.lock_lease)
         if holder
-          Ferrolock.logger.info("ferrolock: #{settings.class_name} #{job["jid"]} runs while its duplicate #{holder} " \
+          Ferrolock.logger.info("ferrolock: #{Sidekiq.job_label(job, settings.class_name)} runs while its duplicate " \
+                                "#{holder} " \
                                 "holds #{digest.inspect} (pushed after this job's lock_ttl passed)")
           return yield
         end
@@ -130,7 +131,7 @@ module Ferrolock
         mutex.unlock
       rescue Ferrolock::LockLost => e
         # The job has run; failing it now would only run it again.
-        Ferrolock.logger.warn("ferrolock: #{Sidekiq.job_class_name(job)} #{job["jid"]} ran without exclusivity: " \
+        Ferrolock.logger.warn("ferrolock: #{Sidekiq.job_label(job)} ran without exclusivity: " \
                               "#{e.message}")
       end
 
