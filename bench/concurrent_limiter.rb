@@ -4,6 +4,7 @@ require "json"
 require "securerandom"
 require "redis"
 require_relative "support/contention"
+require_relative "support/raw_semaphore"
 
 # ConcurrentLimiter beside a hand-rolled redis-rb semaphore (a sorted set of tokens scored by
 # expiry: one Lua acquire that purges and counts, ZREM to release; no leases, no wake-ups):
@@ -21,45 +22,7 @@ module LimiterBench
   OURS = %w[evalsha eval blpop client|unblock client|id subscribe ping].freeze
   RAW = %w[evalsha eval zrem].freeze
 
-  ACQUIRE = <<~LUA
-    local t = redis.call('TIME')
-    local now = t[1] * 1000 + math.floor(t[2] / 1000)
-    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-    if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
-      redis.call('ZADD', KEYS[1], now + tonumber(ARGV[3]), ARGV[1])
-      return 1
-    end
-    return 0
-  LUA
-
-  # The baseline semaphore, one per thread (one redis-rb connection each).
-  class RawSemaphore
-    def initialize(key, limit)
-      @redis = Redis.new(url: Bench.redis_url)
-      @sha = @redis.script(:load, ACQUIRE)
-      @key = key
-      @limit = limit
-    end
-
-    def try_acquire(token)
-      @redis.evalsha(@sha, keys: [@key], argv: [token, @limit, 30_000]) == 1
-    end
-
-    def release(token)
-      @redis.zrem(@key, token)
-    end
-
-    # Retries every 100 ms, as hand-written limiters do.
-    def within_limit
-      token = SecureRandom.uuid
-      sleep 0.1 until try_acquire(token)
-      begin
-        yield
-      ensure
-        release(token)
-      end
-    end
-  end
+  RawSemaphore = Bench::RawSemaphore
 
   # Hand-off: every slot is held and one thread waits; one holder leaves (t0) and the waiter
   # enters (t1). The holder that left becomes the next waiter only after that, so nobody barges.

@@ -72,7 +72,7 @@ RSpec.describe Ferrolock::Configuration do
     ENV.delete("FERROLOCK_REPLY_SPIN")
     ENV.delete("FERROLOCK_NAMESPACE")
     expect(config).to have_attributes(namespace: "ferrolock", connect_timeout: 1.0, read_timeout: 1.0,
-                                      reply_spin: 0.00005)
+                                      reply_spin: 0.0002)
   end
 
   describe "namespace default" do

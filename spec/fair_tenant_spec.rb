@@ -263,7 +263,8 @@ RSpec.describe Ferrolock::FairTenant do
       it "raises #{error} at the first push for #{rules.inspect}" do
         klass = Class.new(FtSpecPlainJob) { sidekiq_options fair_tenant_queues: rules }
         stub_const("FtSpecBadJob", klass)
-        expect { klass.set(fair_tenant: "t").perform_async }.to raise_error(error, /#{Regexp.escape(message)}/)
+        expect { klass.set(fair_tenant: "t").perform_async }
+          .to raise_error(error, /\AFtSpecBadJob: #{Regexp.escape(message)}/)
         expect(queue_sizes("default", "q")).to eq("default" => 0, "q" => 0)
       end
     end

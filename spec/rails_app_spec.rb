@@ -53,7 +53,7 @@ RSpec.describe "A Rails 6.1 app on Sidekiq" do
     expect(queued("default_throttled").tally).to eq("greedy" => 3)
 
     with_sidekiq(app_dir, concurrency: 5, queues: %w[default default_throttled]) do |sidekiq|
-      skipped = -> { sidekiq.log.scan(/SyncRecordJob \S+ skipped: a duplicate/).size }
+      skipped = -> { sidekiq.log.scan(/SyncRecordJob jid=\h+ job_id=[\h-]+ skipped: a duplicate/).size }
       wait_for("every job") do
         list("sync:ends").size + skipped.call == 6 && list("erp:done").size == 6 &&
           list("heavy:done").size == 8 && list("logger").size == 1 &&
@@ -73,7 +73,10 @@ RSpec.describe "A Rails 6.1 app on Sidekiq" do
       expect(list("erp:done").map(&:first).sort).to eq(%w[0 1 2 3 4 5])
 
       # LimiterMiddleware: the ActiveJob job over its limit was rescheduled, logged under its own class.
-      expect(log).to match(/OverLimitJob \S+ over limit "rails-one-slot"; rescheduled in/)
+      # (jid and ActiveJob's job id; and not an "Error performing" of ActiveJob's: a routine reschedule)
+      expect(log).to match(/OverLimitJob jid=\h+ job_id=[\h-]+ over limit "rails-one-slot"; rescheduled for/)
+      expect(log).to include("Performing OverLimitJob")
+      expect(log).not_to include("Error performing OverLimitJob")
       expect(log).not_to include("JobWrapper")
       scheduled = redis.zrange("schedule", 0, -1).map { |raw| JSON.parse(raw)["wrapped"] }
       expect(scheduled).to eq(["OverLimitJob"])

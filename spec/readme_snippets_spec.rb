@@ -100,6 +100,10 @@ RSpec.describe "README.md ruby snippets" do
       end
       out, err, status = uses_shoryuken ? FerrolockTest::RealShoryuken.unbundled(&run) : run.call
       expect(status).to be_success, "README.md:#{line} failed (exit #{status.exitstatus}):\n#{err}\n#{out}"
+      # A snippet that says what it logs must log it (stderr: the default logger; stdout: Sidekiq's).
+      code.scan(/# logs "([^"]+)"/).flatten.each do |logged|
+        expect(err + out).to include(logged), "README.md:#{line} did not log #{logged.inspect}:\n#{err}\n#{out}"
+      end
       if code.include?("chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::Lock")
         expect(out).to include("Ferrolock::Shoryuken::Lock Shoryuken::Middleware::Server::AutoDelete")
       end

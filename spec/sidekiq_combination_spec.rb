@@ -51,8 +51,10 @@ RSpec.describe "ferrolock's Sidekiq middlewares combined" do
     pushed
   end
 
+  # perform_later's answer: the job, or false for a duplicate the uniqueness middleware skipped (an
+  # aborted enqueue, as ActiveJob reports one).
   def active_job_jid(job)
-    job.provider_job_id
+    job == false ? nil : job.provider_job_id
   end
 
   # Two jobs hold both limiter slots; a third finds the limiter full and is rescheduled, and keeps

@@ -116,7 +116,7 @@ RSpec.describe Ferrolock::Sidekiq::DualLockMiddleware do
         expect(rescheduled).not_to be_empty
         expect(rescheduled.map { |e| e[1] }.uniq).to eq([waiter])
         expect(rescheduled.map { |e| e[3].to_i }).to eq((1..rescheduled.size).to_a)
-        expect(sidekiq.log).to include("rescheduled in")
+        expect(sidekiq.log).to include("rescheduled for")
         no_failures!(sidekiq)
       end
     end

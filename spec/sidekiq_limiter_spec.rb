@@ -155,22 +155,28 @@ RSpec.describe Ferrolock::Sidekiq::LimiterMiddleware do
       # Reschedule.backoff(4): 8 s plus up to 50 % jitter.
       expect(entry.at.to_f - Time.now.to_f).to be_between(7, 12.5)
       expect(events.first).to include(name: "inline", jid: "abc123", count: 4, reason: :over_limit)
-      expect(log.string).to include('SomeJob abc123 over limit "inline"; rescheduled in')
+      # Due in the delay, run at the scheduler's next poll after that: the line says both.
+      expect(log.string).to include('SomeJob abc123 over limit "inline"; rescheduled for ',
+                                    " s from now (then picked up at Sidekiq's next scheduled-set poll, about every " \
+                                    "5.0 s) (4/20)")
+      expect(Float(log.string[/rescheduled for (\S+) s/, 1])).to be_within(0.5).of(entry.at.to_f - Time.now.to_f)
     end
 
     it "names the wrapped class of an ActiveJob job in events and log lines, not JobWrapper" do
       events = []
       sub = Ferrolock.subscribe(:rescheduled, :reschedules_exhausted) { |event, payload| events << [event, payload] }
       wrapped = job.merge("class" => "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper",
-                          "wrapped" => "ErpSyncJob", "args" => [{ "job_class" => "ErpSyncJob", "arguments" => [1] }])
+                          "wrapped" => "ErpSyncJob",
+                          "args" => [{ "job_class" => "ErpSyncJob", "job_id" => "aj-42", "arguments" => [1] }])
       described_class.new.call(nil, wrapped, "default") { over_limit }
       expect { described_class.new(max_reschedules: 0).call(nil, wrapped, "default") { over_limit } }
         .to raise_error(Ferrolock::OverLimit)
       Ferrolock.unsubscribe(sub)
       expect(events.map { |event, payload| [event, payload[:class]] })
         .to eq([%i[rescheduled], %i[reschedules_exhausted]].map { |(event)| [event, "ErpSyncJob"] })
-      expect(log.string).to include('ErpSyncJob abc123 over limit "inline"; rescheduled in',
-                                    'ErpSyncJob abc123 over limit "inline" after 0 reschedules')
+      # Both ids: Sidekiq's jid and ActiveJob's job id (which ActiveJob's own log lines give).
+      expect(log.string).to include('ErpSyncJob jid=abc123 job_id=aj-42 over limit "inline"; rescheduled for',
+                                    'ErpSyncJob jid=abc123 job_id=aj-42 over limit "inline" after 0 reschedules')
       expect(log.string).not_to include("JobWrapper")
     end
 

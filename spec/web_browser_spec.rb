@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "spec_helper"
+require "json"
 require "socket"
 require "fileutils"
 require "open3"
@@ -74,6 +75,25 @@ RSpec.describe "Locks tab in headless Chromium" do
     dom
   end
 
+  # How the ferrolock table of the page at `path` measures in a `width`-pixel window (see /__fit in
+  # spec/support/web_server.rb).
+  def fit(path, width)
+    dom = browse("/__fit?#{Rack::Utils.build_query("path" => path, "width" => width)}", "fit")
+    JSON.parse(dom[%r{<pre id="fit">(.*?)</pre>}m, 1].to_s.then { |text| text.empty? ? "null" : text })
+  end
+
+  it "fits the Locks and Uniques tables in Sidekiq's container: no column behind a scrollbar" do
+    [1280, 2200].each do |width|
+      %w[/locks /locks/uniques].each do |path|
+        measured = fit(path, width)
+        expect(measured).to be_a(Hash), "#{path} at #{width} px was not measured"
+        expect(measured["table_right"]).to be <= measured["container_right"], "#{path} at #{width} px: #{measured}"
+        expect(measured["box_scroll"]).to be <= measured["box_client"], "#{path} at #{width} px: #{measured}"
+        expect(measured["page_scroll"]).to be <= measured["page_client"], "#{path} at #{width} px: #{measured}"
+      end
+    end
+  end
+
   it "renders every page with live data, escaped, and the release confirmation with its CSRF token" do
     hostile = as_text(fixture::HOSTILE)
     dom = browse("/locks", "locks")
@@ -118,5 +138,12 @@ RSpec.describe "Locks tab in headless Chromium" do
     confirm = browse("/locks/release?#{Rack::Utils.build_query("kind" => "dist_mutex", "name" => fixture::HOSTILE)}",
                      "confirm")
     expect(confirm).to include("Force release <code>#{hostile}</code>?", 'name="authenticity_token"')
+    # The holder named as the Locks page names it, not by its raw token.
+    expect(confirm).to include("DistMutex held by #{holder}")
+    # The Locks page's own Force release link of invoice:42 (its token in the query).
+    link = dom[/href="([^"]*release\?[^"]*name=invoice%3A42[^"]*)"/, 1]
+    expect(link).not_to be_nil
+    one = browse(link.gsub("&amp;", "&"), "confirm_one")
+    expect(one).to include("Yes, release this holder (#{holder}")
   end
 end

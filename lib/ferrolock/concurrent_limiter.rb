@@ -26,6 +26,8 @@ module Ferrolock
       @native = Backend.build(:ConcurrentLimiter, @client, @name, @count, @lock_timeout,
                               Ferrolock.min_replicas_acked!(min_replicas_acked))
       LocalLimits.record(@client.namespace, @name, @count)
+      # Made once: every acquisition passes it to Interrupts.acquire.
+      @give_back = ->(slot) { @native.release(slot) if slot }
     end
 
     # Runs the block in a slot and returns its value. Waits up to wait_timeout seconds for a slot
@@ -74,7 +76,7 @@ module Ferrolock
       started = Ferrolock.monotonic
       stalled = -> { over_limit(wait_timeout, started, "Redis did not answer") }
       slot = CallerTimeout.bound(started, wait_timeout, stalled) do
-        Interrupts.acquire(keep: keep, give_back: ->(s) { @native.release(s) if s }) do
+        Interrupts.acquire(keep: keep, give_back: @give_back) do
           @native.acquire(wait_timeout)
         end
       end

@@ -39,26 +39,16 @@ module Ferrolock
       # objects of the same lock see them; a hold whose owner ends is released after a tick.
       @key = [@client.redacted_url, @client.namespace, @name].freeze
       @tick = (expire || lease) / 3.0
+      # Made once: every lock passes them to Interrupts.acquire.
+      @remember = method(:remember)
+      @give_back = @native.method(:unlock)
     end
 
-    # Waits for the lock (at most timeout seconds: Ferrolock::TimeoutError after that, also when
-    # Redis stalls: see CallerTimeout).
+    # Waits for the lock (at most timeout seconds: Ferrolock::TimeoutError after that).
     def lock(timeout: nil)
       raise ThreadError, "deadlock; recursive locking" if owned?
 
-      check_local_owners
-
-      timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless nil.equal?(timeout)
-      LockLostWatcher.ensure_started
-      started = Ferrolock.monotonic
-      CallerTimeout.bound(started, timeout, -> { stalled_timeout(timeout) }) do
-        # Granted and recorded, or interrupted holding nothing (see Interrupts).
-        Interrupts.acquire(keep: ->(hold) { remember(hold) }, give_back: ->(hold) { @native.unlock(hold) }) do
-          @native.lock(timeout)
-        end
-      end
-      Ferrolock.instrument(:acquired, primitive: :dist_mutex, name: @name, waited: Ferrolock.monotonic - started)
-      self
+      lock_unowned(timeout)
     end
 
     # Takes the lock if free; never waits for a holder (only for a release a #sleep of this
@@ -78,17 +68,10 @@ module Ferrolock
     # Mutex#unlock, it raises when the release fails (ConnectionError: Redis unreachable); the hold
     # is gone then, the lease no longer renewed and the release retried in the background.
     def unlock
-      # Taken out of the registry and released with no exception landing in between.
-      Interrupts.release do
-        hold = forget_own_hold
-        raise ThreadError, "Attempt to unlock a mutex which is not locked by this thread" unless hold
+      released = Interrupts.release { release_own_hold }
+      raise ThreadError, "Attempt to unlock a mutex which is not locked by this thread" unless released
 
-        @native.unlock(hold)
-      end
       self
-    rescue LockLost
-      Ferrolock.instrument(:lock_lost, primitive: :dist_mutex, name: @name, detected: :release)
-      raise
     end
 
     # Runs the block holding the lock and returns its value. A release that fails once the block is
@@ -101,14 +84,14 @@ module Ferrolock
 
       finished = false
       begin
-        lock(timeout: timeout)
+        lock_unowned(timeout)
         value = yield
         finished = true
         value
       ensure
         # Also releases a hold recorded just before an exception landed as lock returned;
         # deferred interrupts cannot skip the release.
-        Interrupts.release { unlock_after_block(finished) if owned? }
+        Interrupts.release { release_after_block(finished) }
       end
     end
 
@@ -170,8 +153,38 @@ module Ferrolock
 
     private
 
-    def unlock_after_block(finished)
-      unlock
+    # lock, once the caller checked the current fiber does not hold it.
+    def lock_unowned(timeout)
+      check_local_owners
+
+      timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless nil.equal?(timeout)
+      LockLostWatcher.ensure_started
+      started = Ferrolock.monotonic
+      CallerTimeout.bound(started, timeout, -> { stalled_timeout(timeout) }) do
+        # Granted and recorded, or interrupted holding nothing (see Interrupts).
+        Interrupts.acquire(keep: @remember, give_back: @give_back) { @native.lock(timeout) }
+      end
+      Ferrolock.instrument(:acquired, primitive: :dist_mutex, name: @name, waited: Ferrolock.monotonic - started)
+      self
+    end
+
+    # Takes the calling fiber's hold out of the registry and releases it; false when it held
+    # none. Call it with interrupts deferred (Interrupts.release): no exception may land between
+    # the two.
+    def release_own_hold
+      hold = forget_own_hold
+      return false unless hold
+
+      @native.unlock(hold)
+      true
+    rescue LockLost
+      Ferrolock.instrument(:lock_lost, primitive: :dist_mutex, name: @name, detected: :release)
+      raise
+    end
+
+    # release_own_hold at the end of synchronize's block (finished: it did not raise).
+    def release_after_block(finished)
+      release_own_hold
     rescue LockLost
       raise if finished
     rescue Error => e

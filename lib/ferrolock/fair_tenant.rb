@@ -33,7 +33,7 @@ module Ferrolock
         jid = Validate.id!(:jid, jid)
         mode = mode!(mode)
         client = Validate.client!(client)
-        rules = Rules.parse(rules) or return queue
+        rules = Rules.parse_for(job_class, rules) or return queue
         index = Backend.fair_tenant_check(client, rules, job_class, tenant, jid, mode.to_s, record ? true : false)
         index.zero? ? queue : rules.queue_at(index)
       end

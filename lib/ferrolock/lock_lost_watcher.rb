@@ -13,7 +13,7 @@ module Ferrolock
     private_constant :LOCK
 
     class << self
-      # Cheap when already running: one pid comparison and one alive? check.
+      # Cheap when already running: one fork-generation comparison and one alive? check.
       def ensure_started
         return if running?
 
@@ -21,7 +21,7 @@ module Ferrolock
           next if running?
 
           Native.listen_lost_leases
-          @pid = Process.pid
+          @generation = Native.fork_generation
           # A new thread inherits its creator's handle_interrupt masks (an acquisition may run under
           # one): start from a clean slate, so Thread#kill and exit end this one at once.
           @thread = Thread.new { Thread.handle_interrupt(Object => :immediate) { watch } }
@@ -47,7 +47,7 @@ module Ferrolock
       private
 
       def running?
-        @pid == Process.pid && @thread&.alive?
+        @generation == Native.fork_generation && @thread&.alive?
       end
 
       def watch

@@ -5,6 +5,7 @@ module Ferrolock
   # without loading Sidekiq, whichever of the two an app requires first. Inside `module Ferrolock`,
   # Sidekiq's own constants must be written `::Sidekiq`: a bare `Sidekiq` means this module.
   module Sidekiq
+    autoload :ActiveJobHooks, File.expand_path("sidekiq/active_job_hooks", __dir__)
     autoload :Compat, File.expand_path("sidekiq/compat", __dir__)
     autoload :DualLockMiddleware, File.expand_path("sidekiq/dual_lock_middleware", __dir__)
     autoload :DualLockSettings, File.expand_path("sidekiq/dual_lock_settings", __dir__)
@@ -26,6 +27,13 @@ module Ferrolock
     # Sidekiq class is always ActiveJob's JobWrapper).
     def self.job_class_name(job)
       (job["wrapped"] || job["class"]).to_s
+    end
+
+    # The job in log lines: "Class jid", or for an ActiveJob job "Class jid=… job_id=…" (ActiveJob's
+    # own log lines give its job id, Sidekiq's the jid).
+    def self.job_label(job, class_name = job_class_name(job))
+      job_id = ActiveJobHooks.active_job_id(job)
+      job_id ? "#{class_name} jid=#{job["jid"]} job_id=#{job_id}" : "#{class_name} #{job["jid"]}"
     end
   end
 end

@@ -17,9 +17,43 @@ class FerrolockWebHeavyJob
   sidekiq_options queue: "default", fair_tenant_queues: FerrolockTest::WebFixture::RULES
 end
 
+# /__fit?path=/locks&width=1280: the page at `path` in a `width`-pixel frame, and (in <pre id="fit">,
+# written once it loaded, so --dump-dom has it) how wide its ferrolock table is against the box
+# around it and Sidekiq's container. Same origin, so the script can measure inside the frame.
+FIT_PAGE = <<~HTML
+  <!doctype html>
+  <html><head><meta charset="utf-8"><script>
+    function measure(frame) {
+      var doc = frame.contentDocument, table = doc.querySelector("table.ferrolock-locks, table.ferrolock-uniques");
+      var container = doc.querySelector("body .container") || doc.body;
+      var edge = function (el) { return Math.round(el.getBoundingClientRect().right); };
+      document.getElementById("fit").textContent = JSON.stringify({
+        table_right: edge(table), container_right: edge(container),
+        box_scroll: table.parentElement.scrollWidth, box_client: table.parentElement.clientWidth,
+        page_scroll: doc.documentElement.scrollWidth, page_client: doc.documentElement.clientWidth });
+    }
+  </script></head>
+  <body style="margin:0"><iframe src="%<path>s" onload="measure(this)" style="width:%<width>dpx;height:900px;border:0"></iframe>
+  <pre id="fit"></pre></body></html>
+HTML
+
+fit = lambda do |env|
+  params = Rack::Utils.parse_query(env["QUERY_STRING"])
+  path = params.fetch("path", "/locks")
+  raise ArgumentError, "path must be a path of this server" unless path.match?(%r{\A/[\w/?=&.%-]*\z})
+
+  [200, { "content-type" => "text/html" },
+   [format(FIT_PAGE, path: path, width: Integer(params.fetch("width", "1280")))]]
+end
+web = FerrolockTest::SidekiqWeb.app
+app = Rack::Builder.new do
+  map("/__fit") { run fit }
+  map("/") { run web }
+end
+
 Ferrolock.logger.level = :error
 port = Integer(ARGV.fetch(0))
-Rack::Handler::WEBrick.run(FerrolockTest::SidekiqWeb.app, Host: "127.0.0.1", Port: port,
-                                                          Logger: WEBrick::Log.new(File::NULL),
-                                                          AccessLog: [],
-                                                          StartCallback: -> { puts("listening") || $stdout.flush })
+Rack::Handler::WEBrick.run(app, Host: "127.0.0.1", Port: port,
+                                Logger: WEBrick::Log.new(File::NULL),
+                                AccessLog: [],
+                                StartCallback: -> { puts("listening") || $stdout.flush })

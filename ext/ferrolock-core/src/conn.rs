@@ -304,10 +304,14 @@ impl Conn {
         let _in_flight = spin.enter();
         self.send(packed)
             .and_then(|_| {
-                if poll_first {
-                    spin.wait_readable(self.fd(), intr);
+                if !poll_first {
+                    return self.recv();
                 }
-                self.recv()
+                let sent = Instant::now();
+                spin.wait_readable(self.fd(), intr);
+                let reply = self.recv()?;
+                spin.record(sent.elapsed());
+                Ok(reply)
             })
             .map_err(|e| interrupted_or(intr, e))
     }

@@ -4,7 +4,7 @@
 //! parent still uses, and its mutexes may have been held by threads that do not exist here.
 
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
-use std::sync::Once;
+use std::sync::{LazyLock, Once};
 
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 static HOOK: Once = Once::new();
@@ -21,6 +21,13 @@ pub fn generation() -> u64 {
         unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
     });
     GENERATION.load(Ordering::SeqCst)
+}
+
+/// This process's id, asked of the OS once per process (`std::process::id` is a `getpid`
+/// system call every time, and token making runs on every lock).
+pub fn pid() -> u32 {
+    static PID: LazyLock<ForkLocal<u32>> = LazyLock::new(|| ForkLocal::new(std::process::id));
+    *PID.get()
 }
 
 struct Slot<T> {

@@ -138,6 +138,30 @@ fn fencing_tokens_grow_and_lost_leases_are_reported() {
     assert!(matches!(m.unlock(&intr, held), Err(Error::LockLost(_))));
 }
 
+/// The uncontended release checks the token and deletes in one command (GETDEL): a lock that
+/// another owner took meanwhile is put back, with a lease, and the release reports the loss.
+#[test]
+fn a_release_after_the_lock_was_taken_over_leaves_the_new_holder_in_place() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let m = DistMutex::new(&client, "taken", opts(None, true, 10_000)).unwrap();
+    let intr = Interrupt::new();
+    let held = m.lock(&intr, &token(), None).unwrap();
+    cmd(
+        &client,
+        &["SET", "t:{taken}:lock", "someone-else", "PX", "60000"],
+    );
+    assert!(matches!(m.unlock(&intr, held), Err(Error::LockLost(_))));
+    let value = cmd(&client, &["GET", "t:{taken}:lock"]);
+    assert_eq!(value, redis::Value::BulkString(b"someone-else".to_vec()));
+    let pttl = cmd(&client, &["PTTL", "t:{taken}:lock"]);
+    assert!(
+        matches!(pttl, redis::Value::Int(ms) if ms > 0 && ms <= 10_000),
+        "{pttl:?}"
+    );
+    assert!(m.try_lock(&intr, &token()).unwrap().is_none());
+}
+
 #[test]
 fn a_retried_attempt_recognises_its_own_lock() {
     let server = RedisServer::start();

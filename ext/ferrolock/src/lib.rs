@@ -44,6 +44,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     ruby_api::concurrent_limiter::init(ruby, native)?;
     ruby_api::dist_mutex::init(ruby, native)?;
     ruby_api::fair_tenant::init(ruby, native)?;
+    ruby_api::fork::init(ruby, native)?;
     ruby_api::dual_lock::init(ruby, native)?;
     ruby_api::message_lock::init(ruby, native)?;
     ruby_api::lost_leases::init(ruby, native)?;

@@ -7,10 +7,11 @@ module Ferrolock
     # name. Holds exist here only while held: nothing is kept alive after unlock.
     #
     # Fork: a child inherits the parent's records, but the parent still holds those locks (and
-    # renews them). The first call in a child forgets them all; it never releases them.
+    # renews them). The first call in a child forgets them all; it never releases them. A child
+    # is told by Native.fork_generation (no getpid system call on every call).
     module Owners
       @lock = ::Mutex.new
-      @pid = Process.pid
+      @generation = Native.fork_generation
       @by_key = {}
 
       class << self
@@ -85,9 +86,10 @@ module Ferrolock
 
         # In a forked child: the parent's holds are not ours to release, so forget them.
         def fresh_process!
-          return if @pid == Process.pid
+          generation = Native.fork_generation
+          return if @generation == generation
 
-          @pid = Process.pid
+          @generation = generation
           @by_key = {}
         end
       end

@@ -5,21 +5,35 @@ module Ferrolock
     # Releases DistMutex holds whose owner thread or fiber ended without unlocking (Ruby's Mutex
     # frees a dead thread's locks; a DistMutex would otherwise stay held, and renewed, until the
     # process exits). One Ruby thread per process, started with the first hold; it looks every
-    # tick (lease/3, the renewal period) while something is held and sleeps otherwise.
+    # tick (lease/3, the renewal period) while something is held, goes on for IDLE_TICKS ticks
+    # after that and then sleeps until nudged. So a process that keeps taking and releasing locks
+    # never signals it: a nudge wakes the thread only when it would otherwise look too late.
     module Reaper
+      # Ticks the thread keeps looking with nothing held before it sleeps until nudged.
+      IDLE_TICKS = 3
       @lock = ::Mutex.new
       @wake = ::ConditionVariable.new
-      @pid = nil
+      @generation = nil # Native.fork_generation of the process the thread runs in
       @thread = nil
-      @wakes_at = nil # monotonic time of the next look; nil: sleeping until nudged
+      @wakes_at = nil # monotonic time of the next look; nil: busy, or sleeping until nudged
+      @tick = nil # the last tick used, kept for the idle ticks
+      @idle_ticks = 0
 
       class << self
         # Called after a hold is recorded: makes sure the reaper looks within tick seconds.
+        # Without @lock when the thread runs here and will look soon enough by itself: @wakes_at
+        # is set under @lock just before each wait and cleared as the wait ends, so a time read
+        # here is one the thread is waiting for, or one whose wait just ended: its next look then
+        # computes the tick under @lock, after this hold was recorded.
         def nudge(tick)
+          return if looks_in_time?(@wakes_at, tick)
+
           @lock.synchronize do
-            start unless @pid == Process.pid && @thread&.alive?
-            due = Ferrolock.monotonic + tick
-            @wake.signal if @wakes_at.nil? || due < @wakes_at
+            start unless running?
+            @idle_ticks = 0
+            # Kept for the idle ticks even if the hold has ended when the thread next looks.
+            @tick = tick if @tick.nil? || tick < @tick
+            @wake.signal unless looks_in_time?(@wakes_at, tick)
           end
         end
 
@@ -30,11 +44,20 @@ module Ferrolock
 
         private
 
+        # True when the thread runs in this process and looks again by itself within tick seconds.
+        def looks_in_time?(wakes_at, tick)
+          !wakes_at.nil? && Ferrolock.monotonic + tick >= wakes_at && running?
+        end
+
+        def running?
+          @generation == Native.fork_generation && @thread&.alive?
+        end
+
         # A fresh thread in a new process (a forked child has none: the parent's is not copied).
         def start
-          @pid = Process.pid
+          @generation = Native.fork_generation
           @wake = ::ConditionVariable.new
-          @wakes_at = Ferrolock.monotonic # the new thread computes its first wait itself
+          @wakes_at = nil # the new thread computes its first wait itself
           @thread = Thread.new do
             Thread.current.report_on_exception = false
             # A new thread inherits its creator's interrupt mask, and the first hold may be
@@ -56,10 +79,22 @@ module Ferrolock
         # arrives while waiting: never lost.
         def wait_a_tick
           @lock.synchronize do
-            tick = Owners.shortest_tick
+            tick = next_tick
             @wakes_at = tick && (Ferrolock.monotonic + tick)
             @wake.wait(@lock, tick)
-            @wakes_at = Ferrolock.monotonic # busy: nudges need not signal until the next wait
+            @wakes_at = nil # busy: nudges take @lock until the next wait is computed
+          end
+        end
+
+        # The shortest tick among holds; with none, the last one again for IDLE_TICKS ticks (a
+        # process locking again meanwhile never signals), then nil (sleep until nudged).
+        def next_tick
+          tick = Owners.shortest_tick
+          if tick
+            @idle_ticks = 0
+            @tick = tick
+          elsif @tick && (@idle_ticks += 1) <= IDLE_TICKS
+            @tick
           end
         end
 

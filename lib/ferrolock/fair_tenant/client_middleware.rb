@@ -42,7 +42,7 @@ module Ferrolock
         return if payload["queue"] != queue
 
         job = Job.new(worker_class, payload)
-        rules = Rules.parse(job.raw_rules)
+        rules = Rules.parse_for(job.class_name, job.raw_rules)
         return if rules.nil?
         # Pushed to a queue of its own choosing (`set(queue: ...)`): not the class's traffic, so not
         # counted and not rerouted, as with sidekiq-fair_tenant. A job we rerouted earlier (a retry)

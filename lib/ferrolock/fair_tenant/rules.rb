@@ -44,6 +44,14 @@ module Ferrolock
         rules
       end
 
+      # parse, with the job class's name in front of an error's message (a push does not say
+      # which class's options were bad otherwise).
+      def self.parse_for(class_name, raw)
+        parse(raw)
+      rescue ArgumentError, TypeError => e
+        raise e.exception("#{class_name}: #{e.message}")
+      end
+
       def initialize(raw)
         case raw
         when Array then nil

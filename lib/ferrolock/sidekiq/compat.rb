@@ -93,6 +93,16 @@ module Ferrolock
         URI.encode_www_form_component(text.to_s).gsub("+", "%20")
       end
 
+      # About how often Sidekiq moves due jobs from its scheduled set to their queues (seconds): its
+      # poll_interval_average if set, else average_scheduled_poll_interval (default 5; the set is
+      # polled that often across all processes).
+      def scheduled_poll_interval
+        config = ::Sidekiq.respond_to?(:default_configuration) ? ::Sidekiq.default_configuration : ::Sidekiq.options
+        (config[:poll_interval_average] || config[:average_scheduled_poll_interval] || 5).to_f
+      rescue StandardError
+        5.0
+      end
+
       def active_job_wrapper?(class_name)
         class_name.to_s.end_with?(*ACTIVE_JOB_WRAPPER_SUFFIXES)
       end

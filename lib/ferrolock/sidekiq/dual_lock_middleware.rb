@@ -105,7 +105,7 @@ module Ferrolock
         delay = delay_for(count, backoff_args)
         Reschedule.call(job, delay: delay, counter: COUNTER)
         Ferrolock.logger.info("ferrolock: #{label(job)} waited #{settings.max_wait} s for its duplicate to finish; " \
-                              "rescheduled in #{delay.round(2)} s (dual_lock key #{key.inspect}, #{count} so far)")
+                              "#{Reschedule.due(delay)} (dual_lock key #{key.inspect}, #{count} so far)")
         Ferrolock.instrument(:rescheduled, primitive: :dual_lock, key: key, reason: :max_wait,
                                            class: Sidekiq.job_class_name(job),
                                            jid: job["jid"], queue: queue, count: count, delay: delay)
@@ -121,7 +121,7 @@ module Ferrolock
       end
 
       def label(job)
-        "#{Sidekiq.job_class_name(job)} #{job["jid"]}"
+        Sidekiq.job_label(job)
       end
     end
   end

@@ -2,9 +2,11 @@
 
 require_relative "reschedule"
 require_relative "compat"
+require_relative "active_job_hooks"
 
 # Fails at `chain.add` (which loads this file) on a Sidekiq version ferrolock does not support.
 Ferrolock::Sidekiq::Compat.check!
+Ferrolock::Sidekiq::ActiveJobHooks.install
 
 module Ferrolock
   module Sidekiq
@@ -39,8 +41,10 @@ module Ferrolock
         @backoff = Validate.callable!(:backoff, options[:backoff], "->(limiter, job, ex) { seconds }")
       end
 
-      def call(_worker, job, queue)
-        yield
+      # (An ActiveJob job's OverLimit reaches the rescue without passing through ActiveJob's perform
+      # logging: see ActiveJobHooks.)
+      def call(_worker, job, queue, &block)
+        ActiveJobHooks.over_limit_raised(job, &block)
       rescue Ferrolock::OverLimit => e
         count = job.fetch(COUNTER, 0).to_i
         raise if exhausted?(job, count, queue, e)
@@ -58,7 +62,7 @@ module Ferrolock
         cap = job.key?(JOB_OPTION) ? self.class.max_reschedules!(JOB_OPTION, job[JOB_OPTION]) : @max_reschedules
         return false if count < cap
 
-        Ferrolock.logger.warn("ferrolock: #{Sidekiq.job_class_name(job)} #{job["jid"]} over limit " \
+        Ferrolock.logger.warn("ferrolock: #{Sidekiq.job_label(job)} over limit " \
                               "#{limiter_name(error).inspect} after #{count} reschedules; Sidekiq's retry takes over")
         Ferrolock.instrument(:reschedules_exhausted, **payload(job, queue, error, count: count))
         true
@@ -68,8 +72,8 @@ module Ferrolock
         delay = delay_for(job, count, error)
         Reschedule.call(job, delay: delay, counter: COUNTER)
         cap = job.fetch(JOB_OPTION, @max_reschedules)
-        Ferrolock.logger.info("ferrolock: #{Sidekiq.job_class_name(job)} #{job["jid"]} over limit " \
-                              "#{limiter_name(error).inspect}; rescheduled in #{delay.round(2)} s (#{count}/#{cap})")
+        Ferrolock.logger.info("ferrolock: #{Sidekiq.job_label(job)} over limit #{limiter_name(error).inspect}; " \
+                              "#{Reschedule.due(delay)} (#{count}/#{cap})")
         Ferrolock.instrument(:rescheduled, **payload(job, queue, error, count: count, delay: delay))
       end
 

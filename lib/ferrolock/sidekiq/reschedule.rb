@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "compat"
+
 module Ferrolock
   module Sidekiq
     # Pushes a job again for later WITHOUT counting a retry: the same jid, class and arguments,
@@ -36,6 +38,13 @@ module Ferrolock
                                 "using the default backoff")
           backoff(count)
         end
+      end
+
+      # When a job pushed `delay` seconds ahead runs, honestly: it is due then, and Sidekiq moves it
+      # to its queue at the scheduler's next poll after that.
+      def due(delay)
+        "rescheduled for #{delay.round(2)} s from now (then picked up at Sidekiq's next scheduled-set " \
+          "poll, about every #{Compat.scheduled_poll_interval.round(1)} s)"
       end
 
       # The default backoff: grows with the counter (about 1 s, 2 s, 4 s … capped at 5 minutes)

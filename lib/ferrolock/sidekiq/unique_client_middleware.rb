@@ -3,9 +3,11 @@
 require_relative "unique_middleware"
 require_relative "unique_push"
 require_relative "unique_on_conflict"
+require_relative "active_job_hooks"
 
 # Fails at `chain.add` (which loads this file) on a Sidekiq version ferrolock does not support.
 Ferrolock::Sidekiq::Compat.check!
+Ferrolock::Sidekiq::ActiveJobHooks.install
 
 module Ferrolock
   module Sidekiq
@@ -36,7 +38,10 @@ module Ferrolock
         holder = lock.take(job["jid"], UniquePush.ttl(settings, job), keep: settings.lock == :until_expired)
         return UniquePush.pushed(lock, job, &block) unless holder
 
-        UniqueOnConflict.on_push(settings, lock, job, holder, &block)
+        pushed = UniqueOnConflict.on_push(settings, lock, job, holder, &block)
+        # Not pushed: an ActiveJob perform_later of this job ends as an aborted enqueue (ActiveJobHooks).
+        ActiveJobHooks.skipped!(job) unless pushed
+        pushed
       end
     end
   end

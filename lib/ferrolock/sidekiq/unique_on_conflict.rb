@@ -33,7 +33,7 @@ module Ferrolock
 
       def conflict_error(settings, digest, job, holder)
         Ferrolock::UniqueConflict.new(
-          "#{settings.class_name} #{job["jid"]}: a duplicate (#{holder || "running"}) holds unique lock " \
+          "#{label(settings, job)}: a duplicate (#{holder || "running"}) holds unique lock " \
           "#{digest.inspect} (lock: #{settings.lock})", digest: digest, job_class: settings.class_name
         )
       end
@@ -45,7 +45,7 @@ module Ferrolock
 
       def log_skip(settings, digest, job, where, holder = nil)
         held_by = holder ? " held by #{holder}" : ""
-        Ferrolock.logger.info("ferrolock: #{settings.class_name} #{job["jid"]} #{where} skipped: unique lock " \
+        Ferrolock.logger.info("ferrolock: #{label(settings, job)} #{where} skipped: unique lock " \
                               "#{digest.inspect}#{held_by} (lock: #{settings.lock})")
         Ferrolock.instrument(:skipped, primitive: :unique, key: digest, reason: :duplicate, side: where,
                                        class: settings.class_name, jid: job["jid"], holder: holder)
@@ -67,7 +67,7 @@ module Ferrolock
       # that already runs (or is in the retry set) cannot be replaced: the push is then dropped.
       def replace(settings, lock, job, holder, &push)
         if delete_waiting(holder, job["queue"]) && lock.hand_over(holder, job["jid"], UniquePush.ttl(settings, job))
-          Ferrolock.logger.info("ferrolock: #{settings.class_name} #{job["jid"]} replaced #{holder} " \
+          Ferrolock.logger.info("ferrolock: #{label(settings, job)} replaced #{holder} " \
                                 "(unique lock #{lock.digest.inspect})")
           return UniquePush.pushed(lock, job, &push)
         end
@@ -88,8 +88,8 @@ module Ferrolock
         delay = Reschedule.backoff(count)
         job[COUNTER] = count
         job["at"] = Time.now.to_f + delay
-        Ferrolock.logger.info("ferrolock: #{settings.class_name} #{job["jid"]} has a duplicate (#{holder}) holding " \
-                              "unique lock #{lock.digest.inspect}; pushed for #{delay.round(2)} s later")
+        Ferrolock.logger.info("ferrolock: #{label(settings, job)} has a duplicate (#{holder}) holding " \
+                              "unique lock #{lock.digest.inspect}; #{Reschedule.due(delay)}")
         Ferrolock.instrument(:rescheduled, primitive: :unique, key: lock.digest, reason: :duplicate,
                                            class: settings.class_name, jid: job["jid"], count: count, delay: delay)
         yield
@@ -99,11 +99,15 @@ module Ferrolock
         count = job.fetch(COUNTER, 0).to_i + 1
         delay = Reschedule.backoff(count)
         Reschedule.call(job, delay: delay, counter: COUNTER)
-        Ferrolock.logger.info("ferrolock: #{settings.class_name} #{job["jid"]} found a duplicate running " \
-                              "(#{lock_name.inspect}); rescheduled in #{delay.round(2)} s (#{count} so far)")
+        Ferrolock.logger.info("ferrolock: #{label(settings, job)} found a duplicate running " \
+                              "(#{lock_name.inspect}); #{Reschedule.due(delay)} (#{count} so far)")
         Ferrolock.instrument(:rescheduled, primitive: :unique, key: lock_name, reason: :duplicate_running,
                                            class: settings.class_name, jid: job["jid"], queue: queue,
                                            count: count, delay: delay)
+      end
+
+      def label(settings, job)
+        Sidekiq.job_label(job, settings.class_name)
       end
 
       def dead_set

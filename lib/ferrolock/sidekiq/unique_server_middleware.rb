@@ -74,7 +74,8 @@ module Ferrolock
         lock = UniqueLock.new(digest, client: @client)
         holder = lock.take(job["jid"], settings.lock_lease)
         if holder
-          Ferrolock.logger.info("ferrolock: #{settings.class_name} #{job["jid"]} runs while its duplicate #{holder} " \
+          Ferrolock.logger.info("ferrolock: #{Sidekiq.job_label(job, settings.class_name)} runs while its duplicate " \
+                                "#{holder} " \
                                 "holds #{digest.inspect} (pushed after this job's lock_ttl passed)")
           return yield
         end
@@ -90,9 +91,8 @@ module Ferrolock
         ensure
           # No interrupt (Sidekiq's hard shutdown is a Thread#raise) may skip this. A child forked
           # inside the job leaves it too: the lock is its parent's to release.
-          if Process.pid == pid
-            Thread.handle_interrupt(Object => :never) { settle(settings, lock, job, finished, $ERROR_INFO) }
-          end
+          settle_once = -> { settle(settings, lock, job, finished, $ERROR_INFO) }
+          Thread.handle_interrupt(Object => :never, &settle_once) if Process.pid == pid
         end
       end
 
@@ -145,7 +145,7 @@ module Ferrolock
       def unlock(mutex, job, finished)
         mutex.unlock if mutex.owned?
       rescue Ferrolock::LockLost => e
-        Ferrolock.logger.warn("ferrolock: #{Sidekiq.job_class_name(job)} #{job["jid"]} ran without exclusivity: " \
+        Ferrolock.logger.warn("ferrolock: #{Sidekiq.job_label(job)} ran without exclusivity: " \
                               "#{e.message}")
       rescue Ferrolock::Error => e
         ReleaseFailure.report(e, what: "DistMutex #{mutex.name.inspect}", finished: finished,

@@ -23,9 +23,31 @@ module Ferrolock
         fl(Ferrolock::Admin::Table.since(holder))
       end
 
-      # The token's random part; the whole token as a tooltip.
+      # Characters of a token's random part shown in tables (enough to tell holders apart).
+      TOKEN_SHOWN = 12
+
+      # The start of the token's random part; the whole token as a tooltip.
       def fl_token(token)
-        %(<code title="#{fl(token)}">#{fl(Ferrolock::Admin::Table.token(token))}</code>)
+        part = Ferrolock::Admin::Table.token(token)
+        part = "#{part[0, TOKEN_SHOWN]}…" if part && part.length > TOKEN_SHOWN + 1
+        %(<code title="#{fl(token)}">#{fl(part)}</code>)
+      end
+
+      # Who holds, as the listings name them ("host pid=… tid=… JobClass jid=…"), with the token's
+      # random part after it (whole token as a tooltip); the token alone when it has no holder metadata.
+      def fl_held(holder, token)
+        return fl_token(token) if holder.nil?
+
+        %(#{fl_holder(holder)} (token #{fl_token(token)}))
+      end
+
+      # The holder (as fl_held) of `token` among a confirmation page's items, else the token.
+      def fl_held_by_token(items, token)
+        holds = items.flat_map do |item|
+          item.kind == :dual_lock ? [item.exec, item.wait].compact : [item]
+        end
+        held = holds.find { |hold| hold.respond_to?(:token) && hold.token == token }
+        fl_held(held&.holder, token)
       end
 
       # An escaped URL of the tab: path under Sidekiq Web's root, with query parameters.

@@ -35,7 +35,8 @@
 -- Commands when handing over: LPOP, TIME, SET (lock, GET: the token check), SET (fence), PUBLISH
 -- (to an inbox; to a grant list: RPUSH, PEXPIRE); queueing a local waiter adds RPUSH (its
 -- entry) and, when others still wait after it and the client asks (ARGV[10]: rarely, the line's
--- TTL is long), PEXPIRE (the line). When nobody waits: LPOP, GET, DEL.
+-- TTL is long), PEXPIRE (the line). When nobody waits: LPOP, GETDEL (the token check and the
+-- release in one command; a lock found not ours is put back, see below).
 --
 -- The token check rides on the SET that hands the lock over (SET ... GET returns what was there).
 -- When it was not this token's (its lease was lost), everything is put back: the lock's value
@@ -123,10 +124,20 @@ end
 if not next_token then
   -- Nobody waits any more (the popped dead entries are gone with the list). A local waiter
   -- queued above would have been chosen, so nothing is to be undone when the lock is not ours.
-  if not checked and redis.call('GET', KEYS[1]) ~= ARGV[1] then
+  if checked then
+    redis.call('DEL', KEYS[1])
+    return done()
+  end
+  -- The usual uncontended release: one command checks the token and deletes. A lock that was
+  -- not ours (the lease was lost) is put back, with a fresh lease of this name's TTL as for a
+  -- hand-off found not ours below.
+  local was = redis.call('GETDEL', KEYS[1])
+  if was ~= ARGV[1] then
+    if was then
+      redis.call('SET', KEYS[1], was, 'PX', ARGV[2])
+    end
     return 0
   end
-  redis.call('DEL', KEYS[1])
   return done()
 end
 

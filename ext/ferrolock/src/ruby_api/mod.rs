@@ -4,6 +4,7 @@ pub mod concurrent_limiter;
 pub mod dist_mutex;
 pub mod dual_lock;
 pub mod fair_tenant;
+pub mod fork;
 pub mod lost_leases;
 pub mod message_lock;
 pub mod rate_limiter;

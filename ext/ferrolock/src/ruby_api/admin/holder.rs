@@ -21,7 +21,7 @@ fn ruby_id(value: Value) -> String {
     let id = Integer::from_value(id)
         .and_then(|i| i.to_u64().ok())
         .unwrap_or(0);
-    base36(id ^ u64::from(std::process::id()))
+    base36(id ^ u64::from(ferrolock_core::fork::pid()))
 }
 
 fn base36(mut n: u64) -> String {

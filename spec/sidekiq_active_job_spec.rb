@@ -1,0 +1,173 @@
+# frozen_string_literal: true
+
+require "sidekiq"
+require "sidekiq/api"
+require "logger"
+require "stringio"
+require_relative "support/sidekiq_active_job"
+
+# ActiveJob's view of ferrolock's Sidekiq middlewares (ActiveJobHooks), in this process against the
+# test Redis: a skipped duplicate is an aborted enqueue, a limiter reschedule is no "Error performing",
+# and ferrolock's log lines give both ids. The jobs run as Sidekiq's processor runs them: the server
+# middleware around ActiveJob's JobWrapper#perform, on the payload the adapter pushed.
+RSpec.describe "Ferrolock::Sidekiq::ActiveJobHooks" do
+  let(:redis) { FerrolockTest.redis_server.redis }
+  let(:active_job_log) { StringIO.new }
+  let(:log) { StringIO.new }
+
+  before(:all) do
+    middleware = Ferrolock::Sidekiq::UniqueClientMiddleware
+    FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.add middleware unless chain.exists?(middleware) }
+    ActiveJob::Base.queue_adapter = :sidekiq
+  end
+
+  after(:all) do
+    FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.remove(Ferrolock::Sidekiq::UniqueClientMiddleware) }
+  end
+
+  around do |example|
+    url = FerrolockTest.redis_server.url
+    Sidekiq.configure_client { |c| c.redis = { url: url } }
+    previous = [ActiveJob::Base.logger, Ferrolock.config.logger]
+    ActiveJob::Base.logger = ActiveSupport::TaggedLogging.new(Logger.new(active_job_log))
+    Ferrolock.config.logger = Logger.new(log)
+    example.run
+  ensure
+    ActiveJob::Base.logger, Ferrolock.config.logger = previous
+  end
+
+  # An ActiveJob class named `name` with `options` as its sidekiq_options and `body` as its class body.
+  def job_class(name, **options, &body)
+    klass = Class.new(ActiveJob::Base) do
+      queue_as :default
+      sidekiq_options(**options) unless options.empty?
+    end
+    stub_const(name, klass)
+    klass.class_eval(&body) if body
+    klass
+  end
+
+  # Runs the one queued job of `queue` as Sidekiq's processor would: `middleware` around the wrapper's
+  # perform. Returns the payload.
+  def work_one(middleware, queue: "default")
+    payload = Sidekiq::Queue.new(queue).first.item
+    Sidekiq::Queue.new(queue).clear
+    wrapper = Object.const_get(payload["class"]).new
+    wrapper.jid = payload["jid"]
+    middleware.call(wrapper, payload, queue) { wrapper.perform(*payload["args"]) }
+    payload
+  end
+
+  describe "a duplicate the uniqueness middleware skips" do
+    it "is an aborted enqueue: perform_later returns false and ActiveJob logs no 'Enqueued'" do
+      after_enqueue = []
+      klass = job_class("AjUniqueReportJob", lock: :until_executed) do
+        after_enqueue { |job| after_enqueue << job.job_id }
+        def perform(_id) = nil
+      end
+      first = klass.perform_later(42)
+      second = klass.perform_later(42)
+      other = klass.perform_later(7)
+
+      expect(first).to be_a(klass)
+      expect(first.provider_job_id).to be_a(String)
+      expect(second).to be(false)
+      expect(other).to be_a(klass)
+      expect(Sidekiq::Queue.new("default").size).to eq(2)
+      expect(after_enqueue).to eq([first.job_id, other.job_id])
+      expect(active_job_log.string.scan("Enqueued AjUniqueReportJob").size).to eq(2)
+      expect(active_job_log.string).to include("Failed enqueuing AjUniqueReportJob to Sidekiq(default), " \
+                                               "a before_enqueue callback halted")
+      # ferrolock's line names the duplicate by both ids.
+      expect(log.string).to match(/AjUniqueReportJob jid=\h+ job_id=[\h-]+ push skipped: unique lock/)
+    end
+
+    it "leaves pushes outside an ActiveJob enqueue as they were: a plain Sidekiq push returns nil" do
+      klass = Class.new do
+        include Sidekiq::Worker
+        sidekiq_options lock: :until_executed
+        def perform(_id) = nil
+      end
+      stub_const("AjPlainUniqueJob", klass)
+      expect(klass.perform_async(1)).to be_a(String)
+      expect(klass.perform_async(1)).to be_nil
+    end
+  end
+
+  describe "a DualLockMiddleware reschedule (max_wait passed) of an ActiveJob job" do
+    it "happens before ActiveJob's perform starts: ActiveJob logs nothing, ferrolock's line gives both ids" do
+      klass = job_class("AjSyncJob", dual_lock: { key: "aj-sync", max_wait: 0.3 }) { def perform(_id) = nil }
+      job = klass.perform_later(1)
+      release = Queue.new
+      holder = Thread.new { Ferrolock::DualLock.new("aj-sync").run { release.pop } }
+      wait_until { redis.keys("ferrolock:*aj-sync*").any? }
+      payload = work_one(Ferrolock::Sidekiq::DualLockMiddleware.new)
+      release << true
+      holder.join
+      expect(Sidekiq::ScheduledSet.new.find_job(payload["jid"])).not_to be_nil
+      expect(active_job_log.string).not_to include("Performing AjSyncJob", "Error performing")
+      expect(log.string).to include("AjSyncJob jid=#{payload["jid"]} job_id=#{job.job_id} waited 0.3 s",
+                                    "rescheduled for")
+    end
+  end
+
+  describe "a LimiterMiddleware reschedule of an ActiveJob job" do
+    let(:limiter) { Ferrolock::ConcurrentLimiter.new("aj-erp", 1, wait_timeout: 0) }
+
+    # Holds the limiter's one slot while the block runs.
+    def with_slot_taken
+      release = Queue.new
+      holder = Thread.new { limiter.within_limit { release.pop } }
+      wait_until { limiter.status[:in_use] == 1 }
+      yield
+    ensure
+      release << true
+      holder&.join
+    end
+
+    def erp_job(&body)
+      limiter = self.limiter
+      job_class("AjErpJob") do
+        define_method(:perform) { |_id| limiter.within_limit { :done } }
+        class_eval(&body) if body
+      end
+    end
+
+    it "is not logged by ActiveJob as an error, and ferrolock's line gives both ids and an honest delay" do
+      job = erp_job.perform_later(1)
+      payload = with_slot_taken { work_one(Ferrolock::Sidekiq::LimiterMiddleware.new) }
+
+      expect(active_job_log.string).to include("Performing AjErpJob")
+      expect(active_job_log.string).not_to include("Error performing", "Ferrolock::OverLimit")
+      scheduled = Sidekiq::ScheduledSet.new.find_job(payload["jid"])
+      expect(scheduled.item["args"].first["job_id"]).to eq(job.job_id)
+      expect(log.string).to include(
+        %(AjErpJob jid=#{payload["jid"]} job_id=#{job.job_id} over limit "aj-erp"; rescheduled for )
+      )
+      expect(log.string)
+        .to match(/ s from now \(then picked up at Sidekiq's next scheduled-set poll, about every [\d.]+ s\) /)
+      expect(log.string).to include("s) (1/20)")
+    end
+
+    it "goes to Sidekiq's retry (raised outside ActiveJob) once max_reschedules is reached" do
+      erp_job.perform_later(1)
+      with_slot_taken do
+        expect { work_one(Ferrolock::Sidekiq::LimiterMiddleware.new(max_reschedules: 0)) }
+          .to raise_error(Ferrolock::OverLimit)
+      end
+      expect(Sidekiq::ScheduledSet.new.size).to eq(0)
+    end
+
+    it "leaves an OverLimit the job rescues itself (rescue_from) to the job" do
+      rescued = []
+      erp_job { rescue_from(Ferrolock::OverLimit) { |error| rescued << error.class } }.perform_later(1)
+      with_slot_taken { work_one(Ferrolock::Sidekiq::LimiterMiddleware.new) }
+      expect(rescued).to eq([Ferrolock::OverLimit])
+      expect(Sidekiq::ScheduledSet.new.size).to eq(0)
+    end
+
+    it "raises an OverLimit of a job run inline (perform_now, no middleware) as before" do
+      with_slot_taken { expect { erp_job.perform_now(1) }.to raise_error(Ferrolock::OverLimit) }
+    end
+  end
+end
