@@ -91,7 +91,7 @@ module Ferrolock
         ensure
           # No interrupt (Sidekiq's hard shutdown is a Thread#raise) may skip this. A child forked
           # inside the job leaves it too: the lock is its parent's to release.
-          settle_once = -> { settle(settings, lock, job, finished, $ERROR_INFO) }
+          settle_once = proc { settle(settings, lock, job, finished, $ERROR_INFO) }
           Thread.handle_interrupt(Object => :never, &settle_once) if Process.pid == pid
         end
       end
