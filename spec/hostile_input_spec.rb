@@ -110,7 +110,8 @@ module FerrolockTest
       "config.redis_cluster=" => [:client, "redis_cluster", table(T, "nil" => :ok), nil],
       "config.redis_sentinel_name=" => [:client, "redis_sentinel_name", NAME.merge("nil" => :ok), NAME_BOUND],
       "config.redis_url=" => [:client, "redis_url", URL_SETTING, nil],
-      "config.namespace=" => [:client, "namespace", NAME, NAME_BOUND],
+      # nil: back to the default namespace (FERROLOCK_NAMESPACE, else "ferrolock").
+      "config.namespace=" => [:client, "namespace", NAME.merge("nil" => :ok), NAME_BOUND],
       "config.connect_timeout=" => [:client, "connect_timeout", TTL, SECONDS_BOUND],
       "config.read_timeout=" => [:client, "read_timeout", TTL, SECONDS_BOUND],
       "config.reply_spin=" => [:client, "reply_spin", REPLY_SPIN, "0.01 seconds"],
