@@ -39,6 +39,11 @@ Gem::Specification.new do |spec|
                      "leases renewed in Rust and atomic Lua scripts."
   spec.license = "MIT"
   spec.required_ruby_version = precompiled_abis.empty? ? ">= 3.0" : ruby_requirement.call(precompiled_abis)
+  spec.homepage = "https://github.com/ferrolock/ferrolock"
+  spec.metadata["homepage_uri"] = spec.homepage
+  spec.metadata["source_code_uri"] = spec.homepage
+  spec.metadata["changelog_uri"] = "#{spec.homepage}/blob/main/CHANGELOG.md"
+  spec.metadata["bug_tracker_uri"] = "#{spec.homepage}/issues"
   spec.metadata["rubygems_mfa_required"] = "true"
 
   patterns = %w[README.md CHANGELOG.md LICENSE lib/**/*.rb lib/**/*.lua lib/**/*.erb exe/* sig/**/*]
