@@ -7,5 +7,13 @@ require_relative "../ferrolock"
 require_relative "admin"
 require_relative "web/tab"
 
-::Sidekiq::Web.register(Ferrolock::Web)
-::Sidekiq::Web.tabs["Locks"] = "locks"
+if defined?(::Sidekiq::Web::Config)
+  # Sidekiq 8: extensions register through the Web configuration, naming their tab and its page.
+  ::Sidekiq::Web.configure do |config|
+    config.register(Ferrolock::Web, name: "ferrolock", tab: "Locks", index: "locks")
+  end
+else
+  # Sidekiq 6.4 and 7.x: register takes the extension alone; the tab is added by hand.
+  ::Sidekiq::Web.register(Ferrolock::Web)
+  ::Sidekiq::Web.tabs["Locks"] = "locks"
+end
