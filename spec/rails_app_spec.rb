@@ -174,7 +174,7 @@ RSpec.describe "A Rails 6.1 app on Sidekiq" do
   end
 
   it "finds the rerouting queue in a second Sidekiq 7 capsule (no error, and the rerouted jobs run)" do
-    skip "capsules are Sidekiq 7+ (FERROLOCK_SIDEKIQ=7, or bin/modern)" unless FerrolockTest::SidekiqVersion.at_least?("7")
+    skip "capsules are Sidekiq 7+ (FERROLOCK_SIDEKIQ=7, bin/modern)" unless FerrolockTest::SidekiqVersion.at_least?("7")
 
     enqueue('5.times { |i| HeavyJob.perform_later("greedy", i) }')
     expect(redis.llen("queue:default_throttled")).to eq(2)

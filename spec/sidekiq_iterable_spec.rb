@@ -40,7 +40,9 @@ RSpec.describe "Sidekiq iterable jobs interrupted and pushed again", time_limit:
 
     sidekiq = FerrolockTest::SidekiqProcess.new(app, concurrency: 5, shutdown_timeout: 8).start
     begin
-      wait_until(timeout: 60, interval: 0.05, what: "two items of each job") { classes.all? { |c| done_by(c).size >= 2 } }
+      wait_until(timeout: 60, interval: 0.05, what: "two items of each job") do
+        classes.all? { |c| done_by(c).size >= 2 }
+      end
     ensure
       sidekiq.stop # TERM: Sidekiq quiets, the iterations stop at their next item and are pushed back
     end

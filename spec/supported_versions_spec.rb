@@ -11,8 +11,9 @@ RSpec.describe "README's Supported versions table" do
 
   it "states the versions this stack runs (#{versions.stack})" do
     stated = versions.readme_table.fetch(versions.stack).transform_values { |cell| versions.minor(cell) }
-    expect(stated).to eq(versions.current.transform_values { |cell| versions.minor(cell) }), "README.md is out of date for the #{versions.stack} stack: " \
-                                            "run bin/versions --readme"
+    installed = versions.current.transform_values { |cell| versions.minor(cell) }
+    expect(stated).to eq(installed),
+                      "README.md is out of date for the #{versions.stack} stack: run bin/versions --readme"
   end
 
   it "is what bin/versions writes from the stacks' versions" do
