@@ -305,7 +305,9 @@ RSpec.describe Ferrolock::FairTenant do
       took = elapsed { 20.times { FtSpecJob.perform_async(1) } }
       expect(queue_sizes("default")).to eq("default" => 20)
       expect(took).to be < 3.0
-      expect(log.string).to include("FairTenant: Ferrolock::ConnectionError")
+      # The read timeout; or, when a signal cut the blocked read short first (seen on Ruby 3.3 in the
+      # full suite, where children come and go), "interrupted": one failure either way, then no more reads.
+      expect(log.string).to match(/FairTenant: Ferrolock::(ConnectionError|Error: interrupted before Redis answered)/)
     ensure
       hung&.destroy
     end

@@ -2,11 +2,12 @@
 
 require "json"
 
-# A real Rails 6.1 app (spec/fixtures/rails_app: ActiveJob on the Sidekiq adapter, the README's
-# initializers) enqueues from one process and is worked off by a real `sidekiq -r <app>` process.
-# The jobs record what they did in Redis; the spec checks DualLock, ConcurrentLimiter and FairTenant
-# through them, and the Railtie's logger and boot checks through Sidekiq's log.
-RSpec.describe "A Rails 6.1 app on Sidekiq" do
+# A real Rails app (spec/fixtures/rails_app; Rails 6.1 on the host, 7.2 in bin/modern; ActiveJob on the
+# Sidekiq adapter, the README's initializers) enqueues from one process and is worked off by a real
+# `sidekiq -r <app>` process. The jobs record what they did in Redis; the spec checks DualLock,
+# ConcurrentLimiter, FairTenant and uniqueness through them, and the Railtie's logger and boot checks
+# through Sidekiq's log.
+RSpec.describe "A Rails app on Sidekiq" do
   before(:context) do
     _out, err, status = FerrolockTest::RailsAppCheck.railties
     skip "railties (Debian's ruby-railties 6.1) cannot be loaded: #{err.lines.first}" unless status.success?
@@ -44,6 +45,7 @@ RSpec.describe "A Rails 6.1 app on Sidekiq" do
       2.times { |i| HeavyJob.perform_later("calm", i) }
       LoggerProbeJob.perform_later
       OverLimitJob.perform_later
+      3.times { MonthlyReportJob.perform_later("2026-10") }
     RUBY
     # The initializer's configuration (namespace "myapp") is the one the app used to count.
     expect(redis.keys("myapp:*")).not_to be_empty
@@ -51,12 +53,15 @@ RSpec.describe "A Rails 6.1 app on Sidekiq" do
     # FairTenant's client middleware ran in the enqueuing process: past 3 a minute, greedy is rerouted.
     expect(queued("default").tally).to eq("greedy" => 3, "calm" => 2)
     expect(queued("default_throttled").tally).to eq("greedy" => 3)
+    # Uniqueness's client middleware ran there too: one of the 3 duplicates was enqueued.
+    reports = redis.lrange("queue:default", 0, -1).count { |raw| JSON.parse(raw)["wrapped"] == "MonthlyReportJob" }
+    expect(reports).to eq(1)
 
     with_sidekiq(app_dir, concurrency: 5, queues: %w[default default_throttled]) do |sidekiq|
       skipped = -> { sidekiq.log.scan(/SyncRecordJob jid=\h+ job_id=[\h-]+ skipped: a duplicate/).size }
       wait_for("every job") do
         list("sync:ends").size + skipped.call == 6 && list("erp:done").size == 6 &&
-          list("heavy:done").size == 8 && list("logger").size == 1 &&
+          list("heavy:done").size == 8 && list("logger").size == 1 && list("report:done").size == 1 &&
           sidekiq.log.include?('over limit "rails-one-slot"')
       end
       log = sidekiq.log
@@ -81,6 +86,10 @@ RSpec.describe "A Rails 6.1 app on Sidekiq" do
       scheduled = redis.zrange("schedule", 0, -1).map { |raw| JSON.parse(raw)["wrapped"] }
       expect(scheduled).to eq(["OverLimitJob"])
       expect(list("over_limit:ran")).to be_empty
+
+      # Uniqueness: the one report ran, and its lock went with it (a new push is accepted).
+      expect(list("report:done").map(&:first)).to eq(["2026-10"])
+      expect(Ferrolock::Admin.new(client: Ferrolock::Client.new(namespace: "myapp")).uniques.items).to be_empty
 
       # FairTenant: both queues were worked off, the rerouted jobs included.
       expect(list("heavy:done").map(&:first).tally).to eq("greedy" => 6, "calm" => 2)
@@ -177,7 +186,7 @@ RSpec.describe "A Rails 6.1 app on Sidekiq" do
   end
 
   it "finds the rerouting queue in a second Sidekiq 7 capsule (no error, and the rerouted jobs run)" do
-    skip "capsules are Sidekiq 7 (FERROLOCK_SIDEKIQ=7)" unless FerrolockTest::SidekiqVersion.seven?
+    skip "capsules are Sidekiq 7+ (FERROLOCK_SIDEKIQ=7, bin/modern)" unless FerrolockTest::SidekiqVersion.at_least?("7")
 
     enqueue('5.times { |i| HeavyJob.perform_later("greedy", i) }')
     expect(redis.llen("queue:default_throttled")).to eq(2)

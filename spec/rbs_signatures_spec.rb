@@ -38,7 +38,10 @@ module FerrolockTest
         end
       end
       Dir[File.join(ARGV[0], "**", "*.rbs")].sort.each do |file|
-        RBS::Parser.parse_signature(File.read(file)).each { |decl| walk.call(decl, nil) }
+        parsed = RBS::Parser.parse_signature(File.read(file))
+        # rbs 3 answers [buffer, directives, declarations]; rbs 2 the declarations alone.
+        decls = parsed.last.is_a?(Array) ? parsed.last : parsed
+        decls.each { |decl| walk.call(decl, nil) }
       end
       print JSON.generate(table)
     RUBY
@@ -80,7 +83,8 @@ RSpec.describe "sig/ferrolock.rbs" do
   def self.declarations
     @declarations ||= begin
       sig = File.join(FerrolockTest::ROOT, "sig")
-      outside_bundler = %w[RUBYOPT RUBYLIB BUNDLE_GEMFILE BUNDLE_BIN_PATH].to_h { |name| [name, nil] }
+      # (BUNDLER_SETUP: RubyGems 3.5+, Ruby 3.3's, sets Bundler up again in a child that has it.)
+      outside_bundler = %w[RUBYOPT RUBYLIB BUNDLE_GEMFILE BUNDLE_BIN_PATH BUNDLER_SETUP].to_h { |name| [name, nil] }
       out, err, status = Open3.capture3(outside_bundler, RbConfig.ruby, "-e", FerrolockTest::RbsCheck::PARSE_SIG, sig)
       raise "parsing #{sig} failed:\n#{err}" unless status.success?
 

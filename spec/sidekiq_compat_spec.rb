@@ -2,23 +2,25 @@
 
 require "sidekiq"
 
-# What differs between Sidekiq 6.4 and 7.x (capsules), and the refusal of versions ferrolock does
-# not support. Runs on 6.4.1 (bin/test rspec) and on 7.3.10 (bin/test rspec_sidekiq7).
+# What differs between Sidekiq 6.4, 7.x (capsules) and 8.x, and the refusal of versions ferrolock does
+# not support. Runs on 6.4.1 (bin/test rspec), on 7.3.10 (bin/test rspec_sidekiq7) and on 8.1 (bin/test
+# modern).
 RSpec.describe Ferrolock::Sidekiq::Compat do
   let(:redis) { FerrolockTest.redis_server.redis }
   let(:seven) { Gem::Version.new(Sidekiq::VERSION) >= Gem::Version.new("7") }
 
   describe ".check!" do
-    it "accepts 6.4 to 7.x and the loaded Sidekiq" do
-      expect(%w[6.4.0 6.4.1 6.5.12 7.0.0 7.3.10 7.9.9].map { |v| described_class.check!(v) }).to all(be(true))
+    it "accepts 6.4 to 8.x and the loaded Sidekiq" do
+      accepted = %w[6.4.0 6.4.1 6.5.12 7.0.0 7.3.10 7.9.9 8.0.0 8.1.7 8.9.9]
+      expect(accepted.map { |v| described_class.check!(v) }).to all(be(true))
       expect(described_class.check!).to be(true)
       expect(described_class.loaded_version).to eq(Sidekiq::VERSION)
     end
 
     it "refuses older and newer majors, naming the version and what is supported" do
-      %w[6.3.1 5.2.10 8.0.0 8.0.5 9.0.0].each do |version|
+      %w[6.3.1 5.2.10 9.0.0 9.1.2 10.1.0].each do |version|
         expect { described_class.check!(version) }
-          .to raise_error(Ferrolock::Error, /supports Sidekiq >= 6\.4, < 8 .*Sidekiq #{Regexp.escape(version)} is/)
+          .to raise_error(Ferrolock::Error, /supports Sidekiq >= 6\.4, < 9 .*Sidekiq #{Regexp.escape(version)} is/)
       end
     end
   end
@@ -27,7 +29,7 @@ RSpec.describe Ferrolock::Sidekiq::Compat do
     out = run_ruby!(<<~RUBY)
       require "sidekiq"
       Sidekiq.send(:remove_const, :VERSION)
-      Sidekiq::VERSION = "8.0.5" # what Sidekiq 8 would report
+      Sidekiq::VERSION = "9.0.5" # what a Sidekiq 9 would report
       require "ferrolock"
       chain = Sidekiq::Middleware::Chain.new
       %w[DualLockMiddleware LimiterMiddleware].each do |name|
@@ -48,7 +50,7 @@ RSpec.describe Ferrolock::Sidekiq::Compat do
       end
     RUBY
     expect(out.lines.size).to eq(4), out
-    refusal = /: ferrolock .* supports Sidekiq >= 6\.4, < 8 .*Sidekiq 8\.0\.5 is loaded/
+    refusal = /: ferrolock .* supports Sidekiq >= 6\.4, < 9 .*Sidekiq 9\.0\.5 is loaded/
     expect(out.lines).to all(match(refusal))
   end
 

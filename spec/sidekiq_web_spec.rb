@@ -43,9 +43,32 @@ RSpec.describe "Sidekiq Web Locks tab" do
     body
   end
 
+  # POSTs are protected by a CSRF token in the form on Sidekiq 6.4 and 7, and on 8 by the browser's
+  # Sec-Fetch-Site header (same-origin only; its forms carry no token).
+  def fetch_metadata? = FerrolockTest::SidekiqVersion.at_least?("8")
+
+  # The form's CSRF token (nil on Sidekiq 8, which has none).
+  def csrf_of(body)
+    token = body[/name='authenticity_token' value='([^']+)'/, 1]
+    expect(token.nil?).to eq(fetch_metadata?)
+    token
+  end
+
+  # A POST as the tab's own form sends it (same origin, with the page's token).
+  def form_post(path, form, csrf)
+    return post(path, form, "HTTP_SEC_FETCH_SITE" => "same-origin") if fetch_metadata?
+
+    post(path, form.merge("authenticity_token" => csrf))
+  end
+
+  # A POST from another site (no token, cross-site): refused.
+  def forged_post(path, form)
+    post(path, form, fetch_metadata? ? { "HTTP_SEC_FETCH_SITE" => "cross-site" } : {})
+  end
+
   it "registers the Locks tab" do
-    expect(Sidekiq::VERSION).to start_with(FerrolockTest::SidekiqVersion.seven? ? "7.3." : "6.4.")
-    expect(Sidekiq::Web.custom_tabs).to include("Locks" => "locks")
+    expect(Sidekiq::VERSION).to eq(FerrolockTest::SidekiqVersion.version.to_s)
+    expect(Sidekiq::Web.tabs).to include("Locks" => "locks")
   end
 
   it "lists DistMutex and DualLock locks with tokens, fencing tokens, TTL, waiters and holders", :fixture do
@@ -67,7 +90,7 @@ RSpec.describe "Sidekiq Web Locks tab" do
 
   it "shows the Sidekiq job a lock is taken in: the class and jid of Sidekiq's own job context" do
     require "sidekiq/job_logger"
-    config = FerrolockTest::SidekiqVersion.seven? ? Sidekiq.default_configuration : Sidekiq.logger
+    config = FerrolockTest::SidekiqVersion.at_least?("7") ? Sidekiq.default_configuration : Sidekiq.logger
     logger = Sidekiq::JobLogger.new(config)
     seen = logger.prepare({ "class" => "ReportJob", "wrapped" => "Reports::Monthly", "jid" => "0123abcd" }) do
       Ferrolock::DistMutex.new("job:held").synchronize { admin.show("job:held").first.holder }
@@ -180,15 +203,14 @@ RSpec.describe "Sidekiq Web Locks tab" do
     before = admin.show(fixture::HOSTILE).first
     body = page("/locks/release?#{Rack::Utils.build_query("kind" => "dist_mutex", "name" => fixture::HOSTILE,
                                                           "token" => before.token)}")
-    csrf = body[/name='authenticity_token' value='([^']+)'/, 1]
-    expect(csrf).not_to be_nil
+    csrf = csrf_of(body)
     form = { "name" => fixture::HOSTILE, "kind" => "dist_mutex", "token" => before.token }
 
-    post("/locks/release", form)
-    expect(last_response.status).to eq(403) # no CSRF token: refused, nothing released
+    forged_post("/locks/release", form)
+    expect(last_response.status).to eq(403) # no CSRF token (8: cross-site): refused, nothing released
     expect(admin.show(fixture::HOSTILE).first.token).to eq(before.token)
 
-    post("/locks/release", form.merge("authenticity_token" => csrf))
+    form_post("/locks/release", form, csrf)
     expect(last_response.status).to eq(302)
     after = admin.show(fixture::HOSTILE).first
     # Handed to the child's waiter (a new holder with a larger fencing token), not just deleted.
@@ -202,9 +224,9 @@ RSpec.describe "Sidekiq Web Locks tab" do
 
   it "force-releases one limiter slot", :fixture do
     slot = admin.show(fixture::LIMITER).first.slots.first
-    csrf = page("/locks/release?name=#{fixture::LIMITER}")[/name='authenticity_token' value='([^']+)'/, 1]
-    post("/locks/release", "name" => fixture::LIMITER, "kind" => "concurrent_limiter", "token" => slot.token,
-                           "authenticity_token" => csrf)
+    csrf = csrf_of(page("/locks/release?name=#{fixture::LIMITER}"))
+    form_post("/locks/release", { "name" => fixture::LIMITER, "kind" => "concurrent_limiter", "token" => slot.token },
+              csrf)
     expect(last_response.status).to eq(302)
     expect(admin.show(fixture::LIMITER).first.slots.map(&:token)).not_to include(slot.token)
   end
@@ -286,21 +308,19 @@ RSpec.describe "Sidekiq Web Locks tab" do
       body = page("/locks/release?#{query}")
       expect(body).to include("Uniqueness lock of <code>ReportUniqueJob</code> held by jid", fixture::UNIQUE_JID,
                               "a duplicate of the job pushed from now on is enqueued")
-      csrf = body[/name='authenticity_token' value='([^']+)'/, 1]
-      expect(csrf).not_to be_nil
+      csrf = csrf_of(body)
       form = { "name" => fixture::UNIQUE, "kind" => "unique_lock", "token" => fixture::UNIQUE_JID }
       lock = Ferrolock::Sidekiq::UniqueLock.new(fixture::UNIQUE)
 
-      post("/locks/release", form)
-      expect(last_response.status).to eq(403) # no CSRF token: refused, nothing deleted
+      forged_post("/locks/release", form)
+      expect(last_response.status).to eq(403) # no CSRF token (8: cross-site): refused, nothing deleted
       expect(lock.holder).to eq(fixture::UNIQUE_JID)
-      post("/locks/release", form.merge("token" => "another-jid", "authenticity_token" => csrf))
+      form_post("/locks/release", form.merge("token" => "another-jid"), csrf)
       expect(last_response.status).to eq(302) # a jid that does not hold it: nothing deleted
       expect(lock.holder).to eq(fixture::UNIQUE_JID)
 
       # A fresh form, as the browser loads it again.
-      csrf = page("/locks/release?#{query}")[/name='authenticity_token' value='([^']+)'/, 1]
-      post("/locks/release", form.merge("authenticity_token" => csrf))
+      form_post("/locks/release", form, csrf_of(page("/locks/release?#{query}")))
       expect(last_response.status).to eq(302)
       expect(last_response.location).to include("/locks/uniques?released=1")
       expect(lock.holder).to be_nil

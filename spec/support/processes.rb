@@ -64,7 +64,8 @@ module FerrolockTest
     end
   end
 
-  # A real Sidekiq server process (Debian's sidekiq 6.4.1, or the vendored 7.3.10), stopped with TERM then KILL.
+  # A real Sidekiq server process (the installed sidekiq: 6.4.1 on the host, 8.1 in bin/modern; or the
+  # vendored 7.3.10), stopped with TERM then KILL.
   class SidekiqProcess
     attr_reader :log_path, :pid
 

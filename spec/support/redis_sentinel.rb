@@ -153,7 +153,9 @@ module FerrolockTest
 
       # Knows the primary, its replica and the 2 other sentinels.
       def ready?
-        info = call("SENTINEL", "MASTER", RedisSentinel::NAME).each_slice(2).to_h
+        reply = call("SENTINEL", "MASTER", RedisSentinel::NAME)
+        # A flat list from redis-rb 4, a Hash from redis-rb 5+ (redis-client), as on Ruby 3.3.
+        info = reply.is_a?(Hash) ? reply : reply.each_slice(2).to_h
         info["num-slaves"].to_i >= 1 && info["num-other-sentinels"].to_i == RedisSentinel::SENTINELS - 1
       rescue Redis::BaseError, SystemCallError
         false

@@ -24,6 +24,20 @@ module FerrolockTest
       ENV["FERROLOCK_SIDEKIQ"] == "7"
     end
 
+    # The version of the Sidekiq these specs and their child processes run (without loading it): the
+    # vendored 7.3.10 with FERROLOCK_SIDEKIQ=7, else the installed gem (6.4.1 on the host, 8.1 in bin/modern).
+    def version
+      @version ||= if seven?
+                     Gem::Version.new(File.read(File.join(SIDEKIQ7, "lib/sidekiq/version.rb"))[/"(\d[^"]*)"/, 1])
+                   else
+                     Gem::Specification.find_by_name("sidekiq").version
+                   end
+    end
+
+    def at_least?(required)
+      version >= Gem::Version.new(required)
+    end
+
     # Call before anything requires "sidekiq".
     def setup!
       return unless seven?

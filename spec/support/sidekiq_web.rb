@@ -24,9 +24,17 @@ module FerrolockTest
 
       require "sidekiq"
       require "rack"
+      require_session
       load_sidekiq7_web if SidekiqVersion.seven?
       require "ferrolock/web"
       @loaded = true
+    end
+
+    # Rack 3 (Sidekiq 8) moved Rack::Session to the rack-session gem; Rack 2 has it.
+    def require_session
+      require "rack/session"
+    rescue LoadError
+      require "rack/session/cookie"
     end
 
     # Sidekiq Web at `mount` ("" = the root), as an app mounts it.

@@ -4,7 +4,14 @@
 # real-browser test, spec/web_browser_spec.rb). Prints "listening" once it accepts connections.
 require "ferrolock"
 require "webrick"
-require "rack/handler/webrick"
+# Rack 3 (Sidekiq 8) moved the server handlers to the rackup gem.
+begin
+  require "rackup/handler/webrick"
+  handler = Rackup::Handler::WEBrick
+rescue LoadError
+  require "rack/handler/webrick"
+  handler = Rack::Handler::WEBrick
+end
 require_relative "sidekiq_version"
 FerrolockTest::SidekiqVersion.setup!
 require_relative "sidekiq_web"
@@ -53,7 +60,6 @@ end
 
 Ferrolock.logger.level = :error
 port = Integer(ARGV.fetch(0))
-Rack::Handler::WEBrick.run(app, Host: "127.0.0.1", Port: port,
-                                Logger: WEBrick::Log.new(File::NULL),
-                                AccessLog: [],
-                                StartCallback: -> { puts("listening") || $stdout.flush })
+handler.run(app, Host: "127.0.0.1", Port: port,
+                 Logger: WEBrick::Log.new(File::NULL), AccessLog: [],
+                 StartCallback: -> { puts("listening") || $stdout.flush })

@@ -4,12 +4,15 @@ require "uri"
 
 module Ferrolock
   module Sidekiq
-    # What differs between the Sidekiq versions ferrolock supports (6.4–7.x), in one place. Tested
-    # against Sidekiq 6.4.1 and 7.3.10 (bin/test rspec and rspec_sidekiq7). Sidekiq 8 changed job
-    # timestamps to epoch milliseconds and the ActiveJob wrapper class name, and needs Ruby 3.2:
-    # untested here, so it is refused (see check!) rather than assumed to work.
+    # What differs between the Sidekiq versions ferrolock supports (6.4–8.x), in one place. Tested
+    # against Sidekiq 6.4.1 and 7.3.10 (bin/test rspec and rspec_sidekiq7) and 8.1 (bin/test modern,
+    # Ruby 3.3). Sidekiq 8 made job timestamps (created_at, enqueued_at) epoch milliseconds, which
+    # ferrolock never reads ("at", which it writes, stays in seconds); it renamed ActiveJob's wrapper
+    # (ACTIVE_JOB_WRAPPER_SUFFIXES) and changed how Web extensions register (web.rb). Sidekiq 9 is
+    # untested, so it is refused (see check!) rather than assumed to work.
     module Compat
-      SUPPORTED = Gem::Requirement.new(">= 6.4", "< 8")
+      SUPPORTED = Gem::Requirement.new(">= 6.4", "< 9")
+      TESTED = "6.4.1, 7.3.10 and 8.1.7"
 
       # How ActiveJob's Sidekiq job class name ends, by version: Rails' adapter (and Sidekiq 7.3's
       # alias of it) "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"; Sidekiq 8's own wrapper
@@ -31,9 +34,9 @@ module Ferrolock
         end
 
         raise Ferrolock::Error,
-              "ferrolock #{Ferrolock::VERSION} supports Sidekiq #{SUPPORTED} (tested on 6.4.1 and 7.3.10), " \
+              "ferrolock #{Ferrolock::VERSION} supports Sidekiq #{SUPPORTED} (tested on #{TESTED}), " \
               "but Sidekiq #{version} is loaded: its job format and APIs are not verified with ferrolock " \
-              "(README, \"Supported versions\"). Use Sidekiq 6.4 to 7.x."
+              "(README, \"Supported versions\"). Use Sidekiq 6.4 to 8.x."
       end
 
       # Runs for every job (check!): not `defined?(::Sidekiq::VERSION)`, whose hidden rescue would

@@ -12,7 +12,7 @@ module Ferrolock
 
       def keep_or_release(settings, lock, job, error)
         jid = job["jid"]
-        if shutdown?(error)
+        if shutdown?(error) || interrupted?(error)
           # Sidekiq pushes the job back to its queue: it is a queued job again.
           lock.expire(jid, settings.lock_ttl)
         elsif retried?(job)
@@ -29,6 +29,12 @@ module Ferrolock
       # Sidekiq::Shutdown (a hard stop), or nil: Thread#kill.
       def shutdown?(error)
         error.nil? || (defined?(::Sidekiq::Shutdown) && error.is_a?(::Sidekiq::Shutdown))
+      end
+
+      # An iterable job (Sidekiq 7.3+) stopped between two items: Sidekiq's InterruptHandler pushes it
+      # back with its cursor saved, without counting a retry.
+      def interrupted?(error)
+        defined?(::Sidekiq::Job::Interrupted) && error.is_a?(::Sidekiq::Job::Interrupted)
       end
 
       # Whether Sidekiq's retry handler will put the job in the retry set (the count it gives the

@@ -78,7 +78,7 @@ module Ferrolock
       end
 
       def bad_request(error)
-        throw :halt, [400, { "Content-Type" => "text/plain" }, ["#{error.class}: #{error.message}"]]
+        throw :halt, [400, { "content-type" => "text/plain" }, ["#{error.class}: #{error.message}"]]
       end
     end
   end
