@@ -41,13 +41,15 @@ module Ferrolock
       @tick = (expire || lease) / 3.0
     end
 
-    # Waits for the lock (at most timeout seconds: Ferrolock::TimeoutError after that).
-    def lock(timeout: nil)
+    # Waits for the lock (at most wait_timeout seconds: Ferrolock::TimeoutError after that).
+    # timeout: is wait_timeout's deprecated name.
+    def lock(wait_timeout: Deprecation::UNSET, timeout: Deprecation::UNSET)
+      timeout = Deprecation.rename("Ferrolock::DistMutex#lock", :timeout, :wait_timeout, [timeout, wait_timeout], nil)
       raise ThreadError, "deadlock; recursive locking" if owned?
 
       check_local_owners
 
-      timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless nil.equal?(timeout)
+      timeout = Validate.seconds!(:wait_timeout, timeout, allow_zero: true) unless nil.equal?(timeout)
       LockLostWatcher.ensure_started
       started = Ferrolock.monotonic
       # Granted and recorded, or interrupted holding nothing (see Interrupts).
@@ -86,13 +88,15 @@ module Ferrolock
       raise
     end
 
-    # Runs the block holding the lock and returns its value.
-    def synchronize(timeout: nil)
+    # Runs the block holding the lock and returns its value. timeout: is wait_timeout's deprecated name.
+    def synchronize(wait_timeout: Deprecation::UNSET, timeout: Deprecation::UNSET)
+      wait_timeout = Deprecation.rename("Ferrolock::DistMutex#synchronize", :timeout, :wait_timeout,
+                                        [timeout, wait_timeout], nil)
       raise ThreadError, "must be called with a block" unless block_given?
       raise ThreadError, "deadlock; recursive locking" if owned?
 
       begin
-        lock(timeout: timeout)
+        lock(wait_timeout: wait_timeout)
         yield
       ensure
         # Also releases a hold recorded just before an exception landed as lock returned;

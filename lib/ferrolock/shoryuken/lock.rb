@@ -20,7 +20,7 @@ module Ferrolock
       ACTIVE_JOB_WRAPPER = "ActiveJob::QueueAdapters::ShoryukenAdapter::JobWrapper"
       private_constant :ACTIVE_JOB_WRAPPER
 
-      # Shoryuken's chain keeps `chain.add Lock, lock_ttl: 120` as a positional Hash and calls
+      # Shoryuken's chain keeps `chain.add LockMiddleware, lease: 120` as a positional Hash and calls
       # Lock.new(hash) for every message; plain keywords work too.
       def initialize(options = nil, **keywords)
         # `case`, not options.is_a?: a BasicObject has no is_a? (Validate's rule).
@@ -211,7 +211,7 @@ module Ferrolock
                               "its job ran (#{outcome}): a copy may have run too")
       rescue Ferrolock::Error => e
         Ferrolock.logger.warn("ferrolock: could not mark #{about(payload)} processed " \
-                              "(#{e.class}: #{e.message}); its lease expires after lock_ttl")
+                              "(#{e.class}: #{e.message}); its lease expires after lease")
       end
 
       def release_after_error(lock, lease, payload, error)
@@ -219,7 +219,7 @@ module Ferrolock
         Ferrolock.instrument(:released_after_error, payload.merge(error: error&.class&.name))
       rescue Ferrolock::Error => e
         Ferrolock.logger.warn("ferrolock: could not release #{about(payload)} after an error " \
-                              "(#{e.class}: #{e.message}); its copies run after lock_ttl")
+                              "(#{e.class}: #{e.message}); its copies run after lease")
       end
     end
   end
