@@ -136,7 +136,7 @@ RSpec.describe Ferrolock::Shoryuken::Lock do
       RUBY
       expect(result["runs"]).to eq(1)
       expect(result["seen_ttl"]).to be_between(6_000, 7_000)
-      expect(result["chain"]).to eq(%w[Timing ExponentialBackoffRetry Lock AutoDelete AutoExtendVisibility])
+      expect(result["chain"]).to eq(%w[Timing ExponentialBackoffRetry LockMiddleware AutoDelete AutoExtendVisibility])
     end
 
     it "lets a worker's Hash override the chain and the global settings" do

@@ -20,11 +20,12 @@ module Ferrolock
     # configured default).
     def initialize(name, count, wait_timeout: 5, lease: Deprecation::UNSET, client: nil, min_replicas_acked: nil, # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
                    lock_timeout: Deprecation::UNSET)
-      lease = Deprecation.rename("Ferrolock::ConcurrentLimiter.new", :lock_timeout, :lease, [lock_timeout, lease], 30)
+      given, lease = Deprecation.rename("Ferrolock::ConcurrentLimiter.new", :lock_timeout, :lease,
+                                        [lock_timeout, lease], 30)
       @name = Validate.own_name!(:name, name)
       @count = Validate.positive_integer!(:count, count)
       @wait_timeout = Validate.seconds!(:wait_timeout, wait_timeout, allow_zero: true)
-      @lease = Validate.seconds!(:lease, lease)
+      @lease = Validate.seconds!(given, lease)
       @client = Validate.client!(client)
       @native = Backend.build(:ConcurrentLimiter, @client, @name, @count, @lease,
                               Ferrolock.min_replicas_acked!(min_replicas_acked))

@@ -12,18 +12,19 @@ module Ferrolock
     @lock = Mutex.new
 
     class << self
-      # The value given under the new name or, warning once, under the old one; default when
-      # neither was given. owner: what takes the option, as users write it ("Ferrolock::DualLock.new");
-      # values: [the old name's value, the new name's], each UNSET when not given.
+      # [the name given, its value]: the new name's, or (warning once) the old one's; the new name
+      # and default when neither was given (errors then name what the caller wrote). owner: what
+      # takes the option, as users write it ("Ferrolock::DualLock.new"); values: [the old name's
+      # value, the new name's], each UNSET when not given.
       def rename(owner, old, new, values, default)
         old_value, new_value = values
         old_given = !UNSET.equal?(old_value)
         new_given = !UNSET.equal?(new_value)
         raise ArgumentError, "#{owner}: give #{new}: or its deprecated name #{old}:, not both" if old_given && new_given
-        return (new_given ? new_value : default) unless old_given
+        return [new, new_given ? new_value : default] unless old_given
 
         warn_once(owner, old, new)
-        old_value
+        [old, old_value]
       end
 
       # Logs "old is deprecated, use new" the first time owner meets old in this process.

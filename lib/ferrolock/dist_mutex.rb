@@ -44,12 +44,13 @@ module Ferrolock
     # Waits for the lock (at most wait_timeout seconds: Ferrolock::TimeoutError after that).
     # timeout: is wait_timeout's deprecated name.
     def lock(wait_timeout: Deprecation::UNSET, timeout: Deprecation::UNSET)
-      timeout = Deprecation.rename("Ferrolock::DistMutex#lock", :timeout, :wait_timeout, [timeout, wait_timeout], nil)
+      given, timeout = Deprecation.rename("Ferrolock::DistMutex#lock", :timeout, :wait_timeout, [timeout, wait_timeout],
+                                          nil)
       raise ThreadError, "deadlock; recursive locking" if owned?
 
       check_local_owners
 
-      timeout = Validate.seconds!(:wait_timeout, timeout, allow_zero: true) unless nil.equal?(timeout)
+      timeout = Validate.seconds!(given, timeout, allow_zero: true) unless nil.equal?(timeout)
       LockLostWatcher.ensure_started
       started = Ferrolock.monotonic
       # Granted and recorded, or interrupted holding nothing (see Interrupts).
@@ -90,13 +91,14 @@ module Ferrolock
 
     # Runs the block holding the lock and returns its value. timeout: is wait_timeout's deprecated name.
     def synchronize(wait_timeout: Deprecation::UNSET, timeout: Deprecation::UNSET)
-      wait_timeout = Deprecation.rename("Ferrolock::DistMutex#synchronize", :timeout, :wait_timeout,
-                                        [timeout, wait_timeout], nil)
+      given, wait_timeout = Deprecation.rename("Ferrolock::DistMutex#synchronize", :timeout, :wait_timeout,
+                                               [timeout, wait_timeout], nil)
       raise ThreadError, "must be called with a block" unless block_given?
       raise ThreadError, "deadlock; recursive locking" if owned?
 
       begin
-        lock(wait_timeout: wait_timeout)
+        # (checked here, so that an error names the keyword the caller wrote)
+        lock(wait_timeout: nil.equal?(wait_timeout) ? nil : Validate.seconds!(given, wait_timeout, allow_zero: true))
         yield
       ensure
         # Also releases a hold recorded just before an exception landed as lock returned;

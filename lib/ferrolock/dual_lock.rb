@@ -29,10 +29,10 @@ module Ferrolock
     def initialize(key, lease: UNSET, wait_lease: UNSET, wait_timeout: UNSET, client: nil, min_replicas_acked: nil, # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
                    exec_ttl: UNSET, wait_ttl: UNSET, max_wait: UNSET)
       @key = Validate.own_name!(:key, key)
-      @wait_lease = Validate.seconds!(:wait_lease, renamed(:wait_ttl, :wait_lease, wait_ttl, wait_lease, 60))
-      @lease = Validate.seconds!(:lease, renamed(:exec_ttl, :lease, exec_ttl, lease, 60))
-      wait_timeout = renamed(:max_wait, :wait_timeout, max_wait, wait_timeout, 30)
-      @wait_timeout = nil.equal?(wait_timeout) ? nil : Validate.seconds!(:wait_timeout, wait_timeout, allow_zero: true)
+      @wait_lease = Validate.seconds!(*renamed(:wait_ttl, :wait_lease, wait_ttl, wait_lease, 60))
+      @lease = Validate.seconds!(*renamed(:exec_ttl, :lease, exec_ttl, lease, 60))
+      given, wait_timeout = renamed(:max_wait, :wait_timeout, max_wait, wait_timeout, 30)
+      @wait_timeout = nil.equal?(wait_timeout) ? nil : Validate.seconds!(given, wait_timeout, allow_zero: true)
       @client = Validate.client!(client)
       @native = Backend.build(:DualLock, @client, @key, @wait_lease, @lease,
                               Ferrolock.min_replicas_acked!(min_replicas_acked))

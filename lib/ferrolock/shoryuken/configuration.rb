@@ -15,7 +15,7 @@ module Ferrolock
         define_method(old) { @values[new] }
         define_method(:"#{old}=") do |value|
           Deprecation.warn_once("Ferrolock::Shoryuken.configure", old, new)
-          @values[new] = Options.check(new, value)
+          @values[new] = Options.check(new, value, given: old)
         end
       end
 

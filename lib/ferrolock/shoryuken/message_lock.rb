@@ -17,8 +17,9 @@ module Ferrolock
       alias lock_ttl lease
 
       def initialize(lease: Deprecation::UNSET, processed_ttl: 3600, client: nil, lock_ttl: Deprecation::UNSET)
-        lease = Deprecation.rename("Ferrolock::Shoryuken::MessageLock.new", :lock_ttl, :lease, [lock_ttl, lease], 60)
-        @lease = Validate.seconds!(:lease, lease)
+        given, lease = Deprecation.rename("Ferrolock::Shoryuken::MessageLock.new", :lock_ttl, :lease, [lock_ttl, lease],
+                                          60)
+        @lease = Validate.seconds!(given, lease)
         @processed_ttl = Validate.seconds!(:processed_ttl, processed_ttl)
         @client = Validate.client!(client)
         @native = Backend.build(:MessageLock, @client, @lease, @processed_ttl)

@@ -31,19 +31,21 @@ module Ferrolock
         end
 
         hash.each_with_object({}) do |(key, value), out|
-          key = renamed(option_name(key), hash, source)
+          given = option_name(key)
+          key = renamed(given, hash, source)
           unless KEYS.include?(key)
             raise ArgumentError, "#{source}: unknown option #{Validate.show(key)} (known: #{KEYS.join(", ")})"
           end
 
-          out[key] = check(key, value)
+          out[key] = check(key, value, given: given)
         end
       end
 
-      def check(key, value)
+      # given: the name the caller wrote (a deprecated one), for errors.
+      def check(key, value, given: key)
         case key
         when :enabled then Validate.boolean!(:enabled, value)
-        when :lease, :processed_ttl then Validate.seconds!(key, value)
+        when :lease, :processed_ttl then Validate.seconds!(given, value)
         when :on_redis_error then redis_error_policy!(value)
         when :client then nil.equal?(value) ? nil : Validate.client!(value)
         else raise ArgumentError, "unknown option #{key.inspect}"

@@ -94,7 +94,7 @@ module Ferrolock
           next out[key] = value unless new
 
           owner = "#{class_name} sidekiq_options dual_lock"
-          out[new] = Deprecation.rename(owner, key, new, [value, options.fetch(new, Deprecation::UNSET)], nil)
+          out[new] = Deprecation.rename(owner, key, new, [value, options.fetch(new, Deprecation::UNSET)], nil).last
         end
       end
 
