@@ -100,8 +100,8 @@ RSpec.describe "README.md ruby snippets" do
       end
       out, err, status = uses_shoryuken ? FerrolockTest::RealShoryuken.unbundled(&run) : run.call
       expect(status).to be_success, "README.md:#{line} failed (exit #{status.exitstatus}):\n#{err}\n#{out}"
-      if code.include?("chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::Lock")
-        expect(out).to include("Ferrolock::Shoryuken::Lock Shoryuken::Middleware::Server::AutoDelete")
+      if code.include?("chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::LockMiddleware")
+        expect(out).to include("Ferrolock::Shoryuken::LockMiddleware Shoryuken::Middleware::Server::AutoDelete")
       end
     end
   end

@@ -47,9 +47,11 @@ module Ferrolock
         options = normalize(raw)
         @key = key_option(options[:key])
         @key_method = key_method
-        @lease = checked { Validate.seconds!(:lease, options[:lease]) }
-        @wait_lease = checked { Validate.seconds!(:wait_lease, options[:wait_lease]) }
-        @wait_timeout = checked { Validate.seconds!(:wait_timeout, options[:wait_timeout], allow_zero: true) }
+        @lease = checked { Validate.seconds!(given_name(:lease), options[:lease]) }
+        @wait_lease = checked { Validate.seconds!(given_name(:wait_lease), options[:wait_lease]) }
+        @wait_timeout = checked do
+          Validate.seconds!(given_name(:wait_timeout), options[:wait_timeout], allow_zero: true)
+        end
       end
 
       # The lock key for one job's arguments. Raises Ferrolock::Error (naming the class) when
@@ -87,15 +89,22 @@ module Ferrolock
                              "#{unknown.map { |k| Validate.show(k) }.join(", ")} (known: #{OPTION_KEYS.join(", ")})"
       end
 
-      # The options under their new names; an old name warns once per job class.
+      # The options under their new names; an old name warns once per job class (and is remembered,
+      # for errors to name what the class wrote).
       def renamed(options)
+        @given_names = {}
         options.each_pair.with_object({}) do |(key, value), out|
           new = RENAMED[key] if Symbol === key # rubocop:disable Style/CaseEquality -- key may be a BasicObject
           next out[key] = value unless new
 
           owner = "#{class_name} sidekiq_options dual_lock"
-          out[new] = Deprecation.rename(owner, key, new, [value, options.fetch(new, Deprecation::UNSET)], nil).last
+          @given_names[new], out[new] = Deprecation.rename(owner, key, new,
+                                                           [value, options.fetch(new, Deprecation::UNSET)], nil)
         end
+      end
+
+      def given_name(name)
+        @given_names&.fetch(name, name) || name
       end
 
       # A String key as a Symbol (JSON turned them into Strings); any other key as it is.
