@@ -100,7 +100,7 @@ RSpec.describe "README.md ruby snippets" do
       end
       out, err, status = uses_shoryuken ? FerrolockTest::RealShoryuken.unbundled(&run) : run.call
       expect(status).to be_success, "README.md:#{line} failed (exit #{status.exitstatus}):\n#{err}\n#{out}"
-      if code.include?("chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::LockMiddleware")
+      if code.include?("Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::LockMiddleware")
         expect(out).to include("Ferrolock::Shoryuken::LockMiddleware Shoryuken::Middleware::Server::AutoDelete")
       end
     end
