@@ -237,10 +237,10 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
     RUBY
     error, message = result["refused"]
     expect(error).to eq("ArgumentError")
-    expect(message).to eq("Ferrolock::Shoryuken::Lock sits after AutoDelete in LastDeleting's middleware chain, " \
-                          "where AutoDelete would delete copies of a message still running elsewhere; put it " \
+    expect(message).to eq("Ferrolock::Shoryuken::LockMiddleware sits after AutoDelete in LastDeleting's middleware " \
+                          "chain, where AutoDelete would delete copies of a message still running elsewhere; put it " \
                           "before: chain.insert_before Shoryuken::Middleware::Server::AutoDelete, " \
-                          "Ferrolock::Shoryuken::Lock")
+                          "Ferrolock::Shoryuken::LockMiddleware")
     expect(result).to include("kept" => "ok", "runs" => [0, 1], "state" => [nil, -2], "deleted" => 0)
   end
 
