@@ -165,13 +165,13 @@ RSpec.describe Ferrolock::Testing do
       Ferrolock::FairTenant.queue_for([{ queue: "slow", threshold: 1 }], job_class: "J", tenant: "t", jid: "j",
                                       queue: "default")
       job = { "class" => "TestingModeTenantJob", "jid" => "j", "args" => [1], "queue" => "default", "fair_tenant" => "t" }
-      Ferrolock::FairTenant::ClientMiddleware.new.call(TestingModeTenantJob, job, "default", nil) { :ok }
+      Ferrolock::Sidekiq::FairTenantMiddleware.new.call(TestingModeTenantJob, job, "default", nil) { :ok }
       unique = { "class" => "TestingModeUniqueJob", "jid" => "j", "args" => [1], "queue" => "default" }
       Ferrolock::Sidekiq::UniqueClientMiddleware.new.call(TestingModeUniqueJob, unique, "default", nil) { :ok }
       Ferrolock::Sidekiq::UniqueServerMiddleware.new.call(TestingModeUniqueJob.new, unique, "default") { :ok }
       dual = { "class" => "TestingModeDualJob", "jid" => "j", "args" => [1], "queue" => "default" }
       Ferrolock::Sidekiq::DualLockMiddleware.new.call(TestingModeDualJob.new, dual, "default") { :ok }
-      Ferrolock::Shoryuken::Lock.new(enabled: true).call(Object.new, "q", TestingModeMessage.new("m")) { :ok }
+      Ferrolock::Shoryuken::LockMiddleware.new(enabled: true).call(Object.new, "q", TestingModeMessage.new("m")) { :ok }
       puts "done"
     RUBY
 
