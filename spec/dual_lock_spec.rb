@@ -157,7 +157,8 @@ RSpec.describe Ferrolock::DualLock do
     events = events_of(:skipped) do
       expect(described_class.new("skip").run(tags: { jid: "j1" }) { raise "must not run" }).to be(false)
     end
-    expect(events).to eq([[:skipped, { primitive: :dual_lock, key: "skip", jid: "j1", reason: :already_waiting }]])
+    expect(events).to eq([[:skipped, { primitive: :dual_lock, key: "skip", name: "skip", jid: "j1",
+                                       reason: :already_waiting }]])
     release << true
     expect([thread.value, waiter.value]).to eq([true, true])
   end
@@ -178,7 +179,7 @@ RSpec.describe Ferrolock::DualLock do
     lock = described_class.new("slow", max_wait: 0.3)
     events = events_of(:wait_timeout) do
       took = elapsed do
-        expect { lock.run { raise "must not run" } }.to raise_error(Ferrolock::TimeoutError, /max_wait/)
+        expect { lock.run { raise "must not run" } }.to raise_error(Ferrolock::TimeoutError, /wait_timeout/)
       end
       expect(took).to be_between(0.25, 3)
     end

@@ -103,7 +103,7 @@ RSpec.describe "Loading ferrolock" do
       skip(out[/skip: .*/]) if out.start_with?("skip:")
       expect(out.lines.grep(/missing/)).to eq([])
       expect(out).to include("shoryuken loaded: true", "sidekiq loaded: false")
-      expect(out).to include("chain: Timing ExponentialBackoffRetry Lock AutoDelete AutoExtendVisibility")
+      expect(out).to include("chain: Timing ExponentialBackoffRetry LockMiddleware AutoDelete AutoExtendVisibility")
     end
   end
 

@@ -104,8 +104,8 @@ RSpec.describe "README.md ruby snippets" do
       code.scan(/# logs "([^"]+)"/).flatten.each do |logged|
         expect(err + out).to include(logged), "README.md:#{line} did not log #{logged.inspect}:\n#{err}\n#{out}"
       end
-      if code.include?("chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::Lock")
-        expect(out).to include("Ferrolock::Shoryuken::Lock Shoryuken::Middleware::Server::AutoDelete")
+      if code.include?("Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::LockMiddleware")
+        expect(out).to include("Ferrolock::Shoryuken::LockMiddleware Shoryuken::Middleware::Server::AutoDelete")
       end
     end
   end

@@ -136,7 +136,7 @@ RSpec.describe Ferrolock::Shoryuken::Lock do
       RUBY
       expect(result["runs"]).to eq(1)
       expect(result["seen_ttl"]).to be_between(6_000, 7_000)
-      expect(result["chain"]).to eq(%w[Timing ExponentialBackoffRetry Lock AutoDelete AutoExtendVisibility])
+      expect(result["chain"]).to eq(%w[Timing ExponentialBackoffRetry LockMiddleware AutoDelete AutoExtendVisibility])
     end
 
     it "lets a worker's Hash override the chain and the global settings" do
@@ -215,7 +215,7 @@ RSpec.describe Ferrolock::Shoryuken::Lock do
       expect { Ferrolock::Shoryuken.configure { |c| c.lock_ttl = 0 } }.to raise_error(ArgumentError, /lock_ttl/)
       expect { Ferrolock::Shoryuken.configure { |c| c.on_redis_error = :drop } }
         .to raise_error(ArgumentError, /on_redis_error/)
-      expect(Ferrolock::Shoryuken.defaults[:lock_ttl]).to eq(60)
+      expect(Ferrolock::Shoryuken.defaults[:lease]).to eq(60)
 
       refuse = 'raise "must not run"'
       code = worker("Typo", "typo", 'auto_delete: true, ferrolock_lock: "yes"', refuse) +

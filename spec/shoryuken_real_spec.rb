@@ -13,7 +13,7 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
 
   it "inserts the Lock between ExponentialBackoffRetry and AutoDelete" do
     result = scenario("RealShoryuken.report(chain: RealShoryuken.chain_names)")
-    expect(result["chain"]).to eq(%w[Timing ExponentialBackoffRetry Lock AutoDelete AutoExtendVisibility])
+    expect(result["chain"]).to eq(%w[Timing ExponentialBackoffRetry LockMiddleware AutoDelete AutoExtendVisibility])
   end
 
   it "runs a message delivered twice once, marks it processed for processed_ttl, and deletes the second copy" do
@@ -208,7 +208,7 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
       end
       R.report(report)
     RUBY
-    expect(result.transform_values { |v| v["chain"].index("Lock") }).to eq("Readme" => 2, "First" => 0)
+    expect(result.transform_values { |v| v["chain"].index("LockMiddleware") }).to eq("Readme" => 2, "First" => 0)
     placements.each_key do |name|
       charge1, retried1, charge2, retried2 = result[name]["outcomes"]
       # The job succeeded, the delete failed: processed, and the second copy deleted, not run.
@@ -237,10 +237,10 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
     RUBY
     error, message = result["refused"]
     expect(error).to eq("ArgumentError")
-    expect(message).to eq("Ferrolock::Shoryuken::Lock sits after AutoDelete in LastDeleting's middleware chain, " \
-                          "where AutoDelete would delete copies of a message still running elsewhere; put it " \
+    expect(message).to eq("Ferrolock::Shoryuken::LockMiddleware sits after AutoDelete in LastDeleting's middleware " \
+                          "chain, where AutoDelete would delete copies of a message still running elsewhere; put it " \
                           "before: chain.insert_before Shoryuken::Middleware::Server::AutoDelete, " \
-                          "Ferrolock::Shoryuken::Lock")
+                          "Ferrolock::Shoryuken::LockMiddleware")
     expect(result).to include("kept" => "ok", "runs" => [0, 1], "state" => [nil, -2], "deleted" => 0)
   end
 

@@ -366,7 +366,7 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
       expect { Ferrolock::Sidekiq::UniqueServerMiddleware.validate! }
         .to raise_error(ArgumentError, /BootCheckedJob: sidekiq_options lock_timeout must be zero or more/)
       s = settings(lock: "until_executed", on_conflict: { client: :replace })
-      expect([s.lock, s.lock_ttl, s.client_conflict, s.server_conflict])
+      expect([s.lock, s.ttl, s.client_conflict, s.server_conflict])
         .to eq([:until_executed, 86_400.0, :replace, :reschedule])
     end
 
@@ -400,10 +400,10 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
       }
       per_push = Ferrolock::Sidekiq::UniqueSettings.for(klass, job.call(lock: "until_expired", lock_ttl: 5,
                                                                         on_conflict: "raise"))
-      expect([per_push.lock, per_push.lock_ttl, per_push.client_conflict]).to eq([:until_expired, 5.0, :raise])
+      expect([per_push.lock, per_push.ttl, per_push.client_conflict]).to eq([:until_expired, 5.0, :raise])
       # Nothing is cached: the class's own options are back for the next job.
       own = Ferrolock::Sidekiq::UniqueSettings.for(klass, job.call)
-      expect([own.lock, own.lock_ttl, own.client_conflict]).to eq([:until_executed, 600.0, :log])
+      expect([own.lock, own.ttl, own.client_conflict]).to eq([:until_executed, 600.0, :log])
       expect(Ferrolock::Sidekiq::UniqueSettings.for(klass, job.call(lock: false))).to be_nil
       # The class's Proc, in memory at push or as JSON made it on the server, stays the class's.
       proc_string = JSON.parse(JSON.generate(klass.get_sidekiq_options["lock_args_method"]))

@@ -65,7 +65,7 @@ RSpec.describe Ferrolock::Testing do
         e
       end
       held.pop
-      waiter = Thread.new { elapsed { Ferrolock::DistMutex.new("stale").synchronize(timeout: 5) { :ran } } }
+      waiter = Thread.new { elapsed { Ferrolock::DistMutex.new("stale").synchronize(wait_timeout: 5) { :ran } } }
       sleep 0.2
       described_class.reset!
       waited = waiter.value
@@ -89,7 +89,7 @@ RSpec.describe Ferrolock::Testing do
       mutex = Ferrolock::DistMutex.new("open")
       limiter = Ferrolock::ConcurrentLimiter.new("open", 1, wait_timeout: 0)
       rate = Ferrolock::RateLimiter.window("open", 1, :hour, wait_timeout: 0)
-      dual = Ferrolock::DualLock.new("open", max_wait: 0)
+      dual = Ferrolock::DualLock.new("open", wait_timeout: 0)
       nested = mutex.synchronize do
         other = Ferrolock::DistMutex.new("open")
         limiter.within_limit do
@@ -102,8 +102,8 @@ RSpec.describe Ferrolock::Testing do
 
     it "passes jobs through every middleware untouched" do
       jobs = {
-        Ferrolock::FairTenant::ClientMiddleware.new => [TestingModeTenantJob, { "class" => "TestingModeTenantJob",
-                                                                                "fair_tenant" => "acme" }],
+        Ferrolock::Sidekiq::FairTenantMiddleware.new => [TestingModeTenantJob, { "class" => "TestingModeTenantJob",
+                                                                                 "fair_tenant" => "acme" }],
         Ferrolock::Sidekiq::UniqueClientMiddleware.new => [TestingModeUniqueJob, { "class" => "TestingModeUniqueJob" }]
       }
       client_side = jobs.flat_map do |middleware, (klass, fields)|
@@ -118,7 +118,7 @@ RSpec.describe Ferrolock::Testing do
         job = { "class" => klass.name, "jid" => "j", "args" => [1], "queue" => "default" }
         middleware.call(klass.new, job, "default") { middleware.call(klass.new, job.dup, "default") { :inner } }
       end
-      shoryuken = Ferrolock::Shoryuken::Lock.new(enabled: true)
+      shoryuken = Ferrolock::Shoryuken::LockMiddleware.new(enabled: true)
       message = TestingModeMessage.new("m")
       copies = Array.new(2) { shoryuken.call(Object.new, "q", message) { :ran } }
       expect(client_side).to eq([[:pushed, true]] * 8)
@@ -165,13 +165,13 @@ RSpec.describe Ferrolock::Testing do
       Ferrolock::FairTenant.queue_for([{ queue: "slow", threshold: 1 }], job_class: "J", tenant: "t", jid: "j",
                                       queue: "default")
       job = { "class" => "TestingModeTenantJob", "jid" => "j", "args" => [1], "queue" => "default", "fair_tenant" => "t" }
-      Ferrolock::FairTenant::ClientMiddleware.new.call(TestingModeTenantJob, job, "default", nil) { :ok }
+      Ferrolock::Sidekiq::FairTenantMiddleware.new.call(TestingModeTenantJob, job, "default", nil) { :ok }
       unique = { "class" => "TestingModeUniqueJob", "jid" => "j", "args" => [1], "queue" => "default" }
       Ferrolock::Sidekiq::UniqueClientMiddleware.new.call(TestingModeUniqueJob, unique, "default", nil) { :ok }
       Ferrolock::Sidekiq::UniqueServerMiddleware.new.call(TestingModeUniqueJob.new, unique, "default") { :ok }
       dual = { "class" => "TestingModeDualJob", "jid" => "j", "args" => [1], "queue" => "default" }
       Ferrolock::Sidekiq::DualLockMiddleware.new.call(TestingModeDualJob.new, dual, "default") { :ok }
-      Ferrolock::Shoryuken::Lock.new(enabled: true).call(Object.new, "q", TestingModeMessage.new("m")) { :ok }
+      Ferrolock::Shoryuken::LockMiddleware.new(enabled: true).call(Object.new, "q", TestingModeMessage.new("m")) { :ok }
       puts "done"
     RUBY
 

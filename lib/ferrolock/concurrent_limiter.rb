@@ -6,24 +6,28 @@ module Ferrolock
   # At most `count` blocks run at once, across threads, processes and hosts (Sidekiq Enterprise's
   # concurrent limiter API). Create it once (a constant) and reuse it; it is thread-safe.
   #
-  #   ERP = Ferrolock::ConcurrentLimiter.new("erp", 5, wait_timeout: 5, lock_timeout: 30)
+  #   ERP = Ferrolock::ConcurrentLimiter.new("erp", 5, wait_timeout: 5, lease: 30)
   #   ERP.within_limit { call_erp }   # raises Ferrolock::OverLimit if no slot freed in 5 s
   #
-  # A slot is a lease renewed while its block runs, so a block may run far past lock_timeout
-  # without letting an extra block in; lock_timeout only bounds how long a crashed process
+  # A slot is a lease renewed while its block runs, so a block may run far past lease
+  # without letting an extra block in; lease (deprecated name: lock_timeout) only bounds how long a crashed process
   # (kill -9) keeps its slots.
   class ConcurrentLimiter
-    attr_reader :name, :count, :wait_timeout, :lock_timeout, :client
+    attr_reader :name, :count, :wait_timeout, :lease, :client
+    alias lock_timeout lease
 
     # min_replicas_acked: replicas each slot grant must reach before the block runs (nil: the
     # configured default).
-    def initialize(name, count, wait_timeout: 5, lock_timeout: 30, client: nil, min_replicas_acked: nil) # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
+    def initialize(name, count, wait_timeout: 5, lease: Deprecation::UNSET, client: nil, min_replicas_acked: nil, # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
+                   lock_timeout: Deprecation::UNSET)
+      given, lease = Deprecation.rename("Ferrolock::ConcurrentLimiter.new", :lock_timeout, :lease,
+                                        [lock_timeout, lease], 30)
       @name = Validate.own_name!(:name, name)
       @count = Validate.positive_integer!(:count, count)
       @wait_timeout = Validate.seconds!(:wait_timeout, wait_timeout, allow_zero: true)
-      @lock_timeout = Validate.seconds!(:lock_timeout, lock_timeout)
+      @lease = Validate.seconds!(given, lease)
       @client = Validate.client!(client)
-      @native = Backend.build(:ConcurrentLimiter, @client, @name, @count, @lock_timeout,
+      @native = Backend.build(:ConcurrentLimiter, @client, @name, @count, @lease,
                               Ferrolock.min_replicas_acked!(min_replicas_acked))
       LocalLimits.record(@client.namespace, @name, @count)
       # Made once: every acquisition passes it to Interrupts.acquire.
@@ -65,7 +69,7 @@ module Ferrolock
 
     def inspect
       "#<#{self.class.name} #{@name.inspect} count=#{@count} wait_timeout=#{@wait_timeout} " \
-        "lock_timeout=#{@lock_timeout}>"
+        "lease=#{@lease}>"
     end
 
     private

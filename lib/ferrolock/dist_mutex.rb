@@ -44,11 +44,14 @@ module Ferrolock
       @give_back = @native.method(:unlock)
     end
 
-    # Waits for the lock (at most timeout seconds: Ferrolock::TimeoutError after that).
-    def lock(timeout: nil)
+    # Waits for the lock (at most wait_timeout seconds: Ferrolock::TimeoutError after that).
+    # timeout: is wait_timeout's deprecated name.
+    def lock(wait_timeout: Deprecation::UNSET, timeout: Deprecation::UNSET)
+      given, timeout = Deprecation.rename("Ferrolock::DistMutex#lock", :timeout, :wait_timeout, [timeout, wait_timeout],
+                                          nil)
       raise ThreadError, "deadlock; recursive locking" if owned?
 
-      lock_unowned(timeout)
+      lock_unowned(timeout, given)
     end
 
     # Takes the lock if free; never waits for a holder (only for a release a #sleep of this
@@ -77,14 +80,16 @@ module Ferrolock
     # Runs the block holding the lock and returns its value. A release that fails once the block is
     # over is logged and evented (:release_failed), never raised (see ReleaseFailure); a block that
     # raised keeps its exception (a lost lease is then only evented). LockLost after a block that
-    # finished is raised: the section was not exclusive.
-    def synchronize(timeout: nil)
+    # finished is raised: the section was not exclusive. timeout: is wait_timeout's deprecated name.
+    def synchronize(wait_timeout: Deprecation::UNSET, timeout: Deprecation::UNSET)
+      given, wait_timeout = Deprecation.rename("Ferrolock::DistMutex#synchronize", :timeout, :wait_timeout,
+                                               [timeout, wait_timeout], nil)
       raise ThreadError, "must be called with a block" unless block_given?
       raise ThreadError, "deadlock; recursive locking" if owned?
 
       finished = false
       begin
-        lock_unowned(timeout)
+        lock_unowned(wait_timeout, given)
         value = yield
         finished = true
         value
@@ -154,10 +159,11 @@ module Ferrolock
     private
 
     # lock, once the caller checked the current fiber does not hold it.
-    def lock_unowned(timeout)
+    # `given`: the keyword the caller wrote (:wait_timeout, or the deprecated :timeout), for errors.
+    def lock_unowned(timeout, given)
       check_local_owners
 
-      timeout = Validate.seconds!(:timeout, timeout, allow_zero: true) unless nil.equal?(timeout)
+      timeout = Validate.seconds!(given, timeout, allow_zero: true) unless nil.equal?(timeout)
       LockLostWatcher.ensure_started
       started = Ferrolock.monotonic
       CallerTimeout.bound(started, timeout, -> { stalled_timeout(timeout) }) do
@@ -193,7 +199,7 @@ module Ferrolock
     end
 
     def stalled_timeout(timeout)
-      TimeoutError.new("DistMutex #{@name.inspect}: Redis did not answer within timeout (#{timeout} s)")
+      TimeoutError.new("DistMutex #{@name.inspect}: Redis did not answer within wait_timeout (#{timeout} s)")
     end
 
     # Records hold (a Native::MutexHold) as owned by the calling fiber.

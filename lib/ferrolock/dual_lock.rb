@@ -9,23 +9,32 @@ module Ferrolock
   #   lock.run { mirror(record) } # => true (ran) or false (skipped: another duplicate waits)
   #
   # The waiter is woken by the executor's release (no polling) and raises
-  # Ferrolock::TimeoutError after max_wait seconds (nil: waits as long as it takes), giving up
-  # its place so the next duplicate can wait. wait_ttl/exec_ttl are leases renewed while the
-  # holder lives: they only bound how long a crashed waiter/executor keeps the key blocked.
+  # Ferrolock::TimeoutError after wait_timeout seconds (nil: waits as long as it takes), giving up
+  # its place so the next duplicate can wait. wait_lease/lease are leases renewed while the
+  # waiter/executor lives: they only bound how long a crashed one keeps the key blocked.
+  # (Deprecated names: max_wait for wait_timeout, wait_ttl for wait_lease, exec_ttl for lease.)
   # While a thread of this process waits for the key, the process's other duplicates are skipped
   # without asking Redis (one waiter per process per key; see doc/ARCHITECTURE.md).
   class DualLock
-    attr_reader :key, :wait_ttl, :exec_ttl, :max_wait, :client
+    attr_reader :key, :wait_lease, :lease, :wait_timeout, :client
+    alias wait_ttl wait_lease
+    alias exec_ttl lease
+    alias max_wait wait_timeout
+
+    UNSET = Deprecation::UNSET
+    private_constant :UNSET
 
     # min_replicas_acked: replicas the EXEC grant must reach before the block runs (nil: the
     # configured default).
-    def initialize(key, wait_ttl: 60, exec_ttl: 60, max_wait: 30, client: nil, min_replicas_acked: nil) # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
+    def initialize(key, lease: UNSET, wait_lease: UNSET, wait_timeout: UNSET, client: nil, min_replicas_acked: nil, # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
+                   exec_ttl: UNSET, wait_ttl: UNSET, max_wait: UNSET)
       @key = Validate.own_name!(:key, key)
-      @wait_ttl = Validate.seconds!(:wait_ttl, wait_ttl)
-      @exec_ttl = Validate.seconds!(:exec_ttl, exec_ttl)
-      @max_wait = nil.equal?(max_wait) ? nil : Validate.seconds!(:max_wait, max_wait, allow_zero: true)
+      @wait_lease = Validate.seconds!(*renamed(:wait_ttl, :wait_lease, wait_ttl, wait_lease, 60))
+      @lease = Validate.seconds!(*renamed(:exec_ttl, :lease, exec_ttl, lease, 60))
+      given, wait_timeout = renamed(:max_wait, :wait_timeout, max_wait, wait_timeout, 30)
+      @wait_timeout = nil.equal?(wait_timeout) ? nil : Validate.seconds!(given, wait_timeout, allow_zero: true)
       @client = Validate.client!(client)
-      @native = Backend.build(:DualLock, @client, @key, @wait_ttl, @exec_ttl,
+      @native = Backend.build(:DualLock, @client, @key, @wait_lease, @lease,
                               Ferrolock.min_replicas_acked!(min_replicas_acked))
     end
 
@@ -40,10 +49,10 @@ module Ferrolock
       ticket = nil
       ran = false
       begin
-        turn = CallerTimeout.bound(started, @max_wait, -> { stalled(tags, started) }) do
+        turn = CallerTimeout.bound(started, @wait_timeout, -> { stalled(tags, started) }) do
           # The ticket is recorded the moment it is granted (see Interrupts).
           Interrupts.acquire(keep: ->(t) { ticket = t }, give_back: ->(t) { @native.leave(t) }) do
-            @native.enter(@max_wait)
+            @native.enter(@wait_timeout)
           end
           take_turn(ticket, started, tags)
         end
@@ -80,13 +89,18 @@ module Ferrolock
     end
 
     def inspect
-      "#<#{self.class.name} #{@key.inspect} wait_ttl=#{@wait_ttl} exec_ttl=#{@exec_ttl} max_wait=#{@max_wait.inspect}>"
+      "#<#{self.class.name} #{@key.inspect} lease=#{@lease} wait_lease=#{@wait_lease} " \
+        "wait_timeout=#{@wait_timeout.inspect}>"
     end
 
     private
 
-    # Waits if needed (max_wait counts from started); true once the ticket runs, false when skipped.
-    # Raises TimeoutError.
+    def renamed(old, new, old_value, new_value, default)
+      Deprecation.rename("Ferrolock::DualLock.new", old, new, [old_value, new_value], default)
+    end
+
+    # Waits if needed (wait_timeout counts from started); true once the ticket runs, false when
+    # skipped. Raises TimeoutError.
     def take_turn(ticket, started, tags)
       stage = ticket.stage
       stage = @native.wait(ticket, time_left(started)) if stage == :waiting
@@ -97,22 +111,22 @@ module Ferrolock
       when :skipped
         false
       else
-        raise wait_timeout(tags, started, "the running duplicate did not finish")
+        raise timed_out(tags, started, "the running duplicate did not finish")
       end
     end
 
     def time_left(started)
-      @max_wait && [@max_wait - (Ferrolock.monotonic - started), 0.0].max
+      @wait_timeout && [@wait_timeout - (Ferrolock.monotonic - started), 0.0].max
     end
 
-    # Redis stalled past max_wait (see CallerTimeout).
+    # Redis stalled past wait_timeout (see CallerTimeout).
     def stalled(tags, started)
-      wait_timeout(tags, started, "Redis did not answer")
+      timed_out(tags, started, "Redis did not answer")
     end
 
-    def wait_timeout(tags, started, what)
+    def timed_out(tags, started, what)
       Ferrolock.instrument(:wait_timeout, payload(tags, waited: Ferrolock.monotonic - started))
-      TimeoutError.new("DualLock #{@key.inspect}: #{what} within max_wait (#{@max_wait} s)")
+      TimeoutError.new("DualLock #{@key.inspect}: #{what} within wait_timeout (#{@wait_timeout} s)")
     end
 
     def skipped(tags)

@@ -62,6 +62,7 @@ module Ferrolock
       # Nobody listens (the usual case on a hot path): no interrupt mask to enter and leave.
       return nil if @subscribers.empty? && !defined?(::ActiveSupport::Notifications)
 
+      payload = canonical_payload(payload)
       Thread.handle_interrupt(Object => :never) do
         @subscribers.each do |subscription|
           next unless subscription.match?(event)
@@ -78,6 +79,23 @@ module Ferrolock
     end
 
     private
+
+    # Every payload names its lock :name and its job's class :job_class; the older keys (:key,
+    # :class, :worker) stay beside them for now (deprecated, see the README's vocabulary table).
+    def canonical_payload(payload)
+      return payload unless Hash === payload # rubocop:disable Style/CaseEquality -- payload may be a BasicObject
+
+      extra = {}
+      extra[:name] = payload[:key] if payload.key?(:key) && !payload.key?(:name)
+      job_class = job_class_of(payload)
+      extra[:job_class] = payload[job_class] if job_class
+      extra.empty? ? payload : payload.merge(extra)
+    end
+
+    # The older key that holds the job's class, when :job_class is missing.
+    def job_class_of(payload)
+      %i[class worker].find { |key| payload.key?(key) } unless payload.key?(:job_class)
+    end
 
     def event_names!(events)
       events.map do |event|

@@ -44,7 +44,7 @@ module Ferrolock
                               "DualLockMiddleware.validate!", errors) do |classes|
           Ferrolock::Sidekiq::DualLockMiddleware.validate!(*classes)
         end
-        fair_tenant = run_check(sidekiq.client_middleware, Ferrolock::FairTenant::ClientMiddleware,
+        fair_tenant = run_check(sidekiq.client_middleware, Ferrolock::Sidekiq::FairTenantMiddleware,
                                 "fair_tenant_queues", "FairTenant.verify!", errors) do |classes|
           Ferrolock::FairTenant.verify!(classes)
         end

@@ -7,7 +7,17 @@ require_relative "shoryuken/message_lock"
 require_relative "shoryuken/settings"
 require_relative "shoryuken/perform_watch"
 require_relative "shoryuken/placement"
+# The middleware's class is named Ferrolock::Shoryuken::LockMiddleware (the name given first is the
+# class's name); lock.rb reopens it as Shoryuken::Lock, its old name, which is then removed and
+# answered (warning once) by Shoryuken.const_missing.
+module Ferrolock
+  module Shoryuken
+    LockMiddleware = Class.new
+    Lock = LockMiddleware
+  end
+end
 require_relative "shoryuken/lock"
+Ferrolock::Shoryuken.send(:remove_const, :Lock)
 
 module Ferrolock
   # Shoryuken integration. Never requires the shoryuken gem: the middleware works with any
@@ -15,7 +25,7 @@ module Ferrolock
   #
   #   Shoryuken.configure_server do |config|
   #     config.server_middleware do |chain|
-  #       chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::Lock
+  #       chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::LockMiddleware
   #     end
   #   end
   #
@@ -35,8 +45,16 @@ module Ferrolock
     @warned_batch = {}
 
     class << self
+      # Shoryuken::Lock: the deprecated name of Ferrolock::Shoryuken::LockMiddleware.
+      def const_missing(name)
+        return super unless name == :Lock
+
+        Deprecation.warn_once("Ferrolock::Shoryuken", :Lock, "Ferrolock::Shoryuken::LockMiddleware")
+        LockMiddleware
+      end
+
       # Process-wide defaults, e.g. in an initializer:
-      #   Ferrolock::Shoryuken.configure { |c| c.enabled = true; c.lock_ttl = 120 }
+      #   Ferrolock::Shoryuken.configure { |c| c.enabled = true; c.lease = 120 }
       def configure
         config = Configuration.new(defaults)
         yield config

@@ -16,6 +16,7 @@ module Ferrolock
     autoload :UniqueLeases, File.expand_path("sidekiq/unique_leases", __dir__)
     autoload :UniqueLock, File.expand_path("sidekiq/unique_lock", __dir__)
     autoload :UniqueMiddleware, File.expand_path("sidekiq/unique_middleware", __dir__)
+    autoload :UniqueOptionNames, File.expand_path("sidekiq/unique_option_names", __dir__)
     autoload :UniqueOnConflict, File.expand_path("sidekiq/unique_on_conflict", __dir__)
     autoload :UniquePush, File.expand_path("sidekiq/unique_push", __dir__)
     autoload :UniqueRetry, File.expand_path("sidekiq/unique_retry", __dir__)

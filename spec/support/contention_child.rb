@@ -35,7 +35,7 @@ primitives = names.to_h do |name|
   primitive = case kind
               when "mutex" then Ferrolock::DistMutex.new(name, lease: lease, client: client)
               when "limiter" then Ferrolock::ConcurrentLimiter.new(name, limit, wait_timeout: 30, client: client)
-              when "dual" then Ferrolock::DualLock.new(name, max_wait: 30, client: client)
+              when "dual" then Ferrolock::DualLock.new(name, wait_timeout: 30, client: client)
               end
   [name, primitive]
 end
@@ -61,7 +61,7 @@ threads = Array.new(Integer(env.call("THREADS", "4"))) do |t|
       taken += 1
       begin
         case kind
-        when "mutex" then primitives[name].synchronize(timeout: 30) { enter.call(probe, name) }
+        when "mutex" then primitives[name].synchronize(wait_timeout: 30) { enter.call(probe, name) }
         when "limiter" then primitives[name].within_limit { enter.call(probe, name) }
         when "dual" then primitives[name].run { enter.call(probe, name) }
         end

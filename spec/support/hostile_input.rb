@@ -128,14 +128,20 @@ module FerrolockTest
           "DistMutex.new(expire:)" => ->(v) { Ferrolock::DistMutex.new(unique("m"), expire: v) },
           "DistMutex.new(lease:)" => ->(v) { Ferrolock::DistMutex.new(unique("m"), lease: v) },
           "DistMutex#lock(timeout:)" => ->(v) { Ferrolock::DistMutex.new(unique("m")).lock(timeout: v).unlock },
+          "DistMutex#lock(wait_timeout:)" => lambda { |v|
+                                               Ferrolock::DistMutex.new(unique("m")).lock(wait_timeout: v).unlock
+                                             },
           "DistMutex#synchronize(timeout:)" => lambda { |v|
             Ferrolock::DistMutex.new(unique("m")).synchronize(timeout: v) { 1 }
           },
           "DistMutex#lock(timeout:) while held" => ->(v) { while_held_mutex { |m| m.lock(timeout: v) } },
           "DualLock.new(key)" => ->(v) { Ferrolock::DualLock.new(v) },
           "DualLock.new(wait_ttl:)" => ->(v) { Ferrolock::DualLock.new(unique("d"), wait_ttl: v) },
+          "DualLock.new(wait_lease:)" => ->(v) { Ferrolock::DualLock.new(unique("d"), wait_lease: v) },
           "DualLock.new(exec_ttl:)" => ->(v) { Ferrolock::DualLock.new(unique("d"), exec_ttl: v) },
-          "DualLock.new(max_wait:)#run" => ->(v) { Ferrolock::DualLock.new(unique("d"), max_wait: v).run { 1 } }
+          "DualLock.new(lease:)" => ->(v) { Ferrolock::DualLock.new(unique("d"), lease: v) },
+          "DualLock.new(max_wait:)#run" => ->(v) { Ferrolock::DualLock.new(unique("d"), max_wait: v).run { 1 } },
+          "DualLock.new(wait_timeout:)#run" => ->(v) { Ferrolock::DualLock.new(unique("d"), wait_timeout: v).run { 1 } }
         }
       end
 
@@ -145,6 +151,7 @@ module FerrolockTest
           "ConcurrentLimiter.new(count)" => ->(v) { Ferrolock::ConcurrentLimiter.new(unique("l"), v) },
           "ConcurrentLimiter.new(wait_timeout:)" => ->(v) { limiter(wait_timeout: v) },
           "ConcurrentLimiter.new(lock_timeout:)" => ->(v) { limiter(lock_timeout: v) },
+          "ConcurrentLimiter.new(lease:)" => ->(v) { limiter(lease: v) },
           "ConcurrentLimiter#within_limit(wait_timeout:)" => lambda { |v|
             Ferrolock::ConcurrentLimiter.new(unique("l"), 1).within_limit(wait_timeout: v) { 1 }
           },
@@ -158,20 +165,28 @@ module FerrolockTest
           "fair_tenant_queues threshold" => ->(v) { fair_tenant_rules(threshold: v) },
           "fair_tenant_queues per" => ->(v) { fair_tenant_rules(per: v) },
           "MessageLock.new(lock_ttl:)" => ->(v) { Ferrolock::Shoryuken::MessageLock.new(lock_ttl: v) },
+          "MessageLock.new(lease:)" => ->(v) { Ferrolock::Shoryuken::MessageLock.new(lease: v) },
           "MessageLock.new(processed_ttl:)" => ->(v) { Ferrolock::Shoryuken::MessageLock.new(processed_ttl: v) },
           "MessageLock#process(queue)" => ->(v) { message_lock.process(v, unique("id")) { 1 } },
           "MessageLock#process(message_id)" => ->(v) { message_lock.process("q", v) { 1 } },
-          "Shoryuken::Lock.new(lock_ttl:)" => ->(v) { Ferrolock::Shoryuken::Lock.new(lock_ttl: v) },
-          "Shoryuken::Lock.new(processed_ttl:)" => ->(v) { Ferrolock::Shoryuken::Lock.new(processed_ttl: v) },
+          "Shoryuken::Lock.new(lock_ttl:)" => ->(v) { Ferrolock::Shoryuken::LockMiddleware.new(lock_ttl: v) },
+          "Shoryuken::LockMiddleware.new(lease:)" => ->(v) { Ferrolock::Shoryuken::LockMiddleware.new(lease: v) },
+          "Shoryuken::Lock.new(processed_ttl:)" => ->(v) { Ferrolock::Shoryuken::LockMiddleware.new(processed_ttl: v) },
           "Shoryuken.configure lock_ttl" => ->(v) { shoryuken_configure(:lock_ttl, v) },
-          "Shoryuken::Lock.new(options)" => ->(v) { Ferrolock::Shoryuken::Lock.new(v) },
-          "Shoryuken::Lock.new(client:)" => ->(v) { Ferrolock::Shoryuken::Lock.new(client: v) },
-          "Shoryuken::Lock.new(enabled:)" => ->(v) { Ferrolock::Shoryuken::Lock.new(enabled: v) },
-          "Shoryuken::Lock.new(on_redis_error:)" => ->(v) { Ferrolock::Shoryuken::Lock.new(on_redis_error: v) },
+          "Shoryuken.configure lease" => ->(v) { shoryuken_configure(:lease, v) },
+          "Shoryuken::Lock.new(options)" => ->(v) { Ferrolock::Shoryuken::LockMiddleware.new(v) },
+          "Shoryuken::Lock.new(client:)" => ->(v) { Ferrolock::Shoryuken::LockMiddleware.new(client: v) },
+          "Shoryuken::Lock.new(enabled:)" => ->(v) { Ferrolock::Shoryuken::LockMiddleware.new(enabled: v) },
+          "Shoryuken::Lock.new(on_redis_error:)" => lambda { |v|
+                                                      Ferrolock::Shoryuken::LockMiddleware.new(on_redis_error: v)
+                                                    },
           "shoryuken_options ferrolock_lock:" => ->(v) { Ferrolock::Shoryuken::Options.from_worker(v) },
           "sidekiq_options dual_lock: wait_ttl" => ->(v) { dual_lock_settings(wait_ttl: v) },
+          "sidekiq_options dual_lock: wait_lease" => ->(v) { dual_lock_settings(wait_lease: v) },
           "sidekiq_options dual_lock: exec_ttl" => ->(v) { dual_lock_settings(exec_ttl: v) },
+          "sidekiq_options dual_lock: lease" => ->(v) { dual_lock_settings(lease: v) },
           "sidekiq_options dual_lock: max_wait" => ->(v) { dual_lock_settings(max_wait: v) },
+          "sidekiq_options dual_lock: wait_timeout" => ->(v) { dual_lock_settings(wait_timeout: v) },
           "sidekiq_options dual_lock: key" => ->(v) { dual_lock_settings(key: v) },
           "DualLockMiddleware.new(backoff:)" => ->(v) { Ferrolock::Sidekiq::DualLockMiddleware.new(backoff: v) },
           "LimiterMiddleware.new(max_reschedules:)" => lambda { |v|
@@ -214,9 +229,9 @@ module FerrolockTest
           "UniqueClientMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::UniqueClientMiddleware.new(client: v) },
           "UniqueServerMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::UniqueServerMiddleware.new(v) },
           "UniqueServerMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::UniqueServerMiddleware.new(client: v) },
-          "FairTenant::ClientMiddleware.new(options)" => ->(v) { Ferrolock::FairTenant::ClientMiddleware.new(v) },
+          "FairTenant::ClientMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::FairTenantMiddleware.new(v) },
           "FairTenant::ClientMiddleware.new(client:)" => lambda { |v|
-            Ferrolock::FairTenant::ClientMiddleware.new(client: v)
+            Ferrolock::Sidekiq::FairTenantMiddleware.new(client: v)
           },
           "sidekiq_options dual_lock:" => lambda { |v|
             Ferrolock::Sidekiq::DualLockSettings.for(JobClass.new("HostileJob", { "dual_lock" => v }))

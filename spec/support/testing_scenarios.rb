@@ -54,12 +54,12 @@ end
 
 class TestingModeDualJob
   include Sidekiq::Job
-  sidekiq_options dual_lock: { max_wait: 5 }
+  sidekiq_options dual_lock: { wait_timeout: 5 }
 
   def perform(*); end
 end
 
-# An SQS message as Ferrolock::Shoryuken::Lock reads it.
+# An SQS message as Ferrolock::Shoryuken::LockMiddleware reads it.
 TestingModeMessage = Struct.new(:message_id) do
   def delete = nil
 end

@@ -120,7 +120,7 @@ module FerrolockTest
 
     def mark_messages(gate, release)
       message = Struct.new(:message_id)
-      lock = Ferrolock::Shoryuken::Lock.new(enabled: true)
+      lock = Ferrolock::Shoryuken::LockMiddleware.new(enabled: true)
       lock.call(Object.new, QUEUE, message.new("m-processed")) { nil }
       Thread.new { lock.call(Object.new, QUEUE, message.new("m-running")) { (gate << true) && release.pop } }
     end

@@ -6,13 +6,14 @@ module Ferrolock
     # exactly like sidekiq-fair_tenant. Add it to the client chain of clients AND servers (jobs
     # enqueue jobs):
     #
-    #   Sidekiq.configure_client { |c| c.client_middleware { |m| m.add Ferrolock::FairTenant::ClientMiddleware } }
+    #   Sidekiq.configure_client { |c| c.client_middleware { |m| m.add Ferrolock::Sidekiq::FairTenantMiddleware } }
     #   Sidekiq.configure_server do |c|
-    #     c.client_middleware { |m| m.add Ferrolock::FairTenant::ClientMiddleware }
+    #     c.client_middleware { |m| m.add Ferrolock::Sidekiq::FairTenantMiddleware }
     #     c.on(:startup) { Ferrolock::FairTenant.verify! }
     #   end
     #
-    # Options (`m.add Ferrolock::FairTenant::ClientMiddleware, client: my_client`): client:, a
+    # Named Ferrolock::Sidekiq::FairTenantMiddleware (see fair_tenant.rb); ClientMiddleware is its
+    # deprecated name. Options (`m.add Ferrolock::Sidekiq::FairTenantMiddleware, client: my_client`): client:, a
     # Ferrolock::Client (default Ferrolock.client).
     class ClientMiddleware
       OPTIONS = %i[client].freeze

@@ -10,6 +10,15 @@ module Ferrolock
         define_method(:"#{key}=") { |value| @values[key] = Options.check(key, value) }
       end
 
+      # Deprecated names of the accessors (see Options::RENAMED).
+      Options::RENAMED.each do |old, new|
+        define_method(old) { @values[new] }
+        define_method(:"#{old}=") do |value|
+          Deprecation.warn_once("Ferrolock::Shoryuken.configure", old, new)
+          @values[new] = Options.check(new, value, given: old)
+        end
+      end
+
       def initialize(values = Options::DEFAULTS)
         @values = Options::DEFAULTS.merge(values)
       end

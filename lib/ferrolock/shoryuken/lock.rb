@@ -20,7 +20,7 @@ module Ferrolock
       ACTIVE_JOB_WRAPPER = "ActiveJob::QueueAdapters::ShoryukenAdapter::JobWrapper"
       private_constant :ACTIVE_JOB_WRAPPER
 
-      # Shoryuken's chain keeps `chain.add Lock, lock_ttl: 120` as a positional Hash and calls
+      # Shoryuken's chain keeps `chain.add LockMiddleware, lease: 120` as a positional Hash and calls
       # Lock.new(hash) for every message; plain keywords work too.
       def initialize(options = nil, **keywords)
         # `case`, not options.is_a?: a BasicObject has no is_a? (Validate's rule).

@@ -5,11 +5,11 @@ module Ferrolock
     # One execution per message on an at-least-once queue, keyed on queue + message id. The
     # middleware (Ferrolock::Shoryuken::Lock) uses it; any consumer can:
     #
-    #   lock = Ferrolock::Shoryuken::MessageLock.new(lock_ttl: 60)
+    #   lock = Ferrolock::Shoryuken::MessageLock.new(lease: 60)
     #   lock.process("orders", msg.message_id) { handle(msg) } # => :ran, :processed or :in_progress
     #
     # The first delivery takes an in-progress lease (renewed while the block runs, so a long
-    # job never lets a copy in; a crashed one frees it after lock_ttl). Success marks the message
+    # job never lets a copy in; a crashed one frees it after lease, once called lock_ttl). Success marks the message
     # processed for processed_ttl; an exception drops the lease and is re-raised, so the next
     # copy runs it.
     #
@@ -20,13 +20,16 @@ module Ferrolock
     # :in_progress (left on the queue), then as :processed once the mark lands. Only when Redis
     # stays unreachable for all of lock_ttl can a later copy run again.
     class MessageLock
-      attr_reader :client, :lock_ttl, :processed_ttl
+      attr_reader :client, :lease, :processed_ttl
+      alias lock_ttl lease
 
-      def initialize(lock_ttl: 60, processed_ttl: 3600, client: nil)
-        @lock_ttl = Validate.seconds!(:lock_ttl, lock_ttl)
+      def initialize(lease: Deprecation::UNSET, processed_ttl: 3600, client: nil, lock_ttl: Deprecation::UNSET)
+        given, lease = Deprecation.rename("Ferrolock::Shoryuken::MessageLock.new", :lock_ttl, :lease, [lock_ttl, lease],
+                                          60)
+        @lease = Validate.seconds!(given, lease)
         @processed_ttl = Validate.seconds!(:processed_ttl, processed_ttl)
         @client = Validate.client!(client)
-        @native = Backend.build(:MessageLock, @client, @lock_ttl, @processed_ttl)
+        @native = Backend.build(:MessageLock, @client, @lease, @processed_ttl)
       end
 
       # Runs the block unless this message ran or runs elsewhere. Returns :ran, :processed
@@ -74,7 +77,7 @@ module Ferrolock
       end
 
       def inspect
-        "#<#{self.class.name} lock_ttl=#{lock_ttl} processed_ttl=#{processed_ttl}>"
+        "#<#{self.class.name} lease=#{lease} processed_ttl=#{processed_ttl}>"
       end
 
       private

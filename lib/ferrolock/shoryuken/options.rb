@@ -3,18 +3,21 @@
 module Ferrolock
   module Shoryuken
     # The middleware's options and their checks. The same keys are accepted globally
-    # (Ferrolock::Shoryuken.configure), per chain (chain.add Ferrolock::Shoryuken::Lock, lock_ttl: 120)
-    # and per worker (shoryuken_options ferrolock_lock: { lock_ttl: 120 }); the narrower wins.
+    # (Ferrolock::Shoryuken.configure), per chain (chain.add Ferrolock::Shoryuken::LockMiddleware, lease: 120)
+    # and per worker (shoryuken_options ferrolock_lock: { lease: 120 }); the narrower wins.
+    # lock_ttl is lease's deprecated name.
     module Options
       DEFAULTS = {
         enabled: false,
-        lock_ttl: 60,
+        lease: 60,
         processed_ttl: 3600,
         on_redis_error: :raise,
         client: nil
       }.freeze
       KEYS = DEFAULTS.keys.freeze
       REDIS_ERROR_POLICIES = %i[raise run].freeze
+      # Deprecated name => its new name.
+      RENAMED = { lock_ttl: :lease }.freeze
 
       module_function
 
@@ -28,23 +31,38 @@ module Ferrolock
         end
 
         hash.each_with_object({}) do |(key, value), out|
-          key = option_name(key)
+          given = option_name(key)
+          key = renamed(given, hash, source)
           unless KEYS.include?(key)
             raise ArgumentError, "#{source}: unknown option #{Validate.show(key)} (known: #{KEYS.join(", ")})"
           end
 
-          out[key] = check(key, value)
+          out[key] = check(key, value, given: given)
         end
       end
 
-      def check(key, value)
+      # given: the name the caller wrote (a deprecated one), for errors.
+      def check(key, value, given: key)
         case key
         when :enabled then Validate.boolean!(:enabled, value)
-        when :lock_ttl, :processed_ttl then Validate.seconds!(key, value)
+        when :lease, :processed_ttl then Validate.seconds!(given, value)
         when :on_redis_error then redis_error_policy!(value)
         when :client then nil.equal?(value) ? nil : Validate.client!(value)
         else raise ArgumentError, "unknown option #{key.inspect}"
         end
+      end
+
+      # The new name of a deprecated key (warning once), any other key as it is.
+      def renamed(key, hash, source)
+        new = RENAMED[key]
+        return key unless new
+
+        if hash.key?(new) || hash.key?(new.name)
+          raise ArgumentError, "#{source}: give #{new}: or its deprecated name #{key}:, not both"
+        end
+
+        Deprecation.warn_once(source, key, new)
+        new
       end
 
       # An option key as a Symbol: a String of valid UTF-8 is converted (to_sym raises on other

@@ -17,14 +17,15 @@ module Ferrolock
         return unless auto_deleting?(klass)
 
         classes = chain_classes(klass) or return
-        lock_at = classes.index(Lock)
+        lock_at = classes.index(LockMiddleware)
         delete_at = classes.index(Object.const_get(AUTO_DELETE))
         return if lock_at.nil? || delete_at.nil? || lock_at < delete_at
 
-        raise ArgumentError, "Ferrolock::Shoryuken::Lock sits after AutoDelete in #{klass}'s middleware chain, " \
+        raise ArgumentError, "Ferrolock::Shoryuken::LockMiddleware sits after AutoDelete in #{klass}'s middleware " \
+                             "chain, " \
                              "where AutoDelete would delete copies of a message still running elsewhere; put it " \
                              "before: chain.insert_before Shoryuken::Middleware::Server::AutoDelete, " \
-                             "Ferrolock::Shoryuken::Lock"
+                             "Ferrolock::Shoryuken::LockMiddleware"
       end
 
       def auto_deleting?(klass)

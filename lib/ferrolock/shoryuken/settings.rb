@@ -5,12 +5,12 @@ module Ferrolock
     # The options in force for one (chain, worker) pair, validated once and reused: Shoryuken
     # builds a new middleware instance per message, so nothing here may cost a round trip.
     class Settings
-      attr_reader :lock_ttl, :processed_ttl, :on_redis_error
+      attr_reader :lease, :processed_ttl, :on_redis_error
 
       def initialize(options)
         options = Options::DEFAULTS.merge(options)
         @enabled = options[:enabled]
-        @lock_ttl = options[:lock_ttl].to_f
+        @lease = options[:lease].to_f
         @processed_ttl = options[:processed_ttl].to_f
         @on_redis_error = options[:on_redis_error]
         @client = options[:client]
@@ -30,7 +30,7 @@ module Ferrolock
         lock = @message_lock
         return lock if lock&.client.equal?(client)
 
-        @message_lock = MessageLock.new(lock_ttl: lock_ttl, processed_ttl: processed_ttl, client: client)
+        @message_lock = MessageLock.new(lease: lease, processed_ttl: processed_ttl, client: client)
       end
     end
   end

@@ -14,7 +14,7 @@ module Ferrolock
     # with `sidekiq_options dual_lock: true` (or a Hash, see DualLockSettings). Per key at most one
     # job runs and at most one waits; a further duplicate is skipped (logged at info, :skipped
     # event) and finishes without error, because the waiting one starts after it arrived and so
-    # covers its trigger. A job that waited past max_wait is pushed again for later (same jid and
+    # covers its trigger. A job that waited past wait_timeout is pushed again for later (same jid and
     # arguments, counter "ferrolock_dual_lock_waits" in the payload): not a retry, never dropped.
     # Enqueueing needs nothing: this runs on the workers only.
     #
@@ -75,8 +75,8 @@ module Ferrolock
       private
 
       def run_locked(settings, key, job, queue)
-        lock = DualLock.new(key, wait_ttl: settings.wait_ttl, exec_ttl: settings.exec_ttl,
-                                 max_wait: settings.max_wait, client: @client)
+        lock = DualLock.new(key, lease: settings.lease, wait_lease: settings.wait_lease,
+                                 wait_timeout: settings.wait_timeout, client: @client)
         entered = false
         tags = { class: Sidekiq.job_class_name(job), jid: job["jid"], queue: queue }
         ran = lock.run(tags: tags) do
@@ -104,7 +104,7 @@ module Ferrolock
         count = job.fetch(COUNTER, 0).to_i + 1
         delay = delay_for(count, backoff_args)
         Reschedule.call(job, delay: delay, counter: COUNTER)
-        Ferrolock.logger.info("ferrolock: #{label(job)} waited #{settings.max_wait} s for its duplicate to finish; " \
+        Ferrolock.logger.info("ferrolock: #{label(job)} waited #{settings.wait_timeout} s for its duplicate to finish; " \
                               "#{Reschedule.due(delay)} (dual_lock key #{key.inspect}, #{count} so far)")
         Ferrolock.instrument(:rescheduled, primitive: :dual_lock, key: key, reason: :max_wait,
                                            class: Sidekiq.job_class_name(job),

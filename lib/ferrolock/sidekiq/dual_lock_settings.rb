@@ -8,20 +8,22 @@ module Ferrolock
     # A job class's `sidekiq_options dual_lock: …`, validated, and the lock key it gives a job.
     #
     #   dual_lock: true                                   # key: class + SHA-256 of the arguments
-    #   dual_lock: { key: "reindex", wait_ttl: 60, exec_ttl: 60, max_wait: 30 }   # one fixed key
+    #   dual_lock: { key: "reindex", lease: 60, wait_lease: 60, wait_timeout: 30 }   # one fixed key
     #   def self.dual_lock_key(id, *) = "item:#{id}"     # a key from the arguments (class method)
     #
     # A key computed from the arguments is a class method, not a `key:` proc: Sidekiq copies
     # sidekiq_options into every job payload, where a proc would end up as the string "#<Proc…>".
     #
     # Every error names the job class, so a typo fails the first job loudly instead of silently
-    # running it without a lock.
+    # running it without a lock. Deprecated names (warned once): wait_ttl, exec_ttl, max_wait.
     class DualLockSettings
-      OPTION_KEYS = %i[key wait_ttl exec_ttl max_wait].freeze
+      OPTION_KEYS = %i[key lease wait_lease wait_timeout].freeze
+      # Deprecated name => its new name (see Ferrolock::Deprecation).
+      RENAMED = { exec_ttl: :lease, wait_ttl: :wait_lease, max_wait: :wait_timeout }.freeze
       KEY_METHOD = :dual_lock_key
-      DEFAULTS = { wait_ttl: 60, exec_ttl: 60, max_wait: 30 }.freeze
+      DEFAULTS = { lease: 60, wait_lease: 60, wait_timeout: 30 }.freeze
 
-      attr_reader :job_class, :wait_ttl, :exec_ttl, :max_wait
+      attr_reader :job_class, :lease, :wait_lease, :wait_timeout
 
       # nil when the class did not opt in.
       def self.for(job_class)
@@ -45,9 +47,11 @@ module Ferrolock
         options = normalize(raw)
         @key = key_option(options[:key])
         @key_method = key_method
-        @wait_ttl = checked { Validate.seconds!(:wait_ttl, options[:wait_ttl]) }
-        @exec_ttl = checked { Validate.seconds!(:exec_ttl, options[:exec_ttl]) }
-        @max_wait = checked { Validate.seconds!(:max_wait, options[:max_wait], allow_zero: true) }
+        @lease = checked { Validate.seconds!(given_name(:lease), options[:lease]) }
+        @wait_lease = checked { Validate.seconds!(given_name(:wait_lease), options[:wait_lease]) }
+        @wait_timeout = checked do
+          Validate.seconds!(given_name(:wait_timeout), options[:wait_timeout], allow_zero: true)
+        end
       end
 
       # The lock key for one job's arguments. Raises Ferrolock::Error (naming the class) when
@@ -77,12 +81,30 @@ module Ferrolock
       end
 
       def known_options(raw)
-        options = raw.transform_keys { |k| option_key(k) }
+        options = renamed(raw.transform_keys { |k| option_key(k) })
         unknown = options.keys.reject { |k| OPTION_KEYS.include?(k) }
         return options if unknown.empty?
 
         raise ArgumentError, "#{class_name}: unknown dual_lock option#{"s" if unknown.size > 1} " \
                              "#{unknown.map { |k| Validate.show(k) }.join(", ")} (known: #{OPTION_KEYS.join(", ")})"
+      end
+
+      # The options under their new names; an old name warns once per job class (and is remembered,
+      # for errors to name what the class wrote).
+      def renamed(options)
+        @given_names = {}
+        options.each_pair.with_object({}) do |(key, value), out|
+          new = RENAMED[key] if Symbol === key # rubocop:disable Style/CaseEquality -- key may be a BasicObject
+          next out[key] = value unless new
+
+          owner = "#{class_name} sidekiq_options dual_lock"
+          @given_names[new], out[new] = Deprecation.rename(owner, key, new,
+                                                           [value, options.fetch(new, Deprecation::UNSET)], nil)
+        end
+      end
+
+      def given_name(name)
+        @given_names&.fetch(name, name) || name
       end
 
       # A String key as a Symbol (JSON turned them into Strings); any other key as it is.

@@ -9,7 +9,7 @@ module Ferrolock
       # How long a pushed job's lock lasts if nothing releases it: lock_ttl after the job is due (a
       # scheduled job, `perform_in`, keeps its lock until it runs).
       def ttl(settings, job)
-        settings.lock_ttl + (due_at(job) - Time.now.to_f).clamp(0, MAX_SECONDS)
+        settings.ttl + (due_at(job) - Time.now.to_f).clamp(0, MAX_SECONDS)
       end
 
       # When the job is due (epoch seconds): its "at", or now. Sidekiq refuses other "at" values

@@ -14,9 +14,9 @@ module Ferrolock
         jid = job["jid"]
         if shutdown?(error) || interrupted?(error)
           # Sidekiq pushes the job back to its queue: it is a queued job again.
-          lock.expire(jid, settings.lock_ttl)
+          lock.expire(jid, settings.ttl)
         elsif retried?(job)
-          lock.expire(jid, settings.lock_ttl + longest_retry_delay(job))
+          lock.expire(jid, settings.ttl + longest_retry_delay(job))
         else
           lock.release(jid)
         end

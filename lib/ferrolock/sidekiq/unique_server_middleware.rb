@@ -72,7 +72,7 @@ module Ferrolock
       # meanwhile (it was pushed after lock_ttl), both run: the job is not dropped.
       def until_executed(settings, digest, job)
         lock = UniqueLock.new(digest, client: @client)
-        holder = lock.take(job["jid"], settings.lock_lease)
+        holder = lock.take(job["jid"], settings.lease)
         if holder
           Ferrolock.logger.info("ferrolock: #{Sidekiq.job_label(job, settings.class_name)} runs while its duplicate " \
                                 "#{holder} " \
@@ -83,7 +83,7 @@ module Ferrolock
         finished = false
         pid = Process.pid
         job.delete(Reschedule::MARK) # (a stale one, from a payload retried after a reschedule)
-        UniqueLeases.hold(lock, job["jid"], settings.lock_lease)
+        UniqueLeases.hold(lock, job["jid"], settings.lease)
         begin
           result = yield
           finished = true
@@ -118,8 +118,8 @@ module Ferrolock
       end
 
       def while_executing(settings, digest, job, queue)
-        mutex = DistMutex.new(InternalName.new("#{digest}:run"), lease: settings.lock_lease, client: @client)
-        got = settings.lock_timeout.zero? ? mutex.try_lock : try_lock(mutex, settings.lock_timeout)
+        mutex = DistMutex.new(InternalName.new("#{digest}:run"), lease: settings.lease, client: @client)
+        got = settings.wait_timeout.zero? ? mutex.try_lock : try_lock(mutex, settings.wait_timeout)
         return UniqueOnConflict.on_run(settings, mutex.name, job, queue) unless got
 
         finished = false
@@ -133,7 +133,7 @@ module Ferrolock
       end
 
       def try_lock(mutex, timeout)
-        mutex.lock(timeout: timeout)
+        mutex.lock(wait_timeout: timeout)
         true
       rescue Ferrolock::TimeoutError
         false
@@ -155,10 +155,9 @@ module Ferrolock
 
       def until_and_while_executing(settings, digest, job, queue)
         UniqueLock.new(digest, client: @client).release(job["jid"])
-        lease = settings.lock_lease
-        max_wait = settings.lock_timeout
-        dual = DualLock.new(InternalName.new("#{digest}:run"), wait_ttl: lease, exec_ttl: lease, max_wait: max_wait,
-                                                               client: @client)
+        lease = settings.lease
+        dual = DualLock.new(InternalName.new("#{digest}:run"), lease: lease, wait_lease: lease,
+                                                               wait_timeout: settings.wait_timeout, client: @client)
         entered = false
         ran = dual.run(tags: { class: settings.class_name, jid: job["jid"], queue: queue }) do
           entered = true

@@ -1,20 +1,23 @@
 # frozen_string_literal: true
 
 require_relative "unique_unsupported"
+require_relative "unique_option_names"
 
 module Ferrolock
   module Sidekiq
     # A job class's uniqueness options (sidekiq-unique-jobs' names), validated:
     #
     #   sidekiq_options lock: :until_executed,     # see LOCKS
-    #                   lock_ttl: 3600,            # seconds a pushed, not yet started job keeps its lock
-    #                   lock_timeout: 0,           # seconds a run waits for a running duplicate
-    #                   lock_lease: 30,            # lease of a running job's lock (renewed while it runs)
+    #                   ttl: 3600,                 # seconds a pushed, not yet started job keeps its lock
+    #                   wait_timeout: 0,           # seconds a run waits for a running duplicate
+    #                   lease: 30,                 # lease of a running job's lock (renewed while it runs)
     #                   lock_args_method: :lock_args, # class method (or Proc) picking the arguments to
     #                                                 # digest; a class method lock_args is used by default
     #                   on_conflict: :log,         # or { client: :replace, server: :reschedule }
     #                   unique_across_queues: false, # true: the queue is not part of the digest
     #                   unique_across_workers: false # true: nor is the job class
+    #
+    # (ttl, wait_timeout and lease have other names too: see UniqueOptionNames.)
     #
     # Every error names the job class and the option, so a typo fails the first push loudly instead
     # of silently enqueueing duplicates.
@@ -31,10 +34,10 @@ module Ferrolock
       DEFAULT_CLIENT_CONFLICT = :log
       DEFAULT_SERVER_CONFLICT = :reschedule
       DEFAULT_LOCK_ARGS_METHOD = :lock_args
-      OPTIONS = %w[lock lock_ttl lock_timeout lock_lease lock_args_method on_conflict unique_across_queues
-                   unique_across_workers].freeze
+      OPTIONS = (%w[lock lock_args_method on_conflict unique_across_queues unique_across_workers] +
+                 UniqueOptionNames::NAMES).freeze
 
-      attr_reader :class_name, :lock, :lock_ttl, :lock_timeout, :lock_lease, :client_conflict, :server_conflict
+      attr_reader :class_name, :lock, :ttl, :wait_timeout, :lease, :client_conflict, :server_conflict
 
       # nil when the job does not ask for a lock. The job hash's options win over the class's, as in
       # sidekiq-unique-jobs: Sidekiq copies the class's sidekiq_options into the job at push and
@@ -60,7 +63,7 @@ module Ferrolock
           merged[name] = nil.equal?(given) ? mine : given
           pushed << name unless nil.equal?(given) || plain(given) == plain(mine)
         end
-        [options.compact, pushed]
+        [UniqueOptionNames.one_name_each(options.compact, pushed), pushed]
       end
 
       def self.option(source, name)
@@ -96,9 +99,9 @@ module Ferrolock
         @pushed = pushed
         @class_name = Validate.text!(:class, Module === job_class ? job_class.name.to_s : job_class.to_s) # rubocop:disable Style/CaseEquality
         @lock = one_of("lock", options["lock"], LOCKS)
-        @lock_ttl = seconds("lock_ttl", options.fetch("lock_ttl", DEFAULT_LOCK_TTL))
-        @lock_timeout = seconds("lock_timeout", options.fetch("lock_timeout", 0), allow_zero: true)
-        @lock_lease = seconds("lock_lease", options.fetch("lock_lease", DEFAULT_LOCK_LEASE))
+        @ttl = seconds(*UniqueOptionNames.pick(options, "ttl", DEFAULT_LOCK_TTL, @class_name))
+        @wait_timeout = seconds(*UniqueOptionNames.pick(options, "wait_timeout", 0, @class_name), allow_zero: true)
+        @lease = seconds(*UniqueOptionNames.pick(options, "lease", DEFAULT_LOCK_LEASE, @class_name))
         @lock_args_method = lock_args_method(options["lock_args_method"])
         @across_queues = flag("unique_across_queues", options["unique_across_queues"])
         @across_workers = flag("unique_across_workers", options["unique_across_workers"])

@@ -15,7 +15,7 @@ module Ferrolock
         "unique_prefix" => "set Ferrolock's namespace instead",
         "lock_expiration" => "use lock_ttl:",
         "unique_expiration" => "use lock_ttl:",
-        "run_lock_expiration" => "use lock_lease:",
+        "run_lock_expiration" => "use lease:",
         "unique_on_all_queues" => "use unique_across_queues:",
         "log_duplicate_payload" => "duplicates are logged with their jid and digest"
       }.freeze

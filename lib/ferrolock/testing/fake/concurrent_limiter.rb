@@ -37,7 +37,7 @@ module Ferrolock
             current = state
             unless current.slots.delete(slot)
               raise LockLost, "ConcurrentLimiter #{@name.inspect}: the slot's lease was lost while held " \
-                              "(lock_timeout passed without renewal)"
+                              "(its lease passed without renewal)"
             end
 
             current.stored_limit = nil if current.slots.empty?
