@@ -104,7 +104,8 @@ module Ferrolock
         count = job.fetch(COUNTER, 0).to_i + 1
         delay = delay_for(count, backoff_args)
         Reschedule.call(job, delay: delay, counter: COUNTER)
-        Ferrolock.logger.info("ferrolock: #{label(job)} waited #{settings.wait_timeout} s for its duplicate to finish; " \
+        Ferrolock.logger.info("ferrolock: #{label(job)} waited #{settings.wait_timeout} s for its duplicate " \
+                              "to finish; " \
                               "#{Reschedule.due(delay)} (dual_lock key #{key.inspect}, #{count} so far)")
         Ferrolock.instrument(:rescheduled, primitive: :dual_lock, key: key, reason: :max_wait,
                                            class: Sidekiq.job_class_name(job),
