@@ -26,16 +26,14 @@ module Ferrolock
 
       module_function
 
-      # Registers the callbacks for when ActiveJob::Base loads (at once if it has). A no-op without
-      # ActiveSupport (then there is no ActiveJob either).
+      # Registers the callbacks for when ActiveJob::Base loads (at once if it has). A no-op until
+      # ActiveSupport is loaded (there is no ActiveJob before it): ferrolock never loads it itself,
+      # so the middlewares call this again as they run (Rails loads ActiveSupport before any
+      # initializer, so there it takes effect when the middleware file loads).
       def install
         return if @installed
+        return unless defined?(::ActiveSupport) && ::ActiveSupport.respond_to?(:on_load)
 
-        begin
-          require "active_support/lazy_load_hooks"
-        rescue LoadError
-          return
-        end
         @installed = true
         ::ActiveSupport.on_load(:active_job) do
           around_enqueue { |job, block| Ferrolock::Sidekiq::ActiveJobHooks.enqueue(job, &block) }

@@ -44,6 +44,7 @@ module Ferrolock
       # (An ActiveJob job's OverLimit reaches the rescue without passing through ActiveJob's perform
       # logging: see ActiveJobHooks.)
       def call(_worker, job, queue, &block)
+        ActiveJobHooks.install
         ActiveJobHooks.over_limit_raised(job, &block)
       rescue Ferrolock::OverLimit => e
         count = job.fetch(COUNTER, 0).to_i

@@ -27,6 +27,8 @@ module Ferrolock
       def call(job_class, job, _queue, _redis_pool = nil, &block)
         return yield if Backend.pass_through? # Ferrolock::Testing.disable!
 
+        ActiveJobHooks.install
+
         klass, = UniqueDigest.class_and_args(job, job_class)
         settings = UniqueSettings.for(klass, job)
         return yield unless settings&.push_lock?
