@@ -100,7 +100,8 @@ RSpec.describe "the :lock_lost event at renewal" do
     expect do
       lock.run do
         redis.del("ferrolock:{lost-run}:exec")
-        expect(@events.next_event(report_within)).to eq(primitive: :dual_lock, key: "lost-run", detected: :renewal)
+        expect(@events.next_event(report_within)).to eq(primitive: :dual_lock, key: "lost-run", name: "lost-run",
+                                                         detected: :renewal)
       end
     end.to raise_error(Ferrolock::LockLost)
   end

@@ -39,9 +39,9 @@ RSpec.describe Ferrolock::Sidekiq::Compat do
         puts "\#{name}: \#{e.message}"
       end
       begin
-        Ferrolock::FairTenant::ClientMiddleware.new
+        Ferrolock::Sidekiq::FairTenantMiddleware.new
       rescue Ferrolock::Error => e
-        puts "ClientMiddleware: \#{e.message}"
+        puts "FairTenantMiddleware: \#{e.message}"
       end
       begin
         Ferrolock::FairTenant.verify!([], queues: nil)

@@ -196,10 +196,10 @@ RSpec.shared_examples "a ferrolock backend" do |mode|
       expect([lock.executing?, lock.waiting?]).to eq([false, false])
     end
 
-    it "raises TimeoutError after max_wait and gives up its place" do
-      lock = Ferrolock::DualLock.new("sync:slow", max_wait: 0.3)
+    it "raises TimeoutError after wait_timeout and gives up its place" do
+      lock = Ferrolock::DualLock.new("sync:slow", wait_timeout: 0.3)
       release, thread = hold_in_thread { |wait| lock.run { wait.call } }
-      waited = elapsed { expect { lock.run { :never } }.to raise_error(Ferrolock::TimeoutError, /max_wait/) }
+      waited = elapsed { expect { lock.run { :never } }.to raise_error(Ferrolock::TimeoutError, /wait_timeout/) }
       state = [lock.executing?, lock.waiting?]
       release << true
       thread.join

@@ -60,7 +60,7 @@ module Ferrolock
     def instrument(event, payload = {})
       event = event_symbol!("instrument: event", "a Symbol", event)
       # Nobody listens (the usual case on a hot path): no interrupt mask to enter and leave.
-      return nil if @subscribers.empty? && !defined?(::ActiveSupport::Notifications)
+      return nil if @subscribers.empty? && !notifications_loaded?
 
       payload = canonical_payload(payload)
       Thread.handle_interrupt(Object => :never) do
@@ -115,6 +115,12 @@ module Ferrolock
       when String then Validate.utf8!(arg, event).to_sym
       else raise TypeError, "#{arg} must be #{type}, got #{Validate.show(event)}"
       end
+    end
+
+    # Whether ActiveSupport::Notifications may be there (const_defined?, not defined?: defined?
+    # would swallow an asynchronous exception landing while it evaluates).
+    def notifications_loaded?
+      Object.const_defined?(:ActiveSupport, false) && ::ActiveSupport.const_defined?(:Notifications, false)
     end
 
     def publish_notification(event, payload)

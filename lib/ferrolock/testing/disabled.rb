@@ -60,7 +60,7 @@ module Ferrolock
           @key = key
         end
 
-        def enter = DualLockTicket.new(self, :running)
+        def enter(_wait_timeout = nil) = DualLockTicket.new(self, :running)
         def wait(_ticket, _max_wait) = :running
         def leave(_ticket) = nil
         def state = [false, false]

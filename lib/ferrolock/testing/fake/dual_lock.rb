@@ -17,7 +17,8 @@ module Ferrolock
           @key = key
         end
 
-        def enter
+        # (wait_timeout: the real one bounds its round trip by it; nothing to bound in memory)
+        def enter(_wait_timeout = nil)
           @store.synchronize do
             current = entry
             if current.running.nil?
