@@ -101,7 +101,7 @@ RSpec.describe "the :lock_lost event at renewal" do
       lock.run do
         redis.del("ferrolock:{lost-run}:exec")
         expect(@events.next_event(report_within)).to eq(primitive: :dual_lock, key: "lost-run", name: "lost-run",
-                                                         detected: :renewal)
+                                                        detected: :renewal)
       end
     end.to raise_error(Ferrolock::LockLost)
   end
