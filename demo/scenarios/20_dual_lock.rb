@@ -59,10 +59,10 @@ Demo.scenario("DualLock: 200 updates mirrored by a handful of runs; run/wait/ski
   report.check("the waiter is woken by the release (under 20 ms, no polling)", handoff < 0.02)
 
   pid = fork do
-    Ferrolock::DualLock.new("crash", exec_ttl: 1, client: Demo.client).run { Process.kill("KILL", Process.pid) }
+    Ferrolock::DualLock.new("crash", lease: 1, client: Demo.client).run { Process.kill("KILL", Process.pid) }
   end
   Process.wait(pid)
-  lock = Ferrolock::DualLock.new("crash", exec_ttl: 1, client: client)
+  lock = Ferrolock::DualLock.new("crash", lease: 1, client: client)
   held = lock.executing?
   started = Demo.monotonic
   lock.run { nil }

@@ -58,7 +58,7 @@ Demo.scenario("ConcurrentLimiter: jobs outlive lock_timeout, the limit holds") d
   naive = LimiterDemo.run_jobs(5) { |&job| LimiterDemo.unrenewed(client, naive_key, &job) }
   report.line("slots that expire under running jobs", "up to #{naive} jobs inside at once (the incident)")
 
-  erp = Ferrolock::ConcurrentLimiter.new("erp", 3, wait_timeout: 10, lock_timeout: LimiterDemo::LOCK_TIMEOUT,
+  erp = Ferrolock::ConcurrentLimiter.new("erp", 3, wait_timeout: 10, lease: LimiterDemo::LOCK_TIMEOUT,
                                                    client: client)
   samples = []
   sampler = Thread.new { loop { (samples << erp.status) && sleep(0.02) } }

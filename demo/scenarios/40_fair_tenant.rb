@@ -35,7 +35,7 @@ module DemoFairTenant
     redis = Redis.new(url: Demo.redis_url)
     redis.flushdb
     client = Sidekiq::Client.new(ConnectionPool.new(size: 2) { Redis.new(url: Demo.redis_url) })
-    client.middleware { |chain| chain.add Ferrolock::FairTenant::ClientMiddleware } if with_middleware
+    client.middleware { |chain| chain.add Ferrolock::Sidekiq::FairTenantMiddleware } if with_middleware
     done = Queue.new
     workers = Array.new(5) { Thread.new { work(done) } }
     push_burst(client)

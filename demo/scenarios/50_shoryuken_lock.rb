@@ -31,7 +31,8 @@ module ShoryukenDemo
       client = @client
       ShoryukenDemo.worker(queue, lock_option, &perform).tap do |klass|
         klass.server_middleware do |chain|
-          chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::Lock, client: client
+          chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::LockMiddleware,
+                              client: client
         end
       end
     end
@@ -143,7 +144,7 @@ Demo.scenario("Shoryuken Lock: duplicate SQS deliveries run once") do |report|
   report.check("every copy deleted (duplicates acknowledged)", deleted == copies, "#{deleted}/#{copies}")
 
   # A job running 3x lock_ttl: its copies arriving meanwhile are left alone, never run.
-  long = sqs.worker("reports", { lock_ttl: 0.3 }) { |*| runs_lock.synchronize { runs["long"] += 1 } && sleep(1.0) }
+  long = sqs.worker("reports", { lease: 0.3 }) { |*| runs_lock.synchronize { runs["long"] += 1 } && sleep(1.0) }
   sqs.deliver("reports", "long")
   first = sqs.take("reports")
   original = Thread.new { sqs.process("reports", long, first) }
