@@ -37,9 +37,8 @@ module FerrolockTest
     def start
       servers.each(&:start)
       sentinels.each(&:start)
-      wait_for("the replica in sync and every sentinel seeing it and the other sentinels") do
-        replica_synced?(servers[1]) && sentinels.all?(&:ready?)
-      end
+      what = -> { "the replica in sync and every sentinel seeing it and the other sentinels (#{states})" }
+      wait_for(what) { replica_synced?(servers[1]) && sentinels.all?(&:ready?) }
       self
     end
 
@@ -109,6 +108,15 @@ module FerrolockTest
 
     private
 
+    # For a setup that never settles: what each part says, so the failure can be read.
+    def states
+      replica = replica_synced?(servers[1]) ? "replica in sync" : "replica not in sync"
+      seen = sentinels.map do |s|
+        "sentinel :#{s.port} #{s.ready? ? "ready" : "not ready: #{s.log_tail.lines.last(2).join.strip}"}"
+      end
+      [replica, *seen].join("; ")
+    end
+
     def primary_port(sentinel)
       addr = sentinel.call("SENTINEL", "GET-MASTER-ADDR-BY-NAME", NAME)
       addr && Integer(addr[1])
@@ -129,7 +137,8 @@ module FerrolockTest
     end
 
     def wait_for(what, timeout: TIMEOUT, &block)
-      wait_until(timeout: timeout, interval: 0.1, what: "Redis Sentinel: #{what}", &block)
+      described = what.respond_to?(:call) ? -> { "Redis Sentinel: #{what.call}" } : "Redis Sentinel: #{what}"
+      wait_until(timeout: timeout, interval: 0.1, what: described, &block)
     end
 
     # One sentinel process, its config file in its own directory (sentinels rewrite it).
@@ -143,12 +152,26 @@ module FerrolockTest
         @pid = nil
       end
 
+      # Waits until it answers; takes another port if its own went elsewhere before the bind.
       def start
         FileUtils.mkdir_p(@dir)
-        File.write(conf, config_text)
-        log = File.join(@dir, "sentinel.log")
-        @pid = Process.spawn("redis-server", conf, "--sentinel", out: log, err: %i[child out], pgroup: true)
-        self
+        5.times do
+          File.write(conf, config_text)
+          @pid = Process.spawn("redis-server", conf, "--sentinel", out: log, err: %i[child out], pgroup: true)
+          return self if answering?
+
+          stop
+          raise "sentinel on port #{port} did not start: #{log_tail}" unless log_tail.include?("Address already in use")
+
+          @port = RedisServer.free_port
+        end
+        raise "no free port for a sentinel"
+      end
+
+      def log_tail
+        File.read(log).lines.last(5).join
+      rescue Errno::ENOENT
+        ""
       end
 
       # Knows the primary, its replica and the 2 other sentinels.
@@ -175,6 +198,7 @@ module FerrolockTest
       ensure
         @pid = nil
         @client&.close
+        @client = nil
       end
 
       private
@@ -185,6 +209,31 @@ module FerrolockTest
 
       def conf
         File.join(@dir, "sentinel.conf")
+      end
+
+      def log
+        File.join(@dir, "sentinel.log")
+      end
+
+      def answering?
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + RedisServer::BOOT_TIMEOUT
+        until Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+          return false if Process.waitpid(@pid, Process::WNOHANG)
+          return true if pong?
+
+          sleep 0.02
+        end
+        false
+      end
+
+      def pong?
+        TCPSocket.open(RedisServer::HOST, port) do |socket|
+          socket.write("PING\r\n")
+          # With requirepass, an unauthenticated PING gets -NOAUTH: the sentinel is up all the same.
+          !socket.gets.nil?
+        end
+      rescue SystemCallError, IOError
+        false
       end
 
       def config_text

@@ -14,18 +14,42 @@ module FerrolockTest
 
     attr_reader :host, :port, :dir, :pid
 
+    # A port below the kernel's ephemeral range, so no outgoing connection (a replica's, a
+    # sentinel's, a client's) can take it between our choice and the server's bind. Random, so
+    # two suites running side by side rarely pick the same one; #start picks another if it was.
     def self.free_port
+      low, high = listen_port_range
       loop do
-        server = TCPServer.new(HOST, 0)
-        port = server.addr[1]
-        server.close
-        return port unless port == 6379
+        port = rand(low..high)
+        next if port == 6379
+
+        begin
+          TCPServer.new(HOST, port).close
+          return port
+        rescue SystemCallError
+          next
+        end
       end
     end
 
-    def initialize(port: self.class.free_port, unixsocket: false, extra_args: [])
+    def self.ephemeral_low
+      @ephemeral_low ||= Integer(File.read("/proc/sys/net/ipv4/ip_local_port_range").split.first)
+    rescue SystemCallError, ArgumentError
+      @ephemeral_low = 32_768
+    end
+
+    def self.listen_port_range
+      [10_000, [ephemeral_low - 1, 10_100].max]
+    end
+
+    # The port went to another process between free_port and the server's bind.
+    class PortTaken < StandardError; end
+
+    def initialize(port: nil, unixsocket: false, extra_args: [])
       @host = HOST
-      @port = port
+      @port = port || self.class.free_port
+      # Until the first start, a port we chose may still be swapped for another.
+      @port_movable = port.nil?
       @dir = Dir.mktmpdir("ferrolock-redis-")
       @unixsocket = unixsocket ? File.join(@dir, "redis.sock") : nil
       @extra_args = extra_args
@@ -50,8 +74,18 @@ module FerrolockTest
               "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"]
       args += ["--unixsocket", @unixsocket, "--unixsocketperm", "700"] if @unixsocket
       args += @extra_args
-      @pid = Process.spawn(*args, out: File.join(dir, "redis.log"), err: %i[child out], pgroup: true)
-      wait_until_ready
+      tries = 0
+      begin
+        @pid = Process.spawn(*args, out: File.join(dir, "redis.log"), err: %i[child out], pgroup: true)
+        wait_until_ready
+      rescue PortTaken
+        raise unless @port_movable && (tries += 1) < 5
+
+        @port = self.class.free_port
+        args[args.index("--port") + 1] = port.to_s
+        retry
+      end
+      @port_movable = false
       self
     end
 
@@ -128,7 +162,13 @@ module FerrolockTest
       deadline = now + BOOT_TIMEOUT
       loop do
         return if ping_ok?
-        raise "redis-server on port #{port} exited: #{log_tail}" if Process.waitpid(@pid, Process::WNOHANG)
+
+        if Process.waitpid(@pid, Process::WNOHANG)
+          @pid = nil
+          raise PortTaken, log_tail if log_tail.include?("Address already in use")
+
+          raise "redis-server on port #{port} exited: #{log_tail}"
+        end
         raise "redis-server on port #{port} did not start: #{log_tail}" if now > deadline
 
         sleep 0.02
