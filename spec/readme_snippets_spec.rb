@@ -69,6 +69,28 @@ RSpec.describe "README.md ruby snippets" do
     expect(readme).not_to match(/SPEC\.md/)
   end
 
+  # A link to a file of the repository, and to a heading in it (#anchor, as GitHub makes it), from
+  # the README or a doc/ page, leads somewhere: sections move between these files.
+  it "links only to files and headings that exist (README.md and doc/*.md)" do
+    slug = ->(heading) { heading.strip.downcase.gsub(/[^\p{Word}\- ]/, "").tr(" ", "-") }
+    anchors = Hash.new do |cache, path|
+      cache[path] = File.read(path).scan(/^#+ (.+)$/).flatten.map(&slug)
+    end
+    pages = [File.join(FerrolockTest::ROOT, "README.md"), *Dir[File.join(FerrolockTest::ROOT, "doc", "*.md")]]
+    broken = pages.flat_map do |page|
+      local = File.read(page).scan(/\]\(([^)\s]+)\)/).flatten.grep_v(%r{\A\w+://})
+      local.filter_map do |target|
+        file, anchor = target.split("#", 2)
+        path = file.empty? ? page : File.expand_path(file, File.dirname(page))
+        next "#{File.basename(page)}: #{target} (no such file)" unless File.exist?(path)
+        next if anchor.nil? || File.directory?(path) || !path.end_with?(".md")
+
+        "#{File.basename(page)}: #{target} (no such heading)" unless anchors[path].include?(anchor)
+      end
+    end
+    expect(broken).to eq([])
+  end
+
   it "has ruby snippets to run" do
     expect(snippets.size).to be >= 10
   end
