@@ -103,7 +103,7 @@ RSpec.describe Ferrolock::Sidekiq::DualLockMiddleware do
       end
     end
 
-    it "reschedules a job that waited past max_wait instead of failing or dropping it" do
+    it "reschedules a job that waited past wait_timeout instead of failing or dropping it" do
       with_sidekiq(app, concurrency: 3) do |sidekiq|
         holder = push("ImpatientJob", 1, 3)
         wait_until(timeout: 15) { redis.llen("impatient:ran") == 1 }
@@ -116,6 +116,7 @@ RSpec.describe Ferrolock::Sidekiq::DualLockMiddleware do
         expect(rescheduled).not_to be_empty
         expect(rescheduled.map { |e| e[1] }.uniq).to eq([waiter])
         expect(rescheduled.map { |e| e[3].to_i }).to eq((1..rescheduled.size).to_a)
+        expect(rescheduled.map(&:last).uniq).to eq(["wait_timeout"]) # the option's name, as in the :wait_timeout event
         expect(sidekiq.log).to include("rescheduled for")
         no_failures!(sidekiq)
       end

@@ -5,8 +5,9 @@ module Ferrolock
     # Shoryuken server middleware: one execution per message on SQS standard queues, which may
     # deliver a message more than once. Insert it before AutoDelete:
     #
-    #   chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::Lock
-    #   chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::Lock, enabled: true
+    #   chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::LockMiddleware
+    #   chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::LockMiddleware,
+    #                       enabled: true
     #
     # Opt-in per worker (`shoryuken_options ferrolock_lock: true`, or a Hash of options), per chain
     # (`enabled: true`) or for every worker (Ferrolock::Shoryuken.configure { |c| c.enabled = true }).
@@ -26,10 +27,10 @@ module Ferrolock
         # `case`, not options.is_a?: a BasicObject has no is_a? (Validate's rule).
         case options
         when nil, Hash then nil
-        else raise TypeError, "Ferrolock::Shoryuken::Lock options must be a Hash, got #{Validate.show(options)}"
+        else raise TypeError, "#{self.class} options must be a Hash, got #{Validate.show(options)}"
         end
 
-        @options = Options.validate((options || {}).merge(keywords), "Ferrolock::Shoryuken::Lock")
+        @options = Options.validate((options || {}).merge(keywords), self.class.name)
       end
 
       def call(worker, queue, sqs_msg, body = nil, &block)
@@ -41,8 +42,9 @@ module Ferrolock
 
         Placement.check!(worker)
 
+        job_class = worker_name(worker, body)
         payload = { primitive: :shoryuken_lock, queue: queue, message_id: message_id!(sqs_msg),
-                    worker: worker_name(worker, body) }
+                    job_class: job_class, worker: job_class } # worker: deprecated
         process(settings, worker, sqs_msg, payload, &block)
       end
 
@@ -85,12 +87,12 @@ module Ferrolock
 
       # "<worker> message <id>", for log lines.
       def about(payload)
-        "#{payload[:worker]} message #{payload[:message_id]}"
+        "#{payload[:job_class]} message #{payload[:message_id]}"
       end
 
       def pass_batch(worker)
         if Shoryuken.first_batch_warning?(worker.class)
-          Ferrolock.logger.warn("ferrolock: #{worker.class} is a batch worker; Ferrolock::Shoryuken::Lock " \
+          Ferrolock.logger.warn("ferrolock: #{worker.class} is a batch worker; Ferrolock::Shoryuken::LockMiddleware " \
                                 "does not deduplicate batches and lets them through")
         end
         yield
@@ -98,13 +100,14 @@ module Ferrolock
 
       def message_id!(sqs_msg)
         unless sqs_msg.respond_to?(:message_id)
-          raise ArgumentError, "Ferrolock::Shoryuken::Lock: sqs_msg must respond to message_id, got #{sqs_msg.class}"
+          raise ArgumentError, "Ferrolock::Shoryuken::LockMiddleware: sqs_msg must respond to message_id, " \
+                               "got #{sqs_msg.class}"
         end
 
         id = sqs_msg.message_id
         return id if id.is_a?(String) && !id.empty?
 
-        raise ArgumentError, "Ferrolock::Shoryuken::Lock: sqs_msg.message_id must be a non-empty String, " \
+        raise ArgumentError, "Ferrolock::Shoryuken::LockMiddleware: sqs_msg.message_id must be a non-empty String, " \
                              "got #{id.inspect}"
       end
 

@@ -3,7 +3,7 @@
 module Ferrolock
   module Shoryuken
     # One execution per message on an at-least-once queue, keyed on queue + message id. The
-    # middleware (Ferrolock::Shoryuken::Lock) uses it; any consumer can:
+    # middleware (Ferrolock::Shoryuken::LockMiddleware) uses it; any consumer can:
     #
     #   lock = Ferrolock::Shoryuken::MessageLock.new(lease: 60)
     #   lock.process("orders", msg.message_id) { handle(msg) } # => :ran, :processed or :in_progress
@@ -15,10 +15,10 @@ module Ferrolock
     #
     # Redis failing once the block is over is logged and evented (:release_failed), never raised:
     # the block's own exception, or :ran, is what the caller gets. After success the mark is sent
-    # again in the background until Redis answers (within lock_ttl), and meanwhile the lease,
-    # no longer renewed, stays in Redis: a copy delivered before lock_ttl passes is skipped as
+    # again in the background until Redis answers (within lease), and meanwhile the lease,
+    # no longer renewed, stays in Redis: a copy delivered before lease passes is skipped as
     # :in_progress (left on the queue), then as :processed once the mark lands. Only when Redis
-    # stays unreachable for all of lock_ttl can a later copy run again.
+    # stays unreachable for all of lease can a later copy run again.
     class MessageLock
       attr_reader :client, :lease, :processed_ttl
       alias lock_ttl lease

@@ -104,10 +104,9 @@ module Ferrolock
         count = job.fetch(COUNTER, 0).to_i + 1
         delay = delay_for(count, backoff_args)
         Reschedule.call(job, delay: delay, counter: COUNTER)
-        Ferrolock.logger.info("ferrolock: #{label(job)} waited #{settings.wait_timeout} s for its duplicate " \
-                              "to finish; " \
-                              "#{Reschedule.due(delay)} (dual_lock key #{key.inspect}, #{count} so far)")
-        Ferrolock.instrument(:rescheduled, primitive: :dual_lock, key: key, reason: :max_wait,
+        Ferrolock.logger.info("ferrolock: #{label(job)} waited #{settings.wait_timeout} s for its duplicate to " \
+                              "finish; #{Reschedule.due(delay)} (dual_lock key #{key.inspect}, #{count} so far)")
+        Ferrolock.instrument(:rescheduled, primitive: :dual_lock, key: key, reason: :wait_timeout,
                                            class: Sidekiq.job_class_name(job),
                                            jid: job["jid"], queue: queue, count: count, delay: delay)
       end

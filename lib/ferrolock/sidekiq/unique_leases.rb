@@ -4,7 +4,7 @@ module Ferrolock
   module Sidekiq
     # The uniqueness locks of the jobs running in this process, renewed by one background thread
     # about every lease/3 (token-checked: only while the key still holds the job's jid). A process
-    # that dies (kill -9, OOM) stops renewing, so its locks expire after one lease, not after lock_ttl.
+    # that dies (kill -9, OOM) stops renewing, so its locks expire after one lease, not after ttl.
     module UniqueLeases
       Held = Struct.new(:lock, :jid, :lease, :renew_at)
 

@@ -44,7 +44,7 @@ module Ferrolock
 
       private
 
-      # A ttl in seconds as a Float. Callers add a job's delay (up to MAX_SECONDS) to lock_ttl, so
+      # A ttl in seconds as a Float. Callers add a job's delay (up to MAX_SECONDS) to ttl, so
       # the sum may pass MAX_SECONDS: capped there (10 years) rather than refused.
       def span(ttl)
         Validate.seconds!(:ttl, Validate.float!(:ttl, ttl).clamp(..MAX_SECONDS))

@@ -4,7 +4,7 @@ module Ferrolock
   module Sidekiq
     # What happens to a duplicate (sidekiq-unique-jobs' on_conflict strategies). Client side: a push
     # whose digest another job holds; server side: a run that found a duplicate running for longer
-    # than lock_timeout.
+    # than wait_timeout.
     module UniqueOnConflict
       COUNTER = "ferrolock_unique_reschedules"
 

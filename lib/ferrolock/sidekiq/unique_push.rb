@@ -6,7 +6,7 @@ module Ferrolock
     module UniquePush
       module_function
 
-      # How long a pushed job's lock lasts if nothing releases it: lock_ttl after the job is due (a
+      # How long a pushed job's lock lasts if nothing releases it: ttl after the job is due (a
       # scheduled job, `perform_in`, keeps its lock until it runs).
       def ttl(settings, job)
         settings.ttl + (due_at(job) - Time.now.to_f).clamp(0, MAX_SECONDS)

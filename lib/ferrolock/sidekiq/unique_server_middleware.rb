@@ -15,9 +15,9 @@ module Ferrolock
     #   until_executing            releases the push-time lock as the job starts
     #   until_executed             turns it into a lease renewed while the job runs; released on success,
     #                              kept for the retry on failure, released when the job dies
-    #   until_expired              leaves it to expire (lock_ttl)
+    #   until_expired              leaves it to expire (ttl)
     #   while_executing            runs inside a DistMutex on the digest (lease-based), waiting up to
-    #                              lock_timeout for a running duplicate, then on_conflict (default
+    #                              wait_timeout for a running duplicate, then on_conflict (default
     #                              :reschedule)
     #   until_and_while_executing  releases the push-time lock and runs through a DualLock on the digest
     #                              (one runs, one waits, a further one is skipped: no update is lost)
@@ -67,16 +67,15 @@ module Ferrolock
         yield
       end
 
-      # The push-time lock becomes a lease: a killed worker frees it after lock_lease, not lock_ttl.
+      # The push-time lock becomes a lease: a killed worker frees it after lease, not ttl.
       # A job whose lock expired before it ran takes it again if free; if a duplicate took it
-      # meanwhile (it was pushed after lock_ttl), both run: the job is not dropped.
+      # meanwhile (it was pushed after ttl), both run: the job is not dropped.
       def until_executed(settings, digest, job)
         lock = UniqueLock.new(digest, client: @client)
         holder = lock.take(job["jid"], settings.lease)
         if holder
           Ferrolock.logger.info("ferrolock: #{Sidekiq.job_label(job, settings.class_name)} runs while its duplicate " \
-                                "#{holder} " \
-                                "holds #{digest.inspect} (pushed after this job's lock_ttl passed)")
+                                "#{holder} holds #{digest.inspect} (pushed after this job's ttl passed)")
           return yield
         end
 
@@ -108,7 +107,7 @@ module Ferrolock
       end
 
       # A run that ended as a reschedule (a limiter or DualLock middleware inside this one pushed the
-      # job again for later) has not done the job: its lock stays, as a scheduled job's, until lock_ttl
+      # job again for later) has not done the job: its lock stays, as a scheduled job's, until ttl
       # after it is due; else a duplicate pushed meanwhile would run too.
       def release_or_keep(settings, lock, job)
         at = job.delete(Reschedule::MARK)

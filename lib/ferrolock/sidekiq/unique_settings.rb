@@ -41,7 +41,7 @@ module Ferrolock
 
       # nil when the job does not ask for a lock. The job hash's options win over the class's, as in
       # sidekiq-unique-jobs: Sidekiq copies the class's sidekiq_options into the job at push and
-      # `MyJob.set(lock_ttl: 60)` / `Sidekiq::Client.push("lock_ttl" => 60, ...)` add per-push ones,
+      # `MyJob.set(ttl: 60)` / `Sidekiq::Client.push("ttl" => 60, ...)` add per-push ones,
       # so the payload carries what the client used and the server middleware reads the same.
       # Nothing is cached: a per-push value applies to its job only.
       def self.for(job_class, job)
