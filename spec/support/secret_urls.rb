@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "securerandom"
-require "uri"
+require "ferrolock/admin/cli_password"
 
 module FerrolockTest
   # A password-protected redis-server (requirepass, an ACL user, a unix socket) and every way a URL
@@ -80,8 +80,7 @@ module FerrolockTest
       secrets.select { |secret| text.to_s.include?(secret) }
     end
 
-    def escape(text)
-      URI.encode_www_form_component(text).gsub("+", "%20")
-    end
+    # Percent-escaped as the `ferrolock` command puts a password into a URL.
+    def escape(text) = Ferrolock::Admin::CliPassword.escape(text)
   end
 end

@@ -61,7 +61,7 @@ module Ferrolock
         end
 
         def enter(_wait_timeout = nil) = DualLockTicket.new(self, :running)
-        def wait(_ticket, _max_wait) = :running
+        def wait(_ticket, _wait_timeout) = :running
         def leave(_ticket) = nil
         def state = [false, false]
       end

@@ -11,6 +11,18 @@ module Ferrolock
       def self.place(client, *parts)
         [client.redacted_url, client.namespace, *parts].freeze
       end
+
+      # The table's entry at place, or nil once the time the block reads from it (a Testing.now
+      # time; nil: it does not expire) has come, and the entry is then removed: a key Redis let
+      # expire. Inside Store#synchronize.
+      def self.live(table, place)
+        entry = table[place]
+        expires_at = entry && yield(entry)
+        return entry if expires_at.nil? || Testing.now < expires_at
+
+        table.delete(place)
+        nil
+      end
     end
   end
 end

@@ -11,7 +11,7 @@ module Ferrolock
 
         attr_reader :key
 
-        def initialize(store, client, key, _wait_ttl, _exec_ttl, _min_replicas_acked) # rubocop:disable Metrics/ParameterLists -- Native::DualLock.new's
+        def initialize(store, client, key, _wait_lease, _lease, _min_replicas_acked) # rubocop:disable Metrics/ParameterLists -- Native::DualLock.new's
           @store = store
           @place = Fake.place(client, key)
           @key = key
@@ -31,10 +31,10 @@ module Ferrolock
           end
         end
 
-        # :running once the running duplicate left; :waiting when max_wait seconds (nil: no limit)
+        # :running once the running duplicate left; :waiting when wait_timeout seconds (nil: no limit)
         # passed first (the ticket then gave up its place).
-        def wait(ticket, max_wait)
-          deadline = max_wait && (Ferrolock.monotonic + max_wait)
+        def wait(ticket, wait_timeout)
+          deadline = wait_timeout && (Ferrolock.monotonic + wait_timeout)
           @store.synchronize do
             return ticket.stage if @store.await(deadline) { [take_turn(ticket), nil] }
 

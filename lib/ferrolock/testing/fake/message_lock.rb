@@ -69,11 +69,7 @@ module Ferrolock
 
         # The message's state; a processed mark past its time is removed (nil).
         def current(place)
-          state = messages[place]
-          return state unless state&.processed_until && Testing.now >= state.processed_until
-
-          messages.delete(place)
-          nil
+          Fake.live(messages, place, &:processed_until)
         end
       end
     end

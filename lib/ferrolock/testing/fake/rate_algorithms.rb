@@ -17,14 +17,17 @@ module Ferrolock
           end
         end
 
-        # Fixed windows aligned to the epoch; a full window's caller reserves a place in the next.
-        class Window
+        # What both window kinds count: count calls per interval µs.
+        class Windowed
           def initialize(count, interval)
             @count = count
             @interval = interval
           end
+        end
 
-          def claim(state, now, _cost, max_wait, id)
+        # Fixed windows aligned to the epoch; a full window's caller reserves a place in the next.
+        class Window < Windowed
+          def claim(state, now, _cost, wait_timeout, id)
             window = (now / @interval).floor
             used = 0
             window, used = state.values_at(:w, :n) if state[:w] && state[:w] >= window
@@ -33,7 +36,7 @@ module Ferrolock
               used = 0
             end
             wait = [0, (window * @interval) - now].max
-            return [false, wait] if wait > max_wait
+            return [false, wait] if wait > wait_timeout
 
             state.update(w: window, n: used + 1, id: id)
             [true, @count - used - 1, now + wait, wait]
@@ -60,19 +63,14 @@ module Ferrolock
         end
 
         # A log of calls (id => µs they go ahead at, in the future when reserved).
-        class SlidingWindow
-          def initialize(count, interval)
-            @count = count
-            @interval = interval
-          end
-
-          def claim(state, now, _cost, max_wait, id)
+        class SlidingWindow < Windowed
+          def claim(state, now, _cost, wait_timeout, id)
             state.delete_if { |_, at| at <= now - @interval }
             times = state.values.sort
             slot = [now, times.last || now].max
             slot = [slot, times[times.size - @count] + @interval].max if times.size >= @count
             wait = slot - now
-            return [false, wait] if wait > max_wait
+            return [false, wait] if wait > wait_timeout
 
             before = wait.positive? ? times.count { |at| at > slot - @interval } : times.size
             state[id] = slot
@@ -99,11 +97,11 @@ module Ferrolock
             @tolerance = tolerance
           end
 
-          def claim(state, now, cost, max_wait, id)
+          def claim(state, now, cost, wait_timeout, id)
             tat = [state[:t] || now, now].max
             next_tat = tat + (cost * @emission)
             wait = [0, (next_tat - @emission - @tolerance - 0.5 - now).ceil].max
-            return [false, wait] if wait > max_wait
+            return [false, wait] if wait > wait_timeout
 
             state.update(t: next_tat, id: id)
             slot = now + wait

@@ -70,11 +70,7 @@ module Ferrolock
 
         # The live lock (an expired one is removed), or nil.
         def current
-          held = locks[@place]
-          return held if held.nil? || Testing.now < held.expires_at
-
-          locks.delete(@place)
-          nil
+          Fake.live(locks, @place, &:expires_at)
         end
       end
     end
