@@ -78,9 +78,11 @@ RSpec.describe "A Rails app on Sidekiq" do
       expect(list("erp:done").map(&:first).sort).to eq(%w[0 1 2 3 4 5])
 
       # LimiterMiddleware: the ActiveJob job over its limit was rescheduled, logged under its own class.
-      # (jid and ActiveJob's job id; and not an "Error performing" of ActiveJob's: a routine reschedule)
+      # (jid and ActiveJob's job id; and not an "Error performing" of ActiveJob's but its own "Retrying":
+      # a routine reschedule)
       expect(log).to match(/OverLimitJob jid=\h+ job_id=[\h-]+ over limit "rails-one-slot"; rescheduled for/)
       expect(log).to include("Performing OverLimitJob")
+      expect(log).to match(/Retrying OverLimitJob .*in \d+ seconds, due to a Ferrolock::OverLimit/)
       expect(log).not_to include("Error performing OverLimitJob")
       expect(log).not_to include("JobWrapper")
       scheduled = redis.zrange("schedule", 0, -1).map { |raw| JSON.parse(raw)["wrapped"] }

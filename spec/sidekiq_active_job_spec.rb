@@ -7,7 +7,7 @@ require "stringio"
 require_relative "support/sidekiq_active_job"
 
 # ActiveJob's view of ferrolock's Sidekiq middlewares (ActiveJobHooks), in this process against the
-# test Redis: a skipped duplicate is an aborted enqueue, a limiter reschedule is no "Error performing",
+# test Redis: a skipped duplicate is an aborted enqueue, a limiter reschedule is ActiveJob's own "Retrying",
 # and ferrolock's log lines give both ids. The jobs run as Sidekiq's processor runs them: the server
 # middleware around ActiveJob's JobWrapper#perform, on the payload the adapter pushed.
 RSpec.describe "Ferrolock::Sidekiq::ActiveJobHooks" do
@@ -133,12 +133,21 @@ RSpec.describe "Ferrolock::Sidekiq::ActiveJobHooks" do
       end
     end
 
-    it "is not logged by ActiveJob as an error, and ferrolock's line gives both ids and an honest delay" do
+    it "is logged by ActiveJob as its own retry, not an error; ferrolock's line gives both ids and an honest delay" do
       job = erp_job.perform_later(1)
+      retries = []
+      subscription = ActiveSupport::Notifications.subscribe("enqueue_retry.active_job") { |*, p| retries << p }
       payload = with_slot_taken { work_one(Ferrolock::Sidekiq::LimiterMiddleware.new) }
+      ActiveSupport::Notifications.unsubscribe(subscription)
 
       expect(active_job_log.string).to include("Performing AjErpJob")
-      expect(active_job_log.string).not_to include("Error performing", "Ferrolock::OverLimit")
+      expect(active_job_log.string).not_to include("Error performing")
+      # As ActiveJob logs a job its retry_on reschedules: "Retrying …", then "Performed".
+      retrying = active_job_log.string.lines.grep(/Retrying AjErpJob .*in \d+ seconds, due to a Ferrolock::OverLimit/)
+      expect(retrying.size).to eq(1), active_job_log.string
+      expect(active_job_log.string.index(retrying.first)).to be < active_job_log.string.index("Performed AjErpJob")
+      expect(retries.map { |p| [p[:job].job_id, p[:error].class, p[:wait]] })
+        .to match([[job.job_id, Ferrolock::OverLimit, be_a(Float).and(be >= 1)]])
       scheduled = Sidekiq::ScheduledSet.new.find_job(payload["jid"])
       expect(scheduled.item["args"].first["job_id"]).to eq(job.job_id)
       expect(log.string).to include(
@@ -149,13 +158,16 @@ RSpec.describe "Ferrolock::Sidekiq::ActiveJobHooks" do
       expect(log.string).to include("s) (1/20)")
     end
 
-    it "goes to Sidekiq's retry (raised outside ActiveJob) once max_reschedules is reached" do
+    it "goes to Sidekiq's retry once max_reschedules is reached, an error for ActiveJob too" do
       erp_job.perform_later(1)
       with_slot_taken do
         expect { work_one(Ferrolock::Sidekiq::LimiterMiddleware.new(max_reschedules: 0)) }
           .to raise_error(Ferrolock::OverLimit)
       end
       expect(Sidekiq::ScheduledSet.new.size).to eq(0)
+      expect(active_job_log.string).to include("Error performing AjErpJob")
+      expect(active_job_log.string).not_to include("Retrying AjErpJob")
+      expect(log.string.scan("Sidekiq's retry takes over").size).to eq(1)
     end
 
     it "leaves an OverLimit the job rescues itself (rescue_from) to the job" do

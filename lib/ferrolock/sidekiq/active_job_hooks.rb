@@ -10,17 +10,19 @@ module Ferrolock
     #   returns false (ActiveJob 6.1 and 7.x alike), ActiveJob logs "Failed enqueuing …, a
     #   before_enqueue callback halted" instead of "Enqueued …", and later enqueue callbacks do
     #   not run;
-    # - a Ferrolock::OverLimit out of an ActiveJob job's perform that LimiterMiddleware will
-    #   reschedule leaves perform by `throw`, not as an exception, so ActiveJob does not log an
-    #   "Error performing" with a backtrace for a routine reschedule (it logs "Performed", and
-    #   ferrolock its "rescheduled" line). An OverLimit the job class rescues itself (rescue_from,
-    #   retry_on) is left to it.
+    # - a Ferrolock::OverLimit out of an ActiveJob job's perform is handed to LimiterMiddleware
+    #   (running this job) right there. A job it reschedules is published as ActiveJob's own
+    #   `enqueue_retry.active_job` and leaves perform by `throw`, not as an exception: ActiveJob
+    #   logs "Retrying <Job> … in N seconds, due to a Ferrolock::OverLimit", then "Performed",
+    #   exactly as for a job its own retry_on reschedules, and no "Error performing" with a
+    #   backtrace. One out of reschedules is raised as it came, an error for ActiveJob and Sidekiq's
+    #   retry alike. An OverLimit the job class rescues itself (rescue_from, retry_on) is left to it.
     #
     # Each signal is thrown only while the matching catch is on this fiber's stack for this very job
     # (a thread/fiber-local names the job): nothing is thrown at code that does not expect it.
     module ActiveJobHooks
       SKIPPED = :ferrolock_unique_skipped
-      OVER_LIMIT = :ferrolock_over_limit
+      RESCHEDULED = :ferrolock_rescheduled
       ENQUEUING = :ferrolock_active_job_enqueuing
       PERFORMING = :ferrolock_active_job_performing
 
@@ -60,25 +62,32 @@ module Ferrolock
         throw SKIPPED if job_id && Thread.current[ENQUEUING] == job_id
       end
 
-      # around_perform: an OverLimit that LimiterMiddleware (running this job) catches leaves by throw.
+      # around_perform: an OverLimit that LimiterMiddleware (running this job) reschedules is an
+      # ActiveJob retry, and leaves by throw.
       def perform(job)
         yield
       rescue Ferrolock::OverLimit => e
-        jid = job.provider_job_id # nil when run inline (perform_now): nothing catches then
-        raise unless jid && Thread.current[PERFORMING] == jid && !handled_by_job?(job, e)
+        jid, reschedule = Thread.current[PERFORMING]
+        # provider_job_id is nil when run inline (perform_now): no middleware runs it then.
+        raise unless reschedule && job.provider_job_id == jid && !handled_by_job?(job, e)
 
-        throw OVER_LIMIT, e
+        delay = reschedule.call(e)
+        raise unless delay
+
+        ::ActiveSupport::Notifications.instrument("enqueue_retry.active_job",
+                                                  job: job, adapter: job.class.queue_adapter, error: e, wait: delay)
+        throw RESCHEDULED
       end
 
-      # LimiterMiddleware: runs the job; an OverLimit thrown out of its ActiveJob perform is raised
-      # here, outside ActiveJob.
-      def over_limit_raised(payload, &block)
+      # LimiterMiddleware: runs the job, and for an ActiveJob job has `reschedule` (OverLimit ->
+      # its delay once rescheduled, or nil) called inside ActiveJob's perform, by #perform.
+      def rescheduling(payload, reschedule, &block)
         return yield unless active_job_id(payload)
 
-        error = catch(OVER_LIMIT) do
-          return within(PERFORMING, payload["jid"], &block)
+        catch(RESCHEDULED) do
+          return within(PERFORMING, [payload["jid"], reschedule].freeze, &block)
         end
-        raise error
+        nil
       end
 
       # The ActiveJob job id of a Sidekiq payload wrapping an ActiveJob job, else nil.

@@ -41,16 +41,17 @@ module Ferrolock
         @backoff = Validate.callable!(:backoff, options[:backoff], "->(limiter, job, ex) { seconds }")
       end
 
-      # (An ActiveJob job's OverLimit reaches the rescue without passing through ActiveJob's perform
-      # logging: see ActiveJobHooks.)
+      # (An ActiveJob job's OverLimit is handled inside ActiveJob's perform, so ActiveJob logs the
+      # reschedule as its own retry: see ActiveJobHooks.)
       def call(_worker, job, queue, &block)
         ActiveJobHooks.install
-        ActiveJobHooks.over_limit_raised(job, &block)
+        handled = nil
+        ActiveJobHooks.rescheduling(job, lambda { |error|
+          handled = error
+          reschedule_or_give_up(job, queue, error)
+        }, &block)
       rescue Ferrolock::OverLimit => e
-        count = job.fetch(COUNTER, 0).to_i
-        raise if exhausted?(job, count, queue, e)
-
-        reschedule(job, count + 1, queue, e)
+        raise if e.equal?(handled) || !reschedule_or_give_up(job, queue, e)
       end
 
       def self.max_reschedules!(arg, value)
@@ -58,6 +59,12 @@ module Ferrolock
       end
 
       private
+
+      # The delay the job was rescheduled with, or nil when it is out of reschedules.
+      def reschedule_or_give_up(job, queue, error)
+        count = job.fetch(COUNTER, 0).to_i
+        exhausted?(job, count, queue, error) ? nil : reschedule(job, count + 1, queue, error)
+      end
 
       def exhausted?(job, count, queue, error)
         cap = job.key?(JOB_OPTION) ? self.class.max_reschedules!(JOB_OPTION, job[JOB_OPTION]) : @max_reschedules
@@ -76,6 +83,7 @@ module Ferrolock
         Ferrolock.logger.info("ferrolock: #{Sidekiq.job_label(job)} over limit #{limiter_name(error).inspect}; " \
                               "#{Reschedule.due(delay)} (#{count}/#{cap})")
         Ferrolock.instrument(:rescheduled, **payload(job, queue, error, count: count, delay: delay))
+        delay
       end
 
       # The backoff proc's answer, or the default (see Reschedule.delay), but at least retry_after.
