@@ -12,6 +12,10 @@ RSpec.describe "README's Supported versions table" do
   it "states the versions this stack runs (#{versions.stack})" do
     stated = versions.readme_table.fetch(versions.stack).transform_values { |cell| versions.minor(cell) }
     installed = versions.current.transform_values { |cell| versions.minor(cell) }
+    # Without ../shared/vendor the vendored Sidekiq leg is skipped (bin/test says so): nothing to hold it to.
+    unless File.exist?(versions::SIDEKIQ7_VERSION_RB)
+      stated["sidekiq"] = stated["sidekiq"].split(", ").grep_v(/\(vendored\)/).join(", ")
+    end
     expect(stated).to eq(installed),
                       "README.md is out of date for the #{versions.stack} stack: run bin/versions --readme"
   end
