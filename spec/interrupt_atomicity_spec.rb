@@ -349,8 +349,8 @@ RSpec.describe "interrupt atomicity" do
     # [native object, method, arguments]: built beforehand, so the acquisition is the first call.
     def acquisition(kind, client)
       case kind
-      when "DistMutex#try_lock" then [Ferrolock::Native::DistMutex.new(client, "pending", nil, true, 5.0, 0), :try_lock]
-      when "DistMutex#lock" then [Ferrolock::Native::DistMutex.new(client, "pending", nil, true, 5.0, 0), :lock, 1.0]
+      when "DistMutex#try_lock" then [Ferrolock::Native::DistMutex.new(client, "pending", nil, true, 5.0, 0, 8), :try_lock]
+      when "DistMutex#lock" then [Ferrolock::Native::DistMutex.new(client, "pending", nil, true, 5.0, 0, 8), :lock, 1.0]
       when "ConcurrentLimiter#acquire"
         [Ferrolock::Native::ConcurrentLimiter.new(client, "pending", 1, 5.0, 0), :acquire, 1.0]
       when "DualLock#enter" then [Ferrolock::Native::DualLock.new(client, "pending", 5.0, 5.0, 0), :enter]
