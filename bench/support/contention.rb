@@ -81,17 +81,29 @@ module Bench
       { sections: count / wall, commands: deltas[0].fdiv(count), cpu_us: 1e6 * deltas[1] / count,
         p50_ms: 1000 * Bench.percentile(gaps, 0.5), p99_ms: 1000 * Bench.percentile(gaps, 0.99),
         moved: moved.fdiv([pairs.size, 1].max), busiest: per_worker.values.max.fdiv(count),
-        busiest_process: per_process.values.max.fdiv(count), **waited(spans) }
+        busiest_process: per_process.values.max.fdiv(count), longest_run: longest_run(spans), **waited(spans) }
+    end
+
+    # The most sections one process ran in a row while every process was still running (the
+    # cross-process bound of a cohort hand-off: local passes + 1).
+    def longest_run(spans)
+      by_entry = spans.sort_by(&:first)
+      process = ->(span) { span[2].split(".").first }
+      all_running_until = by_entry.group_by(&process).values.map { |mine| mine.last.first }.min
+      by_entry.take_while { |s| s.first <= all_running_until }.chunk_while { |a, b| process.call(a) == process.call(b) }
+              .map(&:size).max
     end
 
     # How many sections others entered while a worker waited (from asking to entering): the
-    # most, and the 99th percentile, over all sections (none when the spans carry no `asked`,
-    # as the peers' drivers' do not).
+    # most, and the 99th percentile, over all sections but each worker's first (which also
+    # connects, loads scripts and starts its process's inbox while the others run). None when
+    # the spans carry no `asked`, as the peers' drivers' do not.
     def waited(spans)
       return {} if spans.any? { |s| s[3].nil? }
 
       entries = spans.map(&:first).sort
-      counts = spans.map do |entered, _, _, asked|
+      later = spans.group_by { |s| s[2] }.values.flat_map { |mine| mine.sort_by(&:first).drop(1) }
+      counts = later.map do |entered, _, _, asked|
         first_after_ask = entries.bsearch_index { |e| e > asked } || entries.size
         entries.bsearch_index { |e| e >= entered } - first_after_ask
       end.sort
@@ -114,6 +126,7 @@ module Bench
               ["Redis CPU per #{title} (µs)", :cpu_us, "%<v>.0f"], ["hand-off p50 (ms)", :p50_ms, "%<v>.3f"],
               ["hand-off p99 (ms)", :p99_ms, "%<v>.3f"], ["hand-offs to another worker", :moved, "%<v>s"],
               ["busiest worker's share", :busiest, "%<v>s"], ["busiest process's share", :busiest_process, "%<v>s"],
+              ["most #{title}s of one process in a row", :longest_run, "%<v>d"],
               ["#{title}s entered by others while one waited, p99", :waited_p99, "%<v>d"],
               ["#{title}s entered by others while one waited, most", :waited_max, "%<v>d"]]
       lines = ["| contended, workers/processes | #{heads.join(" | ")} |", "|---|#{"---:|" * heads.size}"]
