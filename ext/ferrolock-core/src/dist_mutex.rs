@@ -303,6 +303,10 @@ impl DistMutex {
         let Some(next) = next else {
             return false;
         };
+        // An operator force-released it: the release through Redis reports it lost.
+        if self.client.inbox().was_revoked(&held.token) {
+            return false;
+        }
         let Some(member) = held.member.take() else {
             return false;
         };

@@ -204,3 +204,57 @@ fn a_cohort_goes_back_through_redis_after_its_local_passes() {
     assert_eq!(turns(1), vec![0, 1, 10, 11, 20, 21, 2, 12, 22]);
     assert_eq!(turns(0), vec![0, 10, 20, 1, 11, 21, 2, 12, 22]);
 }
+
+#[test]
+fn a_force_released_lock_is_not_passed_on_and_its_holder_hears_it_lost() {
+    use ferrolock_core::admin::{force_release, Held, ReleaseParams};
+    use ferrolock_core::error::Error;
+    let server = RedisServer::start();
+    let client = server.client("t");
+    // The process's grant inbox listens (it also hears force releases).
+    support::contend_once(&client, &client, "t");
+    let m = mutex(&client, "revoke", 8);
+    let intr = Interrupt::new();
+    let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+    let (tx, rx) = channel();
+    let (go, go_rx) = channel::<()>();
+    let second = {
+        let (m, tx) = (m.clone(), tx.clone());
+        std::thread::spawn(move || {
+            let intr = Interrupt::new();
+            let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+            tx.send(("second", held.fencing_token())).unwrap();
+            go_rx.recv().unwrap();
+            m.unlock(&intr, held)
+        })
+    };
+    until("the second thread queued", || {
+        queued(&client, "revoke") == 1
+    });
+    let (go_third, third) = gated(&m, "third", &tx);
+    until("the third thread waits here", || m.local_waiters() == 1);
+    m.unlock(&intr, held).unwrap();
+    let (_, granted) = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    // An operator releases the second thread's hold while the third waits behind it.
+    let token = match cmd(&client, &["GET", "t:{revoke}:lock"]) {
+        redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
+        other => panic!("GET: {other:?}"),
+    };
+    let params = ReleaseParams {
+        ttl: Duration::from_secs(30),
+        limit: 1,
+    };
+    assert!(force_release(&client, &intr, Held::DistMutex, "revoke", &token, params).unwrap());
+    std::thread::sleep(Duration::from_millis(200)); // the notice reaches the inbox
+    go.send(()).unwrap();
+    assert!(matches!(second.join().unwrap(), Err(Error::LockLost(_))));
+    // The third thread was not passed the revoked lock: it took it through Redis.
+    let (who, fence) = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert_eq!(who, "third");
+    assert!(
+        fence >= granted + 16 && fence % 16 == 0,
+        "{fence} after {granted}"
+    );
+    go_third.send(()).unwrap();
+    third.join().unwrap();
+}
