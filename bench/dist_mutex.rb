@@ -42,10 +42,12 @@ module DistMutexBench
     Bench.commands_sent(redis, names)
   end
 
-  # Both implementations in each configuration, in one run on the same Redis.
+  # Every implementation in each configuration, in one run on the same Redis: ferrolock as
+  # configured (cohort hand-off, 8 local passes) and with every hand-off through Redis.
   def contended
     results = Bench::Contention::CONFIGS.flat_map do |config|
-      [["ferrolock", config, ours_section], ["redis-rb, 100 ms retry", config, polling_section]]
+      [["ferrolock", config, ours_section], ["ferrolock, local_passes: 0", config, ours_section(local_passes: 0)],
+       ["redis-rb, 100 ms retry", config, polling_section]]
     end
     measured = results.map do |impl, (workers, processes), (setup, section)|
       [[impl, [workers, processes]],
@@ -55,8 +57,8 @@ module DistMutexBench
     Bench::Contention.table("section", measured)
   end
 
-  def ours_section
-    setup = -> { Ferrolock::DistMutex.new("bench:contended") }
+  def ours_section(local_passes: Ferrolock::DistMutex::LOCAL_PASSES)
+    setup = -> { Ferrolock::DistMutex.new("bench:contended", local_passes: local_passes) }
     [setup, lambda do |m|
       m.lock
       entered = now

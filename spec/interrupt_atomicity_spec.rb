@@ -346,11 +346,15 @@ RSpec.describe "interrupt atomicity" do
   # made, Thread.pending_interrupt? before the first attempt). Its error was dropped there, so
   # the exception vanished and the lock was taken. Deterministic: no other thread is involved.
   describe "an exception pending when a native acquisition starts" do
+    def native_mutex(client)
+      Ferrolock::Native::DistMutex.new(client, "pending", nil, true, 5.0, 0, Ferrolock::DistMutex::LOCAL_PASSES)
+    end
+
     # [native object, method, arguments]: built beforehand, so the acquisition is the first call.
     def acquisition(kind, client)
       case kind
-      when "DistMutex#try_lock" then [Ferrolock::Native::DistMutex.new(client, "pending", nil, true, 5.0, 0), :try_lock]
-      when "DistMutex#lock" then [Ferrolock::Native::DistMutex.new(client, "pending", nil, true, 5.0, 0), :lock, 1.0]
+      when "DistMutex#try_lock" then [native_mutex(client), :try_lock]
+      when "DistMutex#lock" then [native_mutex(client), :lock, 1.0]
       when "ConcurrentLimiter#acquire"
         [Ferrolock::Native::ConcurrentLimiter.new(client, "pending", 1, 5.0, 0), :acquire, 1.0]
       when "DualLock#enter" then [Ferrolock::Native::DualLock.new(client, "pending", 5.0, 5.0, 0), :enter]

@@ -16,6 +16,7 @@ module Bench
 
     # `setup.call` builds a worker's state in its own thread; `section.call(state)` enters,
     # returns [entered, left] (Bench.monotonic, system-wide), and has left when it returns.
+    # Workers note when they ask (just before calling the section), for the fairness figures.
     # `slots`: how many may be inside at once (a semaphore's limit): the k-th release (by time)
     # hands over to the (k + slots)-th entry.
     def measure(workers:, processes:, seconds:, setup:, section:, slots: 1)
@@ -53,15 +54,16 @@ module Bench
       end
     end
 
-    # Each span: [entered, left, worker id].
+    # Each span: [entered, left, worker id, asked].
     def run_workers(process, threads, stop_at, setup, section)
       Array.new(threads) do |t|
         Thread.new do
           state = setup.call
           spans = []
           while Bench.monotonic < stop_at
+            asked = Bench.monotonic
             entered, left = section.call(state)
-            spans << [entered, left, "#{process}.#{t}"]
+            spans << [entered, left, "#{process}.#{t}", asked]
           end
           spans
         end
@@ -74,10 +76,38 @@ module Bench
       pairs = handoffs(spans, slots)
       gaps = pairs.map { |(_, left, _), (entered, _, _)| entered - left }.sort
       moved = pairs.count { |(_, _, a), (_, _, b)| a != b }
-      per_worker = spans.group_by(&:last).transform_values(&:size)
+      per_worker = spans.group_by { |s| s[2] }.transform_values(&:size)
+      per_process = spans.group_by { |s| s[2].split(".").first }.transform_values(&:size)
       { sections: count / wall, commands: deltas[0].fdiv(count), cpu_us: 1e6 * deltas[1] / count,
         p50_ms: 1000 * Bench.percentile(gaps, 0.5), p99_ms: 1000 * Bench.percentile(gaps, 0.99),
-        moved: moved.fdiv([pairs.size, 1].max), busiest: per_worker.values.max.fdiv(count) }
+        moved: moved.fdiv([pairs.size, 1].max), busiest: per_worker.values.max.fdiv(count),
+        busiest_process: per_process.values.max.fdiv(count), longest_run: longest_run(spans), **waited(spans) }
+    end
+
+    # The most sections one process ran in a row while every process was still running (the
+    # cross-process bound of a cohort hand-off: local passes + 1).
+    def longest_run(spans)
+      by_entry = spans.sort_by(&:first)
+      process = ->(span) { span[2].split(".").first }
+      all_running_until = by_entry.group_by(&process).values.map { |mine| mine.last.first }.min
+      by_entry.take_while { |s| s.first <= all_running_until }.chunk_while { |a, b| process.call(a) == process.call(b) }
+              .map(&:size).max
+    end
+
+    # How many sections others entered while a worker waited (from asking to entering): the
+    # most, and the 99th percentile, over all sections but each worker's first (which also
+    # connects, loads scripts and starts its process's inbox while the others run). None when
+    # the spans carry no `asked`, as the peers' drivers' do not.
+    def waited(spans)
+      return {} if spans.any? { |s| s[3].nil? }
+
+      entries = spans.map(&:first).sort
+      later = spans.group_by { |s| s[2] }.values.flat_map { |mine| mine.sort_by(&:first).drop(1) }
+      counts = later.map do |entered, _, _, asked|
+        first_after_ask = entries.bsearch_index { |e| e > asked } || entries.size
+        entries.bsearch_index { |e| e >= entered } - first_after_ask
+      end.sort
+      { waited_max: counts.last, waited_p99: Bench.percentile(counts, 0.99) }
     end
 
     # [release, the entry it let in] pairs: the k-th span to leave and the (k + slots)-th to enter
@@ -95,7 +125,10 @@ module Bench
       rows = [["#{title}s per second", :sections, "%<v>s"], ["Redis commands per #{title}", :commands, "%<v>.1f"],
               ["Redis CPU per #{title} (µs)", :cpu_us, "%<v>.0f"], ["hand-off p50 (ms)", :p50_ms, "%<v>.3f"],
               ["hand-off p99 (ms)", :p99_ms, "%<v>.3f"], ["hand-offs to another worker", :moved, "%<v>s"],
-              ["busiest worker's share", :busiest, "%<v>s"]]
+              ["busiest worker's share", :busiest, "%<v>s"], ["busiest process's share", :busiest_process, "%<v>s"],
+              ["most #{title}s of one process in a row", :longest_run, "%<v>d"],
+              ["#{title}s entered by others while one waited, p99", :waited_p99, "%<v>d"],
+              ["#{title}s entered by others while one waited, most", :waited_max, "%<v>d"]]
       lines = ["| contended, workers/processes | #{heads.join(" | ")} |", "|---|#{"---:|" * heads.size}"]
       rows.each do |label, key, fmt|
         next if results.all? { |_, r| r[key].nil? }
@@ -111,7 +144,7 @@ module Bench
 
       case key
       when :sections then Bench.number(value)
-      when :moved, :busiest then format("%.1f %%", 100 * value)
+      when :moved, :busiest, :busiest_process then format("%.1f %%", 100 * value)
       else format(fmt, v: value)
       end
     end

@@ -20,9 +20,17 @@ module Ferrolock
   class DistMutex
     attr_reader :name, :client
 
+    # Local passes a cohort may make (0..15): an unlock that finds another thread of this process
+    # waiting for the name passes the lock to it without Redis, at most this many times in a row
+    # (and within 10 ms of the Redis acquisition); then the lock goes back through Redis, whose
+    # FIFO line serves other processes. 0: every hand-off goes through Redis.
+    LOCAL_PASSES = 8
+    MAX_LOCAL_PASSES = 15
+
     # min_replicas_acked: replicas each grant must reach before lock returns (nil: the
-    # configured default, see Configuration#min_replicas_acked).
-    def initialize(name, expire: nil, auto_release: true, lease: 30, client: nil, min_replicas_acked: nil) # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
+    # configured default, see Configuration#min_replicas_acked). local_passes: see LOCAL_PASSES.
+    def initialize(name, expire: nil, auto_release: true, lease: 30, client: nil, min_replicas_acked: nil, # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
+                   local_passes: LOCAL_PASSES)
       @name = Validate.own_name!(:name, name)
       expire = Validate.seconds!(:expire, expire) unless nil.equal?(expire) # (BasicObject-safe: no nil?)
       lease = Validate.seconds!(:lease, lease)
@@ -33,8 +41,14 @@ module Ferrolock
       end
 
       @client = Validate.client!(client)
+      local_passes = Validate.count!(:local_passes, local_passes, min: 0)
+      if local_passes > MAX_LOCAL_PASSES
+        raise ArgumentError,
+              "local_passes must be at most #{MAX_LOCAL_PASSES}, got #{local_passes}"
+      end
+
       @native = Backend.build(:DistMutex, @client, @name, expire, auto_release, lease,
-                              Ferrolock.min_replicas_acked!(min_replicas_acked))
+                              Ferrolock.min_replicas_acked!(min_replicas_acked), local_passes)
       # Holds are recorded process-wide (Owners) under the lock's identity, so other DistMutex
       # objects of the same lock see them; a hold whose owner ends is released after a tick.
       @key = [@client.redacted_url, @client.namespace, @name].freeze

@@ -106,6 +106,18 @@ pub fn force_release(
     if released {
         // The holder's LockLost then says an operator released it (lost_reason.rs).
         crate::lost_reason::mark_force_released(client, intr, name, token)?;
+        if held == Held::DistMutex {
+            // Its process's cohort, if any, stops passing the lock on within the process (its
+            // next release then finds it lost; inbox.rs). Refused without channel rights, where
+            // the holder's inbox could not listen either.
+            let channel = crate::inbox::Inbox::revoked_channel(client.namespace());
+            let publish = [
+                b"PUBLISH".to_vec(),
+                channel.into_bytes(),
+                token.as_bytes().to_vec(),
+            ];
+            let _ = client.command(intr, &publish);
+        }
     }
     Ok(released)
 }

@@ -11,8 +11,12 @@
 //! the others wait in the process, and a release queues the releasing process's next local
 //! waiter at the tail of the Redis line in the same script (when the process has nobody there),
 //! so that waiter only pops its grant.
+//!
+//! A holder whose process has such a local waiter may instead pass the lock to it directly,
+//! with no Redis round trip, a bounded number of times (cohort.rs).
 
 use crate::client::{int, Client};
+use crate::cohort::{self, Cohort};
 use crate::error::{Error, Result};
 use crate::handoff::{ack_grant, await_grant, Awaiting, CutShort};
 use crate::inbox::{Inbox, Waited};
@@ -46,6 +50,9 @@ pub struct DistMutexOptions {
     pub expire: Option<Duration>,
     pub auto_release: bool,
     pub lease: Duration,
+    /// Passes of the lock to another thread of this process waiting for the name, without
+    /// Redis, before it goes back through Redis (0: never; at most `cohort::MAX_LOCAL_PASSES`).
+    pub local_passes: u32,
 }
 
 impl Default for DistMutexOptions {
@@ -54,6 +61,7 @@ impl Default for DistMutexOptions {
             expire: None,
             auto_release: true,
             lease: Duration::from_secs(30),
+            local_passes: cohort::DEFAULT_LOCAL_PASSES,
         }
     }
 }
@@ -69,6 +77,10 @@ pub struct DistMutex {
     ttl: Duration,
     auto_release: bool,
     min_replicas_acked: u32,
+    local_passes: u32,
+    /// No local pass later than this after a cohort's Redis acquisition: `cohort::WINDOW`, or a
+    /// quarter of a short lease.
+    cohort_window: Duration,
     /// Tokens of `lock` calls cut short (interrupted, Redis unreachable), with their place in
     /// line if any: a retry with the same token checks whether the lock is already its own and
     /// takes its place back instead of queueing twice; `abandon` drops it.
@@ -83,6 +95,8 @@ pub struct Held {
     /// This holder's place among its process's active threads for the name, when it came
     /// through the local line: its release queues the next local waiter.
     member: Option<Member>,
+    /// Its place in its cohort (None: it may not pass the lock on within the process).
+    cohort: Option<Cohort>,
 }
 
 impl Held {
@@ -107,6 +121,13 @@ impl DistMutex {
     pub fn new(client: &Client, name: &str, opts: DistMutexOptions) -> Result<DistMutex> {
         let keys = client.keys(name)?;
         crate::seconds::check_span("lease", opts.lease)?;
+        if opts.local_passes > cohort::MAX_LOCAL_PASSES {
+            return Err(Error::argument(format!(
+                "local_passes must be between 0 and {}, got {}",
+                cohort::MAX_LOCAL_PASSES,
+                opts.local_passes
+            )));
+        }
         let ttl = match opts.expire {
             Some(e) => crate::seconds::check_span("expire", e)?,
             None if !opts.auto_release => {
@@ -126,6 +147,8 @@ impl DistMutex {
             ttl,
             auto_release: opts.auto_release,
             min_replicas_acked: 0,
+            local_passes: opts.local_passes,
+            cohort_window: cohort::WINDOW.min(ttl / 4),
             cut_short: CutShort::default(),
         })
     }
@@ -257,6 +280,51 @@ impl DistMutex {
             fencing_token,
             lease,
             member: None,
+            cohort: Cohort::start(fencing_token, Instant::now()),
+        }
+    }
+
+    /// Tests: another cohort window (a slow test machine may take longer than the default
+    /// between an acquisition and the release it checks).
+    #[doc(hidden)]
+    pub fn with_cohort_window(mut self, window: Duration) -> Self {
+        self.cohort_window = window;
+        self
+    }
+
+    /// Passes `held` to the oldest live local waiter of its process (the cohort hand-off, no
+    /// Redis round trip) when its cohort may pass on once more: true when passed (`held` is then
+    /// an empty shell: its token and lease went to the waiter).
+    fn pass_locally(&self, held: &mut Held) -> bool {
+        let next = held
+            .cohort
+            .and_then(|c| c.next(self.local_passes, self.cohort_window));
+        // The member is taken only to pass: the release below needs it otherwise.
+        let Some(next) = next else {
+            return false;
+        };
+        // An operator force-released it: the release through Redis reports it lost.
+        if self.client.inbox().was_revoked(&held.token) {
+            return false;
+        }
+        let Some(member) = held.member.take() else {
+            return false;
+        };
+        let passed = member.pass_on(|| {
+            Box::new(Held {
+                token: std::mem::take(&mut held.token),
+                fencing_token: next.fencing_token(),
+                lease: held.lease.take(),
+                member: None,
+                cohort: Some(next),
+            })
+        });
+        match passed {
+            Ok(()) => true,
+            Err(member) => {
+                held.member = Some(member);
+                false
+            }
         }
     }
 
@@ -320,6 +388,14 @@ impl DistMutex {
                     .wait(intr, self.ttl, None)
                     .map_err(|why| local_line::left_error(why, &self.name))?,
             };
+        if let Turn::Handed(baton) = turn {
+            // A holder of this process passed us the lock (cohort.rs): no Redis.
+            let Ok(mut held) = baton.downcast::<Held>() else {
+                return Err(Error::Redis("DistMutex: a foreign hold was passed".into()));
+            };
+            held.member = Some(member);
+            return Ok(*held);
+        }
         // `member` lives until this returns: an error passes the turn on as it drops.
         let queued_by_release = turn.start(queued, || {
             let leave = self.release_call(token, true);
@@ -503,6 +579,9 @@ impl DistMutex {
             return Ok(());
         }
         let lost_before = held.lease.as_ref().is_some_and(Lease::is_lost);
+        if !lost_before && self.pass_locally(&mut held) {
+            return Ok(());
+        }
         let token = held.token.clone();
         let member = held.member.take();
         drop(held); // stop renewing before releasing

@@ -17,6 +17,10 @@
 //! that is never contended never subscribes) and ended once no grant was awaited for
 //! `IDLE_AFTER`, when the client is dropped, or in a forked child (which gets an inbox of its
 //! own, with a new id).
+//!
+//! The same subscription also listens to `<ns>:inbox:revoked`, where an operator's force release
+//! of a DistMutex publishes the token it released (admin.rs): a cohort does not pass on a lock
+//! whose token was revoked (cohort.rs), so the holder's release finds it lost (`LockLost`).
 
 use crate::client::{Client, ClientInner};
 use crate::error::{Error, Result};
@@ -50,6 +54,8 @@ pub struct Inbox {
 struct State {
     /// Grants received and not taken yet: token -> (grant, when it came).
     grants: HashMap<String, (i64, Instant)>,
+    /// Tokens an operator force-released lately -> when the notice came.
+    revoked: HashMap<String, Instant>,
     /// When the current subscription was confirmed (None: not subscribed now).
     listening_since: Option<Instant>,
     running: bool,
@@ -92,6 +98,17 @@ impl Inbox {
     /// The channel a release publishes this inbox's grants to.
     pub fn channel(namespace: &str, id: &str) -> String {
         format!("{namespace}:inbox:{id}")
+    }
+
+    /// The channel force releases publish revoked tokens to (no inbox id is "revoked": ids are hex).
+    pub fn revoked_channel(namespace: &str) -> String {
+        Inbox::channel(namespace, "revoked")
+    }
+
+    /// Whether an operator's force release of `token` was heard lately.
+    pub fn was_revoked(&self, token: &str) -> bool {
+        let st = self.state();
+        !st.revoked.is_empty() && st.revoked.contains_key(token)
     }
 
     /// Starts the subscription if it is not running (a waiter just queued with a grant list:
@@ -204,7 +221,11 @@ impl Inbox {
                     break;
                 }
                 let client = Client { inner };
-                subscribe(&client, &Inbox::channel(client.namespace(), &self.id))
+                let channels = [
+                    Inbox::channel(client.namespace(), &self.id),
+                    Inbox::revoked_channel(client.namespace()),
+                ];
+                subscribe(&client, &channels)
             };
             match conn {
                 Ok(Subscribed::Listening(conn)) => {
@@ -307,7 +328,8 @@ impl Inbox {
     }
 
     /// A frame from the subscription: a grant (`message`, channel, `token|grant`) is kept for
-    /// its waiter; confirmations and pongs only show the connection is alive.
+    /// its waiter, a revoked token (`message`, the revoked channel, token) for cohorts;
+    /// confirmations and pongs only show the connection is alive.
     fn take(&self, frame: Frame) {
         let Frame::Items(items) = frame else {
             return;
@@ -316,6 +338,14 @@ impl Inbox {
             return;
         }
         let payload = String::from_utf8_lossy(&items[2]);
+        if items[1].ends_with(b":inbox:revoked") {
+            let now = Instant::now();
+            let mut st = self.state();
+            st.revoked
+                .retain(|_, came| now.duration_since(*came) < UNCLAIMED_FOR);
+            st.revoked.insert(payload.into_owned(), now);
+            return;
+        }
         let Some((token, grant)) = payload.rsplit_once('|') else {
             return;
         };
@@ -340,17 +370,22 @@ enum Subscribed {
     Refused,
 }
 
-/// A connection of its own (never pooled again) subscribed to `channel`.
-fn subscribe(client: &Client, channel: &str) -> Result<Subscribed> {
+/// A connection of its own (never pooled again) subscribed to `channels`.
+fn subscribe(client: &Client, channels: &[String]) -> Result<Subscribed> {
     let mut conn = client.dedicated_conn(&Interrupt::new())?;
-    let packed = redis::cmd("SUBSCRIBE").arg(channel).get_packed_command();
+    let packed = redis::cmd("SUBSCRIBE").arg(channels).get_packed_command();
     conn.send(&packed)?;
     let deadline = Instant::now() + client.timeouts().read;
     let mut frames = Frames::default();
+    let mut confirmed = 0;
     loop {
         match frames.next()? {
             Some(Frame::Items(items)) if items.first().is_some_and(|k| k == b"subscribe") => {
-                return Ok(Subscribed::Listening(conn));
+                // Every confirmation read here, so none is left in this buffer for `listen`.
+                confirmed += 1;
+                if confirmed == channels.len() {
+                    return Ok(Subscribed::Listening(conn));
+                }
             }
             Some(Frame::Error(e)) if e.starts_with("NOPERM") || e.contains("unknown command") => {
                 return Ok(Subscribed::Refused);

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod caller_deadline;
 pub mod client;
 mod cluster;
+pub mod cohort;
 pub mod concurrent_limiter;
 pub mod conn;
 pub mod dist_mutex;

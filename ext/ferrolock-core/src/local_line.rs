@@ -82,7 +82,13 @@ pub enum Turn {
     /// Attempt on its own. `uncertain`: a release that failed may have queued it (or even
     /// granted it the lock): leave the Redis line first.
     Attempt { uncertain: bool },
+    /// A holder of this process passed it the lock itself (cohort.rs): the primitive's hold,
+    /// which `Member::pass_on` was given. The waiter holds from now on.
+    Handed(Baton),
 }
+
+/// What a holder passes to a local waiter with the lock (a primitive's hold).
+pub type Baton = Box<dyn std::any::Any + Send>;
 
 impl Turn {
     /// What a passed-on waiter starts with: true when a release queued it (its entry goes to
@@ -105,11 +111,25 @@ impl Turn {
                 }
                 Ok(false)
             }
+            // Taken by the primitive before it starts a turn (only DistMutex passes holds).
+            Turn::Handed(_) => Err(Error::Redis(
+                "local line: a passed hold reached a Redis turn".to_string(),
+            )),
         }
     }
 }
 
 impl Line {
+    /// The place in `waiting` of the oldest waiter whose wait has not ended (those out of time
+    /// are skipped: they are about to leave by themselves).
+    fn first_live_waiter(&self) -> Option<usize> {
+        let now = Instant::now();
+        self.waiting.iter().position(|id| {
+            matches!(self.slots.get(id), Some(Slot::Waiting { deadline, .. })
+                if deadline.is_none_or(|d| d > now + Duration::from_millis(1)))
+        })
+    }
+
     fn is_unused(&self) -> bool {
         self.in_redis == 0 && self.holding == 0 && self.waiting.is_empty() && self.slots.is_empty()
     }
@@ -203,6 +223,34 @@ impl Member {
         self.role = Role::Holding;
     }
 
+    /// Passes the hold to the oldest local waiter whose wait has not ended, which holds from
+    /// then on (`Turn::Handed`): `baton` is made only once such a waiter was chosen, under the
+    /// line's lock, so no waiter can leave (time out, be interrupted) between the choice and the
+    /// pass. `Err(self)` when this member is not a holder, nobody waits here, or a thread of
+    /// the process waits in the Redis line: it came before those waiting here and keeps its turn.
+    pub fn pass_on(self, baton: impl FnOnce() -> Baton) -> std::result::Result<(), Member> {
+        if self.role != Role::Holding || crate::fork::generation() != self.generation {
+            return Err(self);
+        }
+        let mut lines = lines();
+        let Some(line) = lines.0.get_mut(&self.key) else {
+            return Err(self);
+        };
+        if line.in_redis > 0 {
+            return Err(self);
+        }
+        let Some(at) = line.first_live_waiter() else {
+            return Err(self);
+        };
+        let id = line.waiting.remove(at).expect("position found above");
+        line.slots.insert(id, Slot::Told(Turn::Handed(baton())));
+        line.wake.notify_all();
+        drop(lines);
+        // Its holding count goes to the waiter, which becomes a holding member.
+        std::mem::forget(self);
+        Ok(())
+    }
+
     /// When nobody of this process waits in Redis any more: the oldest local waiter whose wait
     /// has not ended, now being queued by this holder's release; `Err(self)` otherwise.
     pub fn take_successor(self) -> std::result::Result<Successor, Member> {
@@ -216,13 +264,7 @@ impl Member {
         if line.in_redis > 0 {
             return Err(self);
         }
-        let now = Instant::now();
-        // Waiters out of time are skipped: they are about to leave by themselves.
-        let found = line.waiting.iter().position(|id| {
-            matches!(line.slots.get(id), Some(Slot::Waiting { deadline, .. })
-                if deadline.is_none_or(|d| d > now + Duration::from_millis(1)))
-        });
-        let Some(at) = found else {
+        let Some(at) = line.first_live_waiter() else {
             return Err(self);
         };
         let id = line.waiting.remove(at).expect("position found above");
@@ -363,10 +405,16 @@ impl LocalWaiter {
                     let Some(Slot::Told(turn)) = line.slots.remove(&self.id) else {
                         unreachable!("matched above");
                     };
+                    // Taken even if interrupted or out of time meanwhile: the caller holds it
+                    // now, and gives it back as any acquisition that raced an interrupt.
+                    let role = match turn {
+                        Turn::Handed(_) => Role::Holding,
+                        _ => Role::InRedis,
+                    };
                     let member = Member {
                         key: self.key.clone(),
                         generation: self.generation,
-                        role: Role::InRedis,
+                        role,
                     };
                     return Ok((turn, member));
                 }

@@ -52,6 +52,7 @@ fn mutex(client: &Client, name: &str, lease_ms: u64) -> DistMutex {
         expire: None,
         auto_release: true,
         lease: Duration::from_millis(lease_ms),
+        ..DistMutexOptions::default()
     };
     DistMutex::new(client, name, opts).unwrap()
 }

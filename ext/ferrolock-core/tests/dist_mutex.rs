@@ -12,6 +12,7 @@ fn opts(expire: Option<u64>, auto_release: bool, lease_ms: u64) -> DistMutexOpti
         expire: expire.map(Duration::from_millis),
         auto_release,
         lease: Duration::from_millis(lease_ms),
+        ..DistMutexOptions::default()
     }
 }
 

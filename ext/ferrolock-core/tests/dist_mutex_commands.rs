@@ -1,6 +1,7 @@
 //! What a DistMutex section costs Redis: every command it runs, those inside scripts included
 //! (INFO commandstats on a server of its own). Pins the counts of issue 16 so a change that
-//! adds work to the hot paths shows up here. A client stands for a process.
+//! adds work to the hot paths shows up here. A client stands for a process. Hand-offs through
+//! Redis are measured with `local_passes: 0` (a local pass, tests/cohort.rs, costs none).
 mod support;
 
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
@@ -27,6 +28,14 @@ fn commands_run(client: &Client) -> i64 {
         .sum()
 }
 
+/// Every hand-off through Redis: no cohort passes.
+fn through_redis() -> DistMutexOptions {
+    DistMutexOptions {
+        local_passes: 0,
+        ..DistMutexOptions::default()
+    }
+}
+
 fn reset(client: &Client) {
     cmd(client, &["CONFIG", "RESETSTAT"]);
 }
@@ -39,7 +48,7 @@ fn queued(client: &Client, name: &str) -> i64 {
 fn an_uncontended_lock_and_unlock_cost_seven_commands() {
     let server = RedisServer::start();
     let client = server.client("t");
-    let m = DistMutex::new(&client, "free", DistMutexOptions::default()).unwrap();
+    let m = DistMutex::new(&client, "free", through_redis()).unwrap();
     let intr = Interrupt::new();
     // Warm up: scripts loaded, connection's client id known.
     m.unlock(&intr, m.lock(&intr, &DistMutex::new_token(), None).unwrap())
@@ -58,7 +67,7 @@ fn an_uncontended_lock_and_unlock_cost_seven_commands() {
 fn a_contended_hand_off_costs_twelve_commands() {
     let server = RedisServer::start();
     let client = server.client("t");
-    let m = Arc::new(DistMutex::new(&client, "busy", DistMutexOptions::default()).unwrap());
+    let m = Arc::new(DistMutex::new(&client, "busy", through_redis()).unwrap());
     let intr = Interrupt::new();
     m.unlock(&intr, m.lock(&intr, &DistMutex::new_token(), None).unwrap())
         .unwrap();
@@ -170,7 +179,7 @@ fn until(what: &str, mut done: impl FnMut() -> bool) {
 fn a_hand_off_to_a_local_waiter_costs_seven_commands() {
     let server = RedisServer::start();
     let client = server.client("t");
-    let m = Arc::new(DistMutex::new(&client, "local", DistMutexOptions::default()).unwrap());
+    let m = Arc::new(DistMutex::new(&client, "local", through_redis()).unwrap());
     let intr = Interrupt::new();
     m.unlock(&intr, m.lock(&intr, &DistMutex::new_token(), None).unwrap())
         .unwrap();
@@ -205,8 +214,8 @@ fn line_pttl(client: &Client, name: &str) -> i64 {
 fn section_between_processes(name: &str, forget: bool) -> (i64, String, i64) {
     let server = RedisServer::start();
     let (a, b) = (server.client("t"), server.client("t"));
-    let ma = Arc::new(DistMutex::new(&a, name, DistMutexOptions::default()).unwrap());
-    let mb = Arc::new(DistMutex::new(&b, name, DistMutexOptions::default()).unwrap());
+    let ma = Arc::new(DistMutex::new(&a, name, through_redis()).unwrap());
+    let mb = Arc::new(DistMutex::new(&b, name, through_redis()).unwrap());
     let intr = Interrupt::new();
     // Both processes were contended before: their grant inboxes listen.
     contend_once(&a, &a, "t");

@@ -14,6 +14,7 @@ fn short(expire: Option<u64>, auto_release: bool) -> DistMutexOptions {
         expire: expire.map(Duration::from_millis),
         auto_release,
         lease: Duration::from_millis(100),
+        ..DistMutexOptions::default()
     }
 }
 

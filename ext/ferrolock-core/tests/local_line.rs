@@ -18,6 +18,14 @@ fn lease(ms: u64) -> DistMutexOptions {
     }
 }
 
+/// `lease` with every hand-off through Redis (no cohort passes, tests/cohort.rs).
+fn through_redis(ms: u64) -> DistMutexOptions {
+    DistMutexOptions {
+        local_passes: 0,
+        ..lease(ms)
+    }
+}
+
 fn queued(client: &Client, name: &str) -> i64 {
     int(&cmd(client, &["LLEN", &format!("t:{{{name}}}:waiters")])).unwrap()
 }
@@ -92,7 +100,9 @@ fn redis_sees_one_entry_per_process_and_processes_take_turns() {
     let held = holder.lock(&intr, &DistMutex::new_token(), None).unwrap();
     let entered = Arc::new(Mutex::new(Vec::new()));
     let processes: Vec<Arc<DistMutex>> = (0..3)
-        .map(|_| Arc::new(DistMutex::new(&server.client("t"), "turns", lease(30_000)).unwrap()))
+        .map(|_| {
+            Arc::new(DistMutex::new(&server.client("t"), "turns", through_redis(30_000)).unwrap())
+        })
         .collect();
     let mut threads = Vec::new();
     // Process p's thread t has id 10 * p + t; the first thread of each queues in Redis.
@@ -267,8 +277,10 @@ fn no_thread_starves_and_one_holds_at_a_time_with_growing_fencing_tokens() {
 fn a_release_that_lost_the_lock_hands_nothing_over_and_puts_the_line_back() {
     let server = RedisServer::start();
     let (a, b) = (server.client("t"), server.client("t"));
-    let ma = Arc::new(DistMutex::new(&a, "lost", lease(30_000)).unwrap());
-    let mb = Arc::new(DistMutex::new(&b, "lost", lease(30_000)).unwrap());
+    // Through Redis: a cohort would pass the lock to A2 without looking (its next token check
+    // is its own release or renewal; see cohort.rs).
+    let ma = Arc::new(DistMutex::new(&a, "lost", through_redis(30_000)).unwrap());
+    let mb = Arc::new(DistMutex::new(&b, "lost", through_redis(30_000)).unwrap());
     let intr = Interrupt::new();
     let held = ma.lock(&intr, &DistMutex::new_token(), None).unwrap();
     // A1 queues in Redis, then B1; A2 waits locally behind A1. A2 and B1 give up after 1.5 s.

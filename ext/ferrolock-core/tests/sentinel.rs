@@ -29,6 +29,7 @@ fn mutex(client: &Client) -> DistMutex {
         expire: None,
         auto_release: true,
         lease: Duration::from_millis(2_000),
+        ..DistMutexOptions::default()
     };
     DistMutex::new(client, "shared", opts).unwrap()
 }

@@ -19,17 +19,25 @@
 -- µs at most: time alone then beats every earlier token. Redis expires keys by the same wall
 -- clock TIME reads, so a clock stepped back delays the expiry too. See doc/ARCHITECTURE.md.
 -- (release.lua issues tokens by the same rule for a hand-off.)
+-- Every token issued here is rounded up to a multiple of 16 (exact: Lua numbers are doubles,
+-- tokens < 2^53): the 15 above it are never issued by Redis, and are the holder's to hand on
+-- within its process (the cohort hand-off, src/cohort.rs), so they stay below the next token.
+-- The rounding puts a token at most 15 µs ahead of Redis time, less than one acquisition takes.
+local function block(n)
+  return n + (16 - n % 16) % 16
+end
 local function issue()
   local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local now = block(tonumber(t[1]) * 1000000 + tonumber(t[2]))
   -- One round trip to the counter in the usual case: write Redis time, read what was there.
   -- %d keeps every digit (a plain number argument would be sent as "%.17g").
   local last = tonumber(redis.call('SET', KEYS[2], string.format('%d', now), 'PX', ARGV[4], 'GET') or 0) or 0
   if last < now then
     return now
   end
-  redis.call('SET', KEYS[2], string.format('%d', last + 1), 'PX', ARGV[4])
-  return last + 1
+  local fence = block(last + 1)
+  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[4])
+  return fence
 end
 
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then

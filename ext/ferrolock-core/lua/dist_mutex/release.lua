@@ -177,11 +177,15 @@ else
   end
 end
 
--- The fencing rule of acquire.lua: max(last + 1, Redis time in µs), usually in one command.
-local fence = now_us
-local last = tonumber(redis.call('SET', KEYS[2], string.format('%d', now_us), 'PX', ARGV[3], 'GET') or 0) or 0
-if last >= now_us then
-  fence = last + 1
+-- The fencing rule of acquire.lua: max(last + 1, Redis time in µs) rounded up to a multiple of
+-- 16 (the 15 tokens above are the new holder's to hand on in its process), usually in one command.
+local function block(n)
+  return n + (16 - n % 16) % 16
+end
+local fence = block(now_us)
+local last = tonumber(redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[3], 'GET') or 0) or 0
+if last >= fence then
+  fence = block(last + 1)
   redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[3])
 end
 if next_inbox then

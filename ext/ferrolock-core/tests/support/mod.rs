@@ -150,7 +150,10 @@ pub fn cmd(client: &Client, args: &[&str]) -> redis::Value {
 
 /// Grant inbox channels (src/inbox.rs) subscribed on the server in namespace `ns`.
 pub fn inboxes(client: &Client, ns: &str) -> usize {
-    match cmd(client, &["PUBSUB", "CHANNELS", &format!("{ns}:inbox:*")]) {
+    match cmd(
+        client,
+        &["PUBSUB", "CHANNELS", &format!("{ns}:inbox:[0-9a-f]*")],
+    ) {
         redis::Value::Array(channels) => channels.len(),
         other => panic!("PUBSUB CHANNELS: {other:?}"),
     }

@@ -43,6 +43,8 @@ impl RbMutexHold {
 }
 
 impl RbDistMutex {
+    // Native::DistMutex.new's positional arguments (lib/ferrolock/dist_mutex.rb validates them).
+    #[allow(clippy::too_many_arguments)]
     fn new(
         ruby: &Ruby,
         client: &RbClient,
@@ -51,12 +53,15 @@ impl RbDistMutex {
         auto_release: bool,
         lease: f64,
         min_replicas_acked: i64,
+        local_passes: i64,
     ) -> Result<Self, Error> {
         let acks = replicas::check(min_replicas_acked).map_err(|e| core_error(ruby, e))?;
         let opts = DistMutexOptions {
             expire: expire.map(|e| seconds(ruby, "expire", e)).transpose()?,
             auto_release,
             lease: seconds(ruby, "lease", lease)?,
+            // Out of range: the core's ArgumentError names the bound.
+            local_passes: u32::try_from(local_passes).unwrap_or(u32::MAX),
         };
         DistMutex::new(&client.0, &name, opts)
             .map(|m| RbDistMutex(m.with_min_replicas_acked(acks)))
@@ -123,7 +128,7 @@ impl RbDistMutex {
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("DistMutex", ruby.class_object())?;
-    class.define_singleton_method("new", function!(guard::f6(RbDistMutex::new), 6))?;
+    class.define_singleton_method("new", function!(guard::f7(RbDistMutex::new), 7))?;
     class.define_method("try_lock", method!(guard::f1(RbDistMutex::try_lock), 0))?;
     class.define_method("lock", method!(guard::f2(RbDistMutex::lock), 1))?;
     class.define_method("unlock", method!(guard::f2(RbDistMutex::unlock), 1))?;

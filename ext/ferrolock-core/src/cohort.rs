@@ -1,0 +1,87 @@
+//! Cohort hand-off (issue 27): a DistMutex holder whose process has another thread waiting for
+//! the same name passes the lock to it inside the process, with no Redis round trip (the
+//! Redis lock keeps the token of the cohort's Redis acquisition, and its lease moves along).
+//! A cohort is bounded: at most `local_passes` passes (≤ `MAX_LOCAL_PASSES`), none later than
+//! `WINDOW` after its Redis acquisition; then the lock goes back through Redis, whose FIFO line
+//! gives it to the next process waiting. A waiter of another process at the head of the Redis
+//! line therefore waits at most one cohort: `local_passes` + 1 sections.
+//!
+//! Fencing: Redis issues every token as a multiple of `FENCE_BLOCK` (lua/dist_mutex/
+//! {acquire,release}.lua), so the tokens just above it are never issued by Redis: the cohort
+//! hands them out in order, and the next Redis acquisition's token is above them all. A token
+//! that is not such a multiple (issued by an older version during a deploy) starts no cohort.
+
+use std::time::{Duration, Instant};
+
+/// Redis-issued fencing tokens are multiples of this (see the scripts).
+pub const FENCE_BLOCK: i64 = 16;
+
+/// Local passes a cohort may make at most: the tokens of its block.
+pub const MAX_LOCAL_PASSES: u32 = (FENCE_BLOCK - 1) as u32;
+
+/// The default number of local passes.
+pub const DEFAULT_LOCAL_PASSES: u32 = 8;
+
+/// No local pass later than this after the cohort's Redis acquisition, so a cohort of long
+/// sections gives the lock back to Redis soon whatever `local_passes` says.
+pub const WINDOW: Duration = Duration::from_millis(10);
+
+/// Where a holder stands in its cohort.
+#[derive(Clone, Copy, Debug)]
+pub struct Cohort {
+    /// The fencing token of the cohort's Redis acquisition.
+    base: i64,
+    /// Local passes made so far (the holder's token is `base + passes`).
+    passes: u32,
+    started: Instant,
+}
+
+impl Cohort {
+    /// A cohort starting with a Redis acquisition whose fencing token is `fence` (None when
+    /// the token has no block above it).
+    pub fn start(fence: i64, started: Instant) -> Option<Cohort> {
+        (fence > 0 && fence % FENCE_BLOCK == 0).then_some(Cohort {
+            base: fence,
+            passes: 0,
+            started,
+        })
+    }
+
+    /// The next holder's place, when this cohort may pass on once more (at most `limit`
+    /// passes, within `window` of its start).
+    pub fn next(&self, limit: u32, window: Duration) -> Option<Cohort> {
+        let within = self.started.elapsed() < window;
+        (within && self.passes < limit.min(MAX_LOCAL_PASSES)).then_some(Cohort {
+            passes: self.passes + 1,
+            ..*self
+        })
+    }
+
+    /// This holder's fencing token.
+    pub fn fencing_token(&self) -> i64 {
+        self.base + i64::from(self.passes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cohort_hands_out_its_block_in_order_and_stops_at_the_limit() {
+        let now = Instant::now();
+        assert!(Cohort::start(17, now).is_none(), "no block above 17");
+        assert!(Cohort::start(0, now).is_none());
+        let mut c = Cohort::start(32, now).expect("32 has a block");
+        let mut tokens = vec![c.fencing_token()];
+        while let Some(n) = c.next(100, Duration::from_secs(60)) {
+            tokens.push(n.fencing_token());
+            c = n;
+        }
+        assert_eq!(tokens, (32..48).collect::<Vec<_>>(), "never past the block");
+        let c = Cohort::start(32, now).unwrap();
+        assert_eq!(c.next(0, WINDOW).map(|n| n.fencing_token()), None);
+        let late = Cohort::start(32, now - Duration::from_millis(20)).unwrap();
+        assert!(late.next(8, WINDOW).is_none(), "no pass after the window");
+    }
+}
