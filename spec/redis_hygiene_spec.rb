@@ -42,6 +42,7 @@ RSpec.describe "Redis is left clean" do
       end
     end
     lost = Queue.new
+    stalled = Queue.new
     workers = Array.new(HygieneSpec::THREADS) do |t|
       Thread.new do
         t.step(HygieneSpec::NAMES - 1, HygieneSpec::THREADS) do |i|
@@ -50,11 +51,20 @@ RSpec.describe "Redis is left clean" do
           # A short lease whose renewal a loaded machine delayed past it (seen once in CI with
           # the 0.5 s EXEC lease): the release says so. Nothing may be left behind then either.
           lost << i
+        rescue Ferrolock::OverLimit, Ferrolock::TimeoutError => e
+          # A reply later than wait_timeout + 0.25 s ends the call (caller_deadline.rs): seen with
+          # wait_timeout: 0 on a machine loaded to 7 on 2 cores. Only a stall may end it so.
+          raise unless e.cause.is_a?(Ferrolock::ConnectionError)
+
+          stalled << i
         end
       end
     end
     workers.each(&:join)
     puts "\n  #{lost.size} of #{HygieneSpec::NAMES} names lost a lease (machine too loaded)" unless lost.empty?
+    unless stalled.empty?
+      puts "\n  #{stalled.size} of #{HygieneSpec::NAMES} calls ended by a stalled reply (machine too loaded)"
+    end
     done = true
     sampler.join
     sampled.concat(sample_ttls)
