@@ -58,6 +58,39 @@ RSpec.describe "min_replicas_acked" do
     expect(primary.exists("acks:{unacked-run}:exec")).to eq(0)
   end
 
+  # An acquisition cut short while WAIT waits (Thread#wakeup here; on Ruby 3.3 the SIGCHLD of a
+  # stopped child does it too) runs again with its token on a fresh connection and finds the grant
+  # its own: that retry must write, or its WAIT counts acknowledgements of older writes.
+  it "does not count the replica for a grant whose acquisition was cut short and retried",
+     :aggregate_failures, time_limit: 60 do
+    @replica.pause
+    # WAIT may wait 2 s (half the read timeout): time enough to cut it short.
+    patient = Ferrolock::Client.new(url: @primary.url, namespace: "acks", read_timeout: 4)
+    entered = []
+    acquisitions = {
+      -> { Ferrolock::DistMutex.new("retried", client: patient, min_replicas_acked: 1, lease: 30).lock } =>
+        -> { primary.exists("acks:{retried}:lock") == 1 },
+      lambda {
+        Ferrolock::ConcurrentLimiter.new("retried", 1, client: patient, min_replicas_acked: 1)
+                                    .within_limit { entered << :limiter }
+      } => -> { primary.zcount("acks:{retried}:slots", "(0", "+inf") == 1 },
+      lambda {
+        Ferrolock::DualLock.new("retried-run", client: patient, min_replicas_acked: 1, lease: 30).run do
+          entered << :run
+        end
+      } => -> { primary.exists("acks:{retried-run}:exec") == 1 }
+    }
+    acquisitions.each do |acquire, granted|
+      waiter = Thread.new(&acquire)
+      waiter.report_on_exception = false
+      deadline = Ferrolock.monotonic + 10
+      sleep 0.002 until granted.call || Ferrolock.monotonic > deadline
+      waiter.wakeup if waiter.alive?
+      expect { waiter.value }.to raise_error(Ferrolock::ReplicationError, /only 0 of 1/)
+    end
+    expect(entered).to be_empty
+  end
+
   it "asks for nothing with 0 (the default), and takes the default from configure" do
     @replica.pause
     expect(Ferrolock::DistMutex.new("plain", client: client).synchronize { :ran }).to eq(:ran)

@@ -29,6 +29,12 @@ if ARGV[6] == '1' then
   if expiry and tonumber(expiry) > now then
     -- A hand-off may have left a grant nobody will pop now.
     redis.call('DEL', KEYS[3])
+    -- The lease starts now. The grant may have been written on another connection (an earlier
+    -- attempt cut short, a releaser's hand-off): the WAIT that follows (min_replicas_acked)
+    -- covers it only after a write of this call's own, and PEXPIRE is one even when nothing
+    -- changes (a ZADD to the same score is not replicated).
+    redis.call('ZADD', KEYS[1], 'XX', now + lease, token)
+    redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), lease))
     return held()
   end
 end

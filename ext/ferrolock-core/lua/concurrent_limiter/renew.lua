@@ -13,7 +13,8 @@ if tonumber(expiry) <= now then
 end
 local lease = tonumber(ARGV[2])
 redis.call('ZADD', KEYS[1], 'XX', now + lease, ARGV[1])
-if redis.call('PTTL', KEYS[1]) < lease then
-  redis.call('PEXPIRE', KEYS[1], lease)
-end
+-- Never shortens the key's life, and always writes: a ZADD to the same score (a hand-off granted
+-- in this very ms) is not replicated, and the WAIT after a hand-off's renewal
+-- (min_replicas_acked, handoff::ack_grant) covers the grant only after a write of its own.
+redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), lease))
 return 1

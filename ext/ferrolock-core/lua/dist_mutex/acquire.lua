@@ -50,6 +50,10 @@ end
 if ARGV[6] == '1' and redis.call('GET', KEYS[1]) == ARGV[1] then
   -- Ours already. A hand-off may have left a grant nobody will pop now.
   redis.call('DEL', KEYS[4])
+  -- The lease starts now, and renewing it is a write of this call's own: the grant may have been
+  -- written on another connection (an earlier attempt cut short, a releaser's hand-off), so only
+  -- a write here makes the WAIT that follows (min_replicas_acked) cover it.
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
   if ARGV[5] ~= '' then
     redis.call('LREM', KEYS[3], 1, ARGV[5])
   end

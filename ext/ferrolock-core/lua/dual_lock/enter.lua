@@ -11,6 +11,9 @@ if exec == token then
   -- A retried call whose first reply was lost, or a hand-off the waiter has not popped (its
   -- grant would never be popped now).
   redis.call('DEL', KEYS[3])
+  -- EXEC's lease starts now, and renewing it is a write of this call's own, so the WAIT that
+  -- follows (min_replicas_acked) covers a grant written on another connection.
+  redis.call('PEXPIRE', KEYS[2], ARGV[3])
   return {1, 0}
 end
 local wait = redis.call('GET', KEYS[1])
