@@ -223,26 +223,31 @@ impl Member {
         self.role = Role::Holding;
     }
 
+    /// For a holder of this fork, when no thread of the process waits in the Redis line: the
+    /// line and the oldest local waiter whose wait has not ended, taken out of `waiting`.
+    fn next_local_waiter<'a>(&self, lines: &'a mut Lines) -> Option<(&'a mut Line, u64)> {
+        if self.role != Role::Holding || crate::fork::generation() != self.generation {
+            return None;
+        }
+        let line = lines.0.get_mut(&self.key)?;
+        if line.in_redis > 0 {
+            return None;
+        }
+        let at = line.first_live_waiter()?;
+        let id = line.waiting.remove(at).expect("position found above");
+        Some((line, id))
+    }
+
     /// Passes the hold to the oldest local waiter whose wait has not ended, which holds from
     /// then on (`Turn::Handed`): `baton` is made only once such a waiter was chosen, under the
     /// line's lock, so no waiter can leave (time out, be interrupted) between the choice and the
     /// pass. `Err(self)` when this member is not a holder, nobody waits here, or a thread of
     /// the process waits in the Redis line: it came before those waiting here and keeps its turn.
     pub fn pass_on(self, baton: impl FnOnce() -> Baton) -> std::result::Result<(), Member> {
-        if self.role != Role::Holding || crate::fork::generation() != self.generation {
-            return Err(self);
-        }
         let mut lines = lines();
-        let Some(line) = lines.0.get_mut(&self.key) else {
+        let Some((line, id)) = self.next_local_waiter(&mut lines) else {
             return Err(self);
         };
-        if line.in_redis > 0 {
-            return Err(self);
-        }
-        let Some(at) = line.first_live_waiter() else {
-            return Err(self);
-        };
-        let id = line.waiting.remove(at).expect("position found above");
         line.slots.insert(id, Slot::Told(Turn::Handed(baton())));
         line.wake.notify_all();
         drop(lines);
@@ -254,20 +259,10 @@ impl Member {
     /// When nobody of this process waits in Redis any more: the oldest local waiter whose wait
     /// has not ended, now being queued by this holder's release; `Err(self)` otherwise.
     pub fn take_successor(self) -> std::result::Result<Successor, Member> {
-        if self.role != Role::Holding || crate::fork::generation() != self.generation {
-            return Err(self);
-        }
         let mut lines = lines();
-        let Some(line) = lines.0.get_mut(&self.key) else {
+        let Some((line, id)) = self.next_local_waiter(&mut lines) else {
             return Err(self);
         };
-        if line.in_redis > 0 {
-            return Err(self);
-        }
-        let Some(at) = line.first_live_waiter() else {
-            return Err(self);
-        };
-        let id = line.waiting.remove(at).expect("position found above");
         let Some(Slot::Waiting { token, deadline }) = line.slots.insert(id, Slot::Promoting) else {
             unreachable!("only waiting slots are in `waiting`");
         };

@@ -8,20 +8,7 @@ use ferrolock_core::{Client, Interrupt};
 use std::sync::mpsc::channel;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{cmd, RedisServer};
-
-fn commands_run(client: &Client) -> i64 {
-    let stats = match cmd(client, &["INFO", "commandstats"]) {
-        redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
-        other => panic!("INFO: {other:?}"),
-    };
-    stats
-        .lines()
-        .filter(|l| l.starts_with("cmdstat_"))
-        .filter(|l| !l.starts_with("cmdstat_info:") && !l.starts_with("cmdstat_config"))
-        .map(|l| l.split(['=', ',']).nth(1).unwrap().parse::<i64>().unwrap())
-        .sum()
-}
+use support::{cmd, commands_run, RedisServer};
 
 fn until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(20);

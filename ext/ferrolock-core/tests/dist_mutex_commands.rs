@@ -9,24 +9,7 @@ use ferrolock_core::{Client, Interrupt};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{cmd, contend_once, RedisServer};
-
-/// Every command Redis ran since the last reset, but the INFO/CONFIG calls measuring them.
-fn commands_run(client: &Client) -> i64 {
-    let stats = match cmd(client, &["INFO", "commandstats"]) {
-        redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
-        other => panic!("INFO: {other:?}"),
-    };
-    stats
-        .lines()
-        .filter(|l| l.starts_with("cmdstat_"))
-        .filter(|l| !l.starts_with("cmdstat_info:") && !l.starts_with("cmdstat_config"))
-        .map(|l| {
-            let calls = l.split(['=', ',']).nth(1).unwrap();
-            calls.parse::<i64>().unwrap()
-        })
-        .sum()
-}
+use support::{cmd, commands_run, contend_once, RedisServer};
 
 /// Every hand-off through Redis: no cohort passes.
 fn through_redis() -> DistMutexOptions {

@@ -148,6 +148,20 @@ pub fn cmd(client: &Client, args: &[&str]) -> redis::Value {
         .unwrap()
 }
 
+/// Every command Redis ran since the last CONFIG RESETSTAT, but the INFO/CONFIG calls measuring them.
+pub fn commands_run(client: &Client) -> i64 {
+    let stats = match cmd(client, &["INFO", "commandstats"]) {
+        redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
+        other => panic!("INFO: {other:?}"),
+    };
+    stats
+        .lines()
+        .filter(|l| l.starts_with("cmdstat_"))
+        .filter(|l| !l.starts_with("cmdstat_info:") && !l.starts_with("cmdstat_config"))
+        .map(|l| l.split(['=', ',']).nth(1).unwrap().parse::<i64>().unwrap())
+        .sum()
+}
+
 /// Grant inbox channels (src/inbox.rs) subscribed on the server in namespace `ns`.
 pub fn inboxes(client: &Client, ns: &str) -> usize {
     match cmd(
