@@ -178,17 +178,25 @@ RSpec.describe "DistMutex#sleep like Mutex#sleep" do
     end
   end
 
-  # synchronize releases as the thread ends. In 2 of about 6 full-suite runs (never alone, in
-  # thousands of runs) the lock was still held right after join: not understood yet. A hold the
-  # thread recorded is released by the owner reaper within one renewal tick (lease / 3 = 10 s);
-  # a hold nobody recorded would stay the whole lease (30 s) and fails here.
-  it "re-locks before Thread#kill ends the thread; the hold is released (by synchronize, else by the reaper)",
-     time_limit: 120 do
+  # The sleeper says when it holds the lock, so that the kill lands in m.sleep or its re-lock (stop?
+  # is true in any blocking call, the first lock's too). synchronize releases as the thread ends.
+  # In 2 of ~6 full-suite runs (before the sleeper said so; never alone, in thousands of runs) the
+  # lock was still held right after join, and released shortly after: not understood. A hold the
+  # thread recorded goes within one renewal tick (10 s), an abandoned lock call's in the background
+  # at once; a hold nobody recorded would stay the whole lease (30 s) and fails here.
+  it "re-locks before Thread#kill ends the thread; the hold is released as it ends", time_limit: 120 do
     late = []
     each_run do |m|
-      sleeper = Thread.new { m.synchronize { m.sleep } }
+      entered = false
+      sleeper = Thread.new do
+        m.synchronize do
+          entered = true
+          m.sleep
+        end
+      end
+      wait_until(timeout: 10, interval: 0) { entered }
       pass_until_stopped(sleeper)
-      wait_until(timeout: 10) { !m.locked? } # asleep in m.sleep, not in the lock before it
+      wait_until(timeout: 10) { !m.locked? } # released by m.sleep
       sleeper.kill
       expect(sleeper.join(10)).to be(sleeper)
       next unless m.locked?
