@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "redis"
+require "timeout"
 
 # The cohort hand-off (issue 27, ext/ferrolock-core/src/cohort.rs): an unlock that finds another
 # thread of its process waiting for the name passes the lock to it without Redis, at most
@@ -8,6 +9,10 @@ require "redis"
 # below runs one script in the test Redis that counts holders inside ("inside", "overlaps") and
 # logs "process|fencing token|sections done when it started waiting|its own section number", in
 # the order sections ran (they are exclusive, which the same log checks).
+# What the workers below are cut short by: chaos' RuntimeError, Timeout::Error, and Ruby 3.3's
+# Timeout::ExitException when it lands just outside Timeout.timeout.
+CUT_SHORT = [RuntimeError, (Timeout::ExitException if defined?(Timeout::ExitException))].compact.freeze
+
 RSpec.describe "DistMutex cohort hand-off" do
   let(:server) { FerrolockTest.redis_server }
   let(:redis) { server.redis }
@@ -107,18 +112,20 @@ RSpec.describe "DistMutex cohort hand-off" do
     workers = Array.new(6) do
       Thread.new do
         # The chaos thread's exceptions land only around lock, the section and unlock (it starts
-        # once every worker is masked, and stops before they do, so all land in the loop).
-        Thread.handle_interrupt(RuntimeError => :never) do
+        # once every worker is masked, and stops before they do, so all land in the loop). Object,
+        # not RuntimeError: Ruby 3.3's Timeout raises Timeout::ExitException (an Exception), at times
+        # just after its block ended (then it is not turned into Timeout::Error).
+        Thread.handle_interrupt(Object => :never) do
           raw = raw_for.call
           mutex = Ferrolock::DistMutex.new("cut", lease: 5, client: client)
           ready << true
           while Ferrolock.monotonic < stop_at
             started = raw.get("sections").to_i
             begin
-              Thread.handle_interrupt(RuntimeError => :immediate) do
+              Thread.handle_interrupt(Object => :immediate) do
                 Timeout.timeout(rand(0.0003..0.004)) { section(raw, mutex, 0, started) }
               end
-            rescue RuntimeError # Timeout::Error too
+            rescue *CUT_SHORT
               nil
             end
           end
