@@ -8,25 +8,7 @@ use ferrolock_core::{Client, Interrupt};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{cmd, contend_once, RedisServer};
-
-/// Calls per command since the last reset, but the INFO/CONFIG calls measuring them.
-fn calls(client: &Client) -> Vec<(String, i64)> {
-    let stats = match cmd(client, &["INFO", "commandstats"]) {
-        redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
-        other => panic!("INFO: {other:?}"),
-    };
-    stats
-        .lines()
-        .filter_map(|l| l.strip_prefix("cmdstat_"))
-        .filter(|l| !l.starts_with("info:") && !l.starts_with("config"))
-        .map(|l| {
-            let (name, rest) = l.split_once(':').unwrap();
-            let n = rest.split(['=', ',']).nth(1).unwrap().parse().unwrap();
-            (name.to_string(), n)
-        })
-        .collect()
-}
+use support::{calls, cmd, contend_once, RedisServer};
 
 /// Every command run since the last reset, but those named in `except`.
 fn commands_run(client: &Client, except: &[&str]) -> i64 {

@@ -148,18 +148,27 @@ pub fn cmd(client: &Client, args: &[&str]) -> redis::Value {
         .unwrap()
 }
 
-/// Every command Redis ran since the last CONFIG RESETSTAT, but the INFO/CONFIG calls measuring them.
-pub fn commands_run(client: &Client) -> i64 {
+/// Calls per command since the last CONFIG RESETSTAT, but the INFO/CONFIG calls measuring them.
+pub fn calls(client: &Client) -> Vec<(String, i64)> {
     let stats = match cmd(client, &["INFO", "commandstats"]) {
         redis::Value::BulkString(b) => String::from_utf8(b).unwrap(),
         other => panic!("INFO: {other:?}"),
     };
     stats
         .lines()
-        .filter(|l| l.starts_with("cmdstat_"))
-        .filter(|l| !l.starts_with("cmdstat_info:") && !l.starts_with("cmdstat_config"))
-        .map(|l| l.split(['=', ',']).nth(1).unwrap().parse::<i64>().unwrap())
-        .sum()
+        .filter_map(|l| l.strip_prefix("cmdstat_"))
+        .filter(|l| !l.starts_with("info:") && !l.starts_with("config"))
+        .map(|l| {
+            let (name, rest) = l.split_once(':').unwrap();
+            let n = rest.split(['=', ',']).nth(1).unwrap().parse().unwrap();
+            (name.to_string(), n)
+        })
+        .collect()
+}
+
+/// Every command Redis ran since the last CONFIG RESETSTAT, but the INFO/CONFIG calls measuring them.
+pub fn commands_run(client: &Client) -> i64 {
+    calls(client).iter().map(|(_, n)| n).sum()
 }
 
 /// Grant inbox channels (src/inbox.rs) subscribed on the server in namespace `ns`.
