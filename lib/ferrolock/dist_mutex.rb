@@ -51,7 +51,7 @@ module Ferrolock
                               Ferrolock.min_replicas_acked!(min_replicas_acked), local_passes)
       # Holds are recorded process-wide (Owners) under the lock's identity, so other DistMutex
       # objects of the same lock see them; a hold whose owner ends is released after a tick.
-      @key = [@client.redacted_url, @client.namespace, @name].freeze
+      @key = Owners.key(@client.redacted_url, @client.namespace, @name)
       @tick = (expire || lease) / 3.0
       # Made once: every lock passes them to Interrupts.acquire.
       @remember = method(:remember)
@@ -61,11 +61,11 @@ module Ferrolock
     # Waits for the lock (at most wait_timeout seconds: Ferrolock::TimeoutError after that).
     # timeout: is wait_timeout's deprecated name.
     def lock(wait_timeout: Deprecation::UNSET, timeout: Deprecation::UNSET)
+      return lock_as_current(nil, :wait_timeout) if Deprecation::UNSET.equal?(timeout) && Deprecation::UNSET.equal?(wait_timeout)
+
       given, timeout = Deprecation.rename("Ferrolock::DistMutex#lock", :timeout, :wait_timeout, [timeout, wait_timeout],
                                           nil)
-      raise ThreadError, "deadlock; recursive locking" if owned?
-
-      lock_unowned(timeout, given)
+      lock_as_current(timeout, given)
     end
 
     # Takes the lock if free; never waits for a holder (only for a release a #sleep of this
@@ -96,14 +96,18 @@ module Ferrolock
     # raised keeps its exception (a lost lease is then only evented). LockLost after a block that
     # finished is raised: the section was not exclusive. timeout: is wait_timeout's deprecated name.
     def synchronize(wait_timeout: Deprecation::UNSET, timeout: Deprecation::UNSET)
-      given, wait_timeout = Deprecation.rename("Ferrolock::DistMutex#synchronize", :timeout, :wait_timeout,
-                                               [timeout, wait_timeout], nil)
+      given = :wait_timeout
+      if !Deprecation::UNSET.equal?(timeout)
+        given, wait_timeout = Deprecation.rename("Ferrolock::DistMutex#synchronize", :timeout, :wait_timeout,
+                                                 [timeout, wait_timeout], nil)
+      elsif Deprecation::UNSET.equal?(wait_timeout)
+        wait_timeout = nil
+      end
       raise ThreadError, "must be called with a block" unless block_given?
-      raise ThreadError, "deadlock; recursive locking" if owned?
 
       finished = false
       begin
-        lock_unowned(wait_timeout, given)
+        lock_as_current(wait_timeout, given)
         value = yield
         finished = true
         value
@@ -172,19 +176,28 @@ module Ferrolock
 
     private
 
-    # lock, once the caller checked the current fiber does not hold it.
+    # lock for the calling fiber (ThreadError when it, or another fiber of its thread, holds it).
     # `given`: the keyword the caller wrote (:wait_timeout, or the deprecated :timeout), for errors.
-    def lock_unowned(timeout, given)
+    # This is every lock's path: kept short (each step here costs more than its own time, as the
+    # thread comes back from waiting on Redis with cold caches).
+    def lock_as_current(timeout, given)
       check_local_owners
 
-      timeout = Validate.seconds!(given, timeout, allow_zero: true) unless nil.equal?(timeout)
       LockLostWatcher.ensure_started
-      started = Ferrolock.monotonic
-      CallerTimeout.bound(started, timeout, -> { stalled_timeout(timeout) }) do
+      listening = Ferrolock.listening?(:acquired)
+      started = Ferrolock.monotonic if listening || !nil.equal?(timeout)
+      if nil.equal?(timeout)
         # Granted and recorded, or interrupted holding nothing (see Interrupts).
-        Interrupts.acquire(keep: @remember, give_back: @give_back) { @native.lock(timeout) }
+        Interrupts.acquire(keep: @remember, give_back: @give_back) { @native.lock(nil) }
+      else
+        timeout = Validate.seconds!(given, timeout, allow_zero: true)
+        CallerTimeout.bound(started, timeout, -> { stalled_timeout(timeout) }) do
+          Interrupts.acquire(keep: @remember, give_back: @give_back) { @native.lock(timeout) }
+        end
       end
-      Ferrolock.instrument(:acquired, primitive: :dist_mutex, name: @name, waited: Ferrolock.monotonic - started)
+      if listening
+        Ferrolock.instrument(:acquired, primitive: :dist_mutex, name: @name, waited: Ferrolock.monotonic - started)
+      end
       self
     end
 
@@ -218,8 +231,7 @@ module Ferrolock
 
     # Records hold (a Native::MutexHold) as owned by the calling fiber.
     def remember(hold)
-      Owners.add(Ownership.new(native_mutex: @native, hold: hold, key: @key, thread: Thread.current,
-                               fiber: Fiber.current, tick: @tick))
+      Owners.add(Ownership.new(@native, hold, @key, @name, Thread.current, Fiber.current, @tick))
     end
 
     # Removes the calling fiber's record and returns its Native::MutexHold (nil when not owned).
@@ -227,15 +239,16 @@ module Ferrolock
       Owners.take_current(@native, @key)&.hold
     end
 
-    # Before waiting. A live sibling fiber that holds this lock could never run to unlock it (the
-    # wait blocks the thread, even under a Fiber.scheduler): fail like Ruby's Mutex instead of
-    # hanging. A hold whose owner ended is released now rather than at the reaper's next tick.
+    # Before waiting: fails like Ruby's Mutex when the calling fiber holds the lock, or a live
+    # sibling fiber does (it could never run to unlock: the wait blocks the thread, even under a
+    # Fiber.scheduler), instead of hanging. A hold whose owner ended is released now rather than
+    # at the reaper's next tick.
     def check_local_owners
-      if Owners.sibling_fiber_holds?(@key)
-        raise ThreadError, "deadlock; lock already owned by another fiber belonging to the same thread"
+      case (gone = Owners.before_lock(@native, @key))
+      when :owned then raise ThreadError, "deadlock; recursive locking"
+      when :sibling then raise ThreadError, "deadlock; lock already owned by another fiber belonging to the same thread"
+      else Reaper.release_all(gone)
       end
-
-      Reaper.release_all(Owners.take_gone(@key))
     end
   end
 end

@@ -28,6 +28,10 @@ module Ferrolock
     locked skipped_in_progress skipped_processed released_after_error redis_error
   ].freeze
 
+  # Their ActiveSupport::Notifications names ("acquired.ferrolock"), made once.
+  NOTIFICATION_NAMES = EVENTS.to_h { |event| [event, "#{event}.ferrolock".freeze] }.freeze
+  private_constant :NOTIFICATION_NAMES
+
   SUBSCRIBERS_LOCK = Mutex.new
   private_constant :SUBSCRIBERS_LOCK
   @subscribers = [].freeze
@@ -60,7 +64,7 @@ module Ferrolock
     def instrument(event, payload = {})
       event = event_symbol!("instrument: event", "a Symbol", event)
       # Nobody listens (the usual case on a hot path): no interrupt mask to enter and leave.
-      return nil if @subscribers.empty? && !notifications_loaded?
+      return nil if @subscribers.empty? && !notifications_listening?(event)
 
       payload = canonical_payload(payload)
       Thread.handle_interrupt(Object => :never) do
@@ -76,6 +80,12 @@ module Ferrolock
         publish_notification(event, payload)
       end
       nil
+    end
+
+    # True when a subscriber or an ActiveSupport::Notifications listener would receive event. A hot
+    # path asks before it builds a payload nobody reads.
+    def listening?(event)
+      @subscribers.any? { |subscription| subscription.match?(event) } || notifications_listening?(event)
     end
 
     private
@@ -123,10 +133,21 @@ module Ferrolock
       Object.const_defined?(:ActiveSupport, false) && ::ActiveSupport.const_defined?(:Notifications, false)
     end
 
+    # True when ActiveSupport::Notifications is loaded and something listens to event's name (in a
+    # Rails app it is always loaded; most events have no listener). No rescue here: it runs
+    # unmasked, where a rescue would swallow an asynchronous exception (Thread#raise, Timeout).
+    def notifications_listening?(event)
+      return false unless notifications_loaded?
+
+      notifier = ::ActiveSupport::Notifications.notifier
+      # A notifier that cannot tell: publish, as before.
+      !notifier.respond_to?(:listening?) || notifier.listening?(NOTIFICATION_NAMES.fetch(event) { "#{event}.ferrolock" })
+    end
+
     def publish_notification(event, payload)
       return unless defined?(::ActiveSupport::Notifications)
 
-      ::ActiveSupport::Notifications.instrument("#{event}.ferrolock", payload)
+      ::ActiveSupport::Notifications.instrument(NOTIFICATION_NAMES.fetch(event) { "#{event}.ferrolock" }, payload)
     rescue StandardError => e # runs inside instrument's deferral: only a listener's own failure lands here
       logger.warn("ferrolock: ActiveSupport::Notifications for #{event} failed: #{e.class}: #{e.message}")
     end

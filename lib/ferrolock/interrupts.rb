@@ -13,6 +13,10 @@ module Ferrolock
   # Signals and Thread#wakeup carry no exception: they neither end a wait nor fail a release.
   module Interrupts
     DEFER = { Object => :never }.freeze
+    # What an attempt returns when an exception cut it short (no array per call: this is every
+    # lock's path).
+    INTERRUPTED = Object.new.freeze
+    private_constant :INTERRUPTED
 
     module_function
 
@@ -22,8 +26,8 @@ module Ferrolock
     def acquire(keep:, give_back:, &native)
       deferred = false
       loop do
-        done, value = Thread.handle_interrupt(DEFER) { attempt(deferred, keep, give_back, &native) }
-        return value if done
+        value = Thread.handle_interrupt(DEFER) { attempt(deferred, keep, give_back, &native) }
+        return value unless INTERRUPTED.equal?(value)
 
         # Leaving the mask raised nothing: the caller's own Thread.handle_interrupt defers the
         # queued exception. Raise it now if that mask lets it through at a blocking point (as
@@ -39,25 +43,25 @@ module Ferrolock
       Thread.handle_interrupt(DEFER, &block)
     end
 
-    # One masked attempt: [true, value] when kept, [false] when interrupted.
+    # One masked attempt: the value when kept, INTERRUPTED when cut short.
     def attempt(deferred, keep, give_back)
       # An exception queued before the native call: don't start it (unless it is the caller's
       # own deferred one, see acquire).
-      return [false] if !deferred && Thread.pending_interrupt?
+      return INTERRUPTED if !deferred && Thread.pending_interrupt?
 
       begin
         value = yield
       rescue Native::Interrupted
-        return [false]
+        return INTERRUPTED
       end
       # Granted just as an exception was queued: give it back, so that an interrupted
       # acquisition never holds anything.
       if !deferred && Thread.pending_interrupt?
         give_back_quietly(give_back, value)
-        return [false]
+        return INTERRUPTED
       end
       keep.call(value)
-      [true, value]
+      value
     end
     private_class_method :attempt
 

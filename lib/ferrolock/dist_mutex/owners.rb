@@ -2,9 +2,9 @@
 
 module Ferrolock
   class DistMutex
-    # The process-wide record of DistMutex holds (Ownership), indexed by lock key
-    # [url, namespace, name] so that a fiber deadlock is seen through any DistMutex object of that
-    # name. Holds exist here only while held: nothing is kept alive after unlock.
+    # The process-wide record of DistMutex holds (Ownership), indexed by lock key (Owners.key: the
+    # Redis URL, namespace and name) so that a fiber deadlock is seen through any DistMutex object
+    # of that name. Holds exist here only while held: nothing is kept alive after unlock.
     #
     # Fork: a child inherits the parent's records, but the parent still holds those locks (and
     # renews them). The first call in a child forgets them all; it never releases them. A child
@@ -13,8 +13,17 @@ module Ferrolock
       @lock = ::Mutex.new
       @generation = Native.fork_generation
       @by_key = {}
+      NONE = [].freeze
+      private_constant :NONE
 
       class << self
+        # The key of the lock named name on url (redacted) in namespace. A Symbol: every lock and
+        # unlock looks it up here, and a Symbol hashes by identity (an Array of the three strings
+        # would hash them on each lookup). Dynamic Symbols are collected once unused.
+        def key(url, namespace, name)
+          "#{url}\n#{namespace}\n#{name}".to_sym
+        end
+
         def add(ownership)
           @lock.synchronize do
             fresh_process!
@@ -41,12 +50,21 @@ module Ferrolock
           end
         end
 
-        # True when another live fiber of the calling thread holds key.
-        def sibling_fiber_holds?(key)
+        # What stands in the calling fiber's way before it waits for key, in one look (lock and
+        # synchronize call it every time, so the usual case, nothing of key held here, is one
+        # hash lookup): :owned when it holds key through native_mutex already, :sibling when
+        # another live fiber of its thread holds key (it could never run to unlock while this one
+        # waits), else the Ownerships of key whose owner ended, taken out for the caller to
+        # release (usually none).
+        def before_lock(native_mutex, key)
           @lock.synchronize do
             fresh_process!
             list = @by_key[key]
-            list ? list.any?(&:sibling_fiber?) : false
+            if list.nil? then NONE
+            elsif list.any? { |ownership| ownership.owned_by_current?(native_mutex) } then :owned
+            elsif list.any?(&:sibling_fiber?) then :sibling
+            else take_gone_of(key)
+            end
           end
         end
 
@@ -71,7 +89,7 @@ module Ferrolock
 
         def take_gone_of(key)
           list = @by_key[key]
-          return [] unless list
+          return NONE unless list
 
           ended, running = list.partition(&:owner_gone?)
           running.empty? ? @by_key.delete(key) : list.replace(running)

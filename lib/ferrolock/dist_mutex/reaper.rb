@@ -112,12 +112,12 @@ module Ferrolock
           # (the hold is out of Owners already and expires after its lease).
           raise
         rescue StandardError => e
-          Ferrolock.logger.warn("ferrolock: releasing DistMutex #{ownership.key.last.inspect} of an ended owner " \
+          Ferrolock.logger.warn("ferrolock: releasing DistMutex #{ownership.name.inspect} of an ended owner " \
                                 "failed (it expires after its lease): #{e.class}: #{e.message}")
         end
 
         def report(ownership, lost)
-          name = ownership.key.last
+          name = ownership.name
           thread = ownership.thread
           owner = thread.alive? ? "a fiber of #{thread.inspect}" : thread.inspect
           Ferrolock.logger.warn("ferrolock: DistMutex #{name.inspect} released: " \
