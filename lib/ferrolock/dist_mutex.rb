@@ -41,11 +41,7 @@ module Ferrolock
       end
 
       @client = Validate.client!(client)
-      local_passes = Validate.count!(:local_passes, local_passes, min: 0)
-      if local_passes > MAX_LOCAL_PASSES
-        raise ArgumentError,
-              "local_passes must be at most #{MAX_LOCAL_PASSES}, got #{local_passes}"
-      end
+      local_passes = Validate.local_passes!(local_passes)
 
       @native = Backend.build(:DistMutex, @client, @name, expire, auto_release, lease,
                               Ferrolock.min_replicas_acked!(min_replicas_acked), local_passes)

@@ -77,6 +77,7 @@ pub fn release_call(
             let opts = LimiterOptions {
                 limit: params.limit.max(1),
                 lease: params.ttl,
+                local_passes: 0,
             };
             ConcurrentLimiter::new(client, name, opts)?.release_call(token, false)
         }

@@ -1,6 +1,8 @@
 //! Cohort hand-off (issue 27): a DistMutex holder whose process has another thread waiting for
 //! the same name passes the lock to it inside the process, with no Redis round trip (the
 //! Redis lock keeps the token of the cohort's Redis acquisition, and its lease moves along).
+//! A ConcurrentLimiter slot is passed the same way (its member of the slots set keeps the
+//! token of the slot's Redis acquisition), with the same bounds and no fencing.
 //! A cohort is bounded: at most `local_passes` passes (≤ `MAX_LOCAL_PASSES`), none later than
 //! `WINDOW` after its Redis acquisition; then the lock goes back through Redis, whose FIFO line
 //! gives it to the next process waiting. A waiter of another process at the head of the Redis
@@ -45,6 +47,16 @@ impl Cohort {
             passes: 0,
             started,
         })
+    }
+
+    /// A cohort for a primitive without fencing tokens (a ConcurrentLimiter slot): the same
+    /// bounds on passes and time; its `fencing_token` means nothing.
+    pub fn unfenced(started: Instant) -> Cohort {
+        Cohort {
+            base: 0,
+            passes: 0,
+            started,
+        }
     }
 
     /// The next holder's place, when this cohort may pass on once more (at most `limit`

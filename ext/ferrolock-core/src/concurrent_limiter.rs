@@ -11,8 +11,14 @@
 //! shared with DistMutex): the others wait in the process, and the next release of any of the
 //! process's holders queues the next local waiter at the tail of the Redis line in the same
 //! script (when the process has nobody there), so that waiter only pops its grant.
+//!
+//! A holder whose process has a thread waiting locally for the name passes its slot to it
+//! without Redis (the cohort hand-off, cohort.rs): at most `local_passes` times in a row and
+//! within the cohort window of the slot's Redis acquisition; then the slot goes back through
+//! Redis, whose line serves other processes.
 
 use crate::client::{int, ints, Client};
+use crate::cohort::{self, Cohort};
 use crate::error::{Error, Result};
 use crate::handoff::{ack_grant, await_grant, Awaiting, CutShort};
 use crate::inbox::{Inbox, Waited};
@@ -54,6 +60,9 @@ pub struct LimiterOptions {
     pub limit: u32,
     /// How long a slot survives without renewal: the crash-recovery bound.
     pub lease: Duration,
+    /// Cohort hand-offs in a row (0..=cohort::MAX_LOCAL_PASSES; 0: every slot goes back
+    /// through Redis).
+    pub local_passes: u32,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +82,9 @@ pub struct ConcurrentLimiter {
     limit: u32,
     lease: Duration,
     min_replicas_acked: u32,
+    local_passes: u32,
+    /// No cohort hand-off later than this after the slot's Redis acquisition.
+    cohort_window: Duration,
     /// Tokens of `acquire` calls cut short (interrupted, Redis unreachable), with their place in
     /// line if any: a retry with the same token checks whether a slot is already its own and
     /// takes its place back instead of queueing twice; `abandon` drops it.
@@ -82,10 +94,13 @@ pub struct ConcurrentLimiter {
 /// A held slot. Dropping it without `release` stops renewal; the slot then expires.
 pub struct Slot {
     token: String,
-    lease: Lease,
+    /// Renewal while held (None only in the empty shell a cohort hand-off leaves behind).
+    lease: Option<Lease>,
     /// This holder's place among its process's threads for the name, when it came through the
     /// local line: its release may queue the next local waiter.
     member: Option<Member>,
+    /// Cohort hand-offs of this slot since its Redis acquisition.
+    cohort: Cohort,
 }
 
 impl Slot {
@@ -118,6 +133,13 @@ impl ConcurrentLimiter {
             return Err(Error::argument("count: must be a positive integer"));
         }
         crate::seconds::check_span("lock_timeout", opts.lease)?;
+        if opts.local_passes > cohort::MAX_LOCAL_PASSES {
+            return Err(Error::argument(format!(
+                "local_passes must be between 0 and {}, got {}",
+                cohort::MAX_LOCAL_PASSES,
+                opts.local_passes
+            )));
+        }
         Ok(ConcurrentLimiter {
             client: client.clone(),
             name: name.to_string(),
@@ -128,6 +150,8 @@ impl ConcurrentLimiter {
             limit: opts.limit,
             lease: opts.lease,
             min_replicas_acked: 0,
+            local_passes: opts.local_passes,
+            cohort_window: cohort::WINDOW.min(opts.lease / 4),
             cut_short: CutShort::default(),
         })
     }
@@ -237,8 +261,49 @@ impl ConcurrentLimiter {
         let report = LostLease::new("concurrent_limiter", &self.name);
         Slot {
             token: token.to_string(),
-            lease: Lease::start_reporting(&self.client, self.renew_call(token), self.lease, report),
+            lease: Some(Lease::start_reporting(
+                &self.client,
+                self.renew_call(token),
+                self.lease,
+                report,
+            )),
             member: None,
+            cohort: Cohort::unfenced(Instant::now()),
+        }
+    }
+
+    /// Tests: another cohort window (a slow test machine may take longer than the default
+    /// between an acquisition and the release it checks).
+    #[doc(hidden)]
+    pub fn with_cohort_window(mut self, window: Duration) -> Self {
+        self.cohort_window = window;
+        self
+    }
+
+    /// Passes `slot` to the oldest live local waiter of its process (the cohort hand-off, no
+    /// Redis round trip) when its cohort may pass on once more: true when passed (`slot` is
+    /// then an empty shell: its token and lease went to the waiter).
+    fn pass_locally(&self, slot: &mut Slot) -> bool {
+        let Some(next) = slot.cohort.next(self.local_passes, self.cohort_window) else {
+            return false;
+        };
+        let Some(member) = slot.member.take() else {
+            return false;
+        };
+        let passed = member.pass_slot_on(|| {
+            Box::new(Slot {
+                token: std::mem::take(&mut slot.token),
+                lease: slot.lease.take(),
+                member: None,
+                cohort: next,
+            })
+        });
+        match passed {
+            Ok(()) => true,
+            Err(member) => {
+                slot.member = Some(member);
+                false
+            }
         }
     }
 
@@ -321,7 +386,7 @@ impl ConcurrentLimiter {
             token,
             Some(deadline),
         );
-        let (turn, mut member) = match joined {
+        let (turn, member) = match joined {
             Joined::Active(member) => (Turn::Attempt { uncertain: false }, member),
             // Holders renew, so nobody but a release passes a local waiter on within a lease;
             // a slot freed by another process's release while none of this one waits in Redis
@@ -334,6 +399,17 @@ impl ConcurrentLimiter {
                 }
             }
         };
+        if let Turn::Handed(baton) = turn {
+            // A holder of this process passed us its slot (cohort.rs): no Redis.
+            let Ok(mut slot) = baton.downcast::<Slot>() else {
+                return Err(Error::Redis(
+                    "ConcurrentLimiter: a foreign hold was passed".into(),
+                ));
+            };
+            slot.member = Some(member);
+            return Ok(Some(*slot));
+        }
+        let mut member = member;
         // `member` lives until this returns: an error passes the turn on as it drops.
         let queued_by_release = turn.start(queued, || {
             let leave = self.release_call(token, true);
@@ -494,7 +570,10 @@ impl ConcurrentLimiter {
     /// slot's lease had run out (or Redis lost it) while held: the limit may have been exceeded
     /// meanwhile.
     pub fn release(&self, intr: &Interrupt, mut slot: Slot) -> Result<()> {
-        let lost_before = slot.lease.is_lost();
+        let lost_before = slot.lease.as_ref().is_some_and(Lease::is_lost);
+        if !lost_before && self.pass_locally(&mut slot) {
+            return Ok(());
+        }
         let token = slot.token.clone();
         let member = slot.member.take();
         drop(slot); // stop renewing before releasing

@@ -111,7 +111,7 @@ impl Turn {
                 }
                 Ok(false)
             }
-            // Taken by the primitive before it starts a turn (only DistMutex passes holds).
+            // Taken by the primitive before it starts a turn.
             Turn::Handed(_) => Err(Error::Redis(
                 "local line: a passed hold reached a Redis turn".to_string(),
             )),
@@ -223,14 +223,19 @@ impl Member {
         self.role = Role::Holding;
     }
 
-    /// For a holder of this fork, when no thread of the process waits in the Redis line: the
-    /// line and the oldest local waiter whose wait has not ended, taken out of `waiting`.
-    fn next_local_waiter<'a>(&self, lines: &'a mut Lines) -> Option<(&'a mut Line, u64)> {
+    /// For a holder of this fork, when no thread of the process waits in the Redis line (unless
+    /// `ahead_of_redis_waiter`): the line and the oldest local waiter whose wait has not ended,
+    /// taken out of `waiting`.
+    fn next_local_waiter<'a>(
+        &self,
+        lines: &'a mut Lines,
+        ahead_of_redis_waiter: bool,
+    ) -> Option<(&'a mut Line, u64)> {
         if self.role != Role::Holding || crate::fork::generation() != self.generation {
             return None;
         }
         let line = lines.0.get_mut(&self.key)?;
-        if line.in_redis > 0 {
+        if line.in_redis > 0 && !ahead_of_redis_waiter {
             return None;
         }
         let at = line.first_live_waiter()?;
@@ -244,8 +249,24 @@ impl Member {
     /// pass. `Err(self)` when this member is not a holder, nobody waits here, or a thread of
     /// the process waits in the Redis line: it came before those waiting here and keeps its turn.
     pub fn pass_on(self, baton: impl FnOnce() -> Baton) -> std::result::Result<(), Member> {
+        self.pass(false, baton)
+    }
+
+    /// `pass_on` for a ConcurrentLimiter slot, also while a thread of the process waits in the
+    /// Redis line: a limiter's process often holds slots while one of its threads waits there
+    /// for another, and passing this slot takes nothing from that waiter (its entry still waits
+    /// for a slot released through Redis). The cohort bounds how long a slot stays here.
+    pub fn pass_slot_on(self, baton: impl FnOnce() -> Baton) -> std::result::Result<(), Member> {
+        self.pass(true, baton)
+    }
+
+    fn pass(
+        self,
+        ahead_of_redis_waiter: bool,
+        baton: impl FnOnce() -> Baton,
+    ) -> std::result::Result<(), Member> {
         let mut lines = lines();
-        let Some((line, id)) = self.next_local_waiter(&mut lines) else {
+        let Some((line, id)) = self.next_local_waiter(&mut lines, ahead_of_redis_waiter) else {
             return Err(self);
         };
         line.slots.insert(id, Slot::Told(Turn::Handed(baton())));
@@ -260,7 +281,7 @@ impl Member {
     /// has not ended, now being queued by this holder's release; `Err(self)` otherwise.
     pub fn take_successor(self) -> std::result::Result<Successor, Member> {
         let mut lines = lines();
-        let Some((line, id)) = self.next_local_waiter(&mut lines) else {
+        let Some((line, id)) = self.next_local_waiter(&mut lines, false) else {
             return Err(self);
         };
         let Some(Slot::Waiting { token, deadline }) = line.slots.insert(id, Slot::Promoting) else {

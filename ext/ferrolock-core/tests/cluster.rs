@@ -128,6 +128,7 @@ fn every_primitive_works_on_every_master() {
         let opts = LimiterOptions {
             limit: 2,
             lease: Duration::from_secs(5),
+            local_passes: 0,
         };
         let l = ConcurrentLimiter::new(&cl, name, opts).unwrap();
         let s1 = l.acquire(&intr, &ConcurrentLimiter::new_token(), Instant::now());

@@ -11,6 +11,7 @@ fn limiter(client: &Client, name: &str, limit: u32, lease_ms: u64) -> Concurrent
     let opts = LimiterOptions {
         limit,
         lease: Duration::from_millis(lease_ms),
+        local_passes: 0,
     };
     ConcurrentLimiter::new(client, name, opts).unwrap()
 }
@@ -260,6 +261,7 @@ fn bad_options_are_rejected() {
     let zero = LimiterOptions {
         limit: 0,
         lease: Duration::from_secs(1),
+        local_passes: 0,
     };
     assert!(
         matches!(ConcurrentLimiter::new(&client, "x", zero), Err(Error::Argument(m)) if m.contains("count"))
@@ -267,6 +269,7 @@ fn bad_options_are_rejected() {
     let no_lease = LimiterOptions {
         limit: 1,
         lease: Duration::ZERO,
+        local_passes: 0,
     };
     assert!(
         matches!(ConcurrentLimiter::new(&client, "x", no_lease), Err(Error::Argument(m)) if m.contains("lock_timeout"))
@@ -274,6 +277,7 @@ fn bad_options_are_rejected() {
     let ok = LimiterOptions {
         limit: 1,
         lease: Duration::from_secs(1),
+        local_passes: 0,
     };
     assert!(matches!(
         ConcurrentLimiter::new(&client, "", ok),

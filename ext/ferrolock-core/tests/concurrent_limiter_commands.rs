@@ -27,6 +27,7 @@ fn limiter(client: &Client, name: &str, limit: u32) -> ConcurrentLimiter {
     let opts = LimiterOptions {
         limit,
         lease: Duration::from_secs(60),
+        local_passes: 0,
     };
     ConcurrentLimiter::new(client, name, opts).unwrap()
 }
@@ -73,6 +74,7 @@ fn a_free_slot_attempt_drops_expired_slots_and_keeps_the_longest_lease() {
         let opts = LimiterOptions {
             limit: 3,
             lease: Duration::from_secs(secs),
+            local_passes: 0,
         };
         ConcurrentLimiter::new(&client, "mixed", opts).unwrap()
     };

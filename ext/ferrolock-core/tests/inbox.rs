@@ -105,6 +105,7 @@ fn a_limiter_slot_is_granted_through_the_inbox_too() {
     let opts = || LimiterOptions {
         limit: 1,
         lease: Duration::from_secs(30),
+        local_passes: 0,
     };
     let la = ConcurrentLimiter::new(&a, "slots", opts()).unwrap();
     let lb = Arc::new(ConcurrentLimiter::new(&b, "slots", opts()).unwrap());

@@ -19,6 +19,7 @@ fn limiter(client: &Client, name: &str, limit: u32) -> Arc<ConcurrentLimiter> {
     let opts = LimiterOptions {
         limit,
         lease: Duration::from_secs(30),
+        local_passes: 0,
     };
     Arc::new(ConcurrentLimiter::new(client, name, opts).unwrap())
 }
@@ -478,6 +479,7 @@ fn many_threads_in_three_processes_never_exceed_the_limit_and_all_finish() {
         let opts = LimiterOptions {
             limit: limit as u32,
             lease: Duration::from_millis(3_000),
+            local_passes: 0,
         };
         let l = Arc::new(ConcurrentLimiter::new(&client, "stress", opts).unwrap());
         for _ in 0..5 {

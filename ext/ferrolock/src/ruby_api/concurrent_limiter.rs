@@ -19,6 +19,8 @@ pub struct RbConcurrentLimiter(ConcurrentLimiter);
 pub struct RbLimiterSlot(HeldCell<Slot>);
 
 impl RbConcurrentLimiter {
+    // Native::ConcurrentLimiter.new's positional arguments (lib/ferrolock/concurrent_limiter.rb
+    // validates them).
     fn new(
         ruby: &Ruby,
         client: &RbClient,
@@ -26,6 +28,7 @@ impl RbConcurrentLimiter {
         limit: i64,
         lock_timeout: f64,
         min_replicas_acked: i64,
+        local_passes: i64,
     ) -> Result<Self, Error> {
         let acks = replicas::check(min_replicas_acked).map_err(|e| core_error(ruby, e))?;
         let limit = u32::try_from(limit)
@@ -40,6 +43,8 @@ impl RbConcurrentLimiter {
         let opts = LimiterOptions {
             limit,
             lease: seconds(ruby, "lock_timeout", lock_timeout)?,
+            // Out of range: the core's ArgumentError names the bound.
+            local_passes: u32::try_from(local_passes).unwrap_or(u32::MAX),
         };
         ConcurrentLimiter::new(&client.0, &name, opts)
             .map(|l| RbConcurrentLimiter(l.with_min_replicas_acked(acks)))
@@ -88,7 +93,7 @@ impl RbLimiterSlot {
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("ConcurrentLimiter", ruby.class_object())?;
-    class.define_singleton_method("new", function!(guard::f5(RbConcurrentLimiter::new), 5))?;
+    class.define_singleton_method("new", function!(guard::f6(RbConcurrentLimiter::new), 6))?;
     class.define_method(
         "acquire",
         method!(guard::f2(RbConcurrentLimiter::acquire), 1),
