@@ -24,8 +24,8 @@ module Ferrolock
     # waiting for the name passes the lock to it without Redis, at most this many times in a row
     # (and within 10 ms of the Redis acquisition); then the lock goes back through Redis, whose
     # FIFO line serves other processes. 0: every hand-off goes through Redis.
-    LOCAL_PASSES = 8
-    MAX_LOCAL_PASSES = 15
+    LOCAL_PASSES = Cohort::LOCAL_PASSES
+    MAX_LOCAL_PASSES = Cohort::MAX_LOCAL_PASSES
 
     # min_replicas_acked: replicas each grant must reach before lock returns (nil: the
     # configured default, see Configuration#min_replicas_acked). local_passes: see LOCAL_PASSES.
@@ -41,7 +41,7 @@ module Ferrolock
       end
 
       @client = Validate.client!(client)
-      local_passes = Validate.local_passes!(local_passes)
+      local_passes = Cohort.local_passes!(local_passes)
 
       @native = Backend.build(:DistMutex, @client, @name, expire, auto_release, lease,
                               Ferrolock.min_replicas_acked!(min_replicas_acked), local_passes)
@@ -57,7 +57,9 @@ module Ferrolock
     # Waits for the lock (at most wait_timeout seconds: Ferrolock::TimeoutError after that).
     # timeout: is wait_timeout's deprecated name.
     def lock(wait_timeout: Deprecation::UNSET, timeout: Deprecation::UNSET)
-      return lock_as_current(nil, :wait_timeout) if Deprecation::UNSET.equal?(timeout) && Deprecation::UNSET.equal?(wait_timeout)
+      if Deprecation::UNSET.equal?(timeout) && Deprecation::UNSET.equal?(wait_timeout)
+        return lock_as_current(nil, :wait_timeout)
+      end
 
       given, timeout = Deprecation.rename("Ferrolock::DistMutex#lock", :timeout, :wait_timeout, [timeout, wait_timeout],
                                           nil)

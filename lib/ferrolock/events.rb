@@ -141,7 +141,8 @@ module Ferrolock
 
       notifier = ::ActiveSupport::Notifications.notifier
       # A notifier that cannot tell: publish, as before.
-      !notifier.respond_to?(:listening?) || notifier.listening?(NOTIFICATION_NAMES.fetch(event) { "#{event}.ferrolock" })
+      name = NOTIFICATION_NAMES.fetch(event) { "#{event}.ferrolock" }
+      !notifier.respond_to?(:listening?) || notifier.listening?(name)
     end
 
     def publish_notification(event, payload)

@@ -124,16 +124,6 @@ module Ferrolock
     end
 
     # An Integer from min (0 or 1) to MAX_COUNT.
-    # local_passes: (DistMutex, ConcurrentLimiter): cohort hand-offs in a row, 0 up to
-    # DistMutex::MAX_LOCAL_PASSES (the fencing tokens a Redis acquisition reserves above its own).
-    def local_passes!(value)
-      value = count!(:local_passes, value, min: 0)
-      max = DistMutex::MAX_LOCAL_PASSES
-      raise ArgumentError, "local_passes must be at most #{max}, got #{value}" if value > max
-
-      value
-    end
-
     def count!(arg, value, min:)
       raise TypeError, "#{arg} must be an Integer, got #{show(value)}" unless integer?(value)
       raise ArgumentError, "#{arg} must be #{min.zero? ? "zero or more" : "positive"}, got #{value}" if value < min

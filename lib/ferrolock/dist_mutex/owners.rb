@@ -60,10 +60,14 @@ module Ferrolock
           @lock.synchronize do
             fresh_process!
             list = @by_key[key]
-            if list.nil? then NONE
-            elsif list.any? { |ownership| ownership.owned_by_current?(native_mutex) } then :owned
-            elsif list.any?(&:sibling_fiber?) then :sibling
-            else take_gone_of(key)
+            if list.nil?
+              NONE
+            elsif list.any? { |ownership| ownership.owned_by_current?(native_mutex) }
+              :owned
+            elsif list.any?(&:sibling_fiber?)
+              :sibling
+            else
+              take_gone_of(key)
             end
           end
         end
