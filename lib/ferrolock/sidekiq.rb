@@ -6,6 +6,7 @@ module Ferrolock
   # Sidekiq's own constants must be written `::Sidekiq`: a bare `Sidekiq` means this module.
   module Sidekiq
     autoload :ActiveJobHooks, File.expand_path("sidekiq/active_job_hooks", __dir__)
+    autoload :ActiveJobLogQuiet, File.expand_path("sidekiq/active_job_log_quiet", __dir__)
     autoload :Compat, File.expand_path("sidekiq/compat", __dir__)
     autoload :DualLockMiddleware, File.expand_path("sidekiq/dual_lock_middleware", __dir__)
     autoload :DualLockSettings, File.expand_path("sidekiq/dual_lock_settings", __dir__)

@@ -11,12 +11,12 @@ module Ferrolock
     #   before_enqueue callback halted" instead of "Enqueued …", and later enqueue callbacks do
     #   not run;
     # - a Ferrolock::OverLimit out of an ActiveJob job's perform is handed to LimiterMiddleware
-    #   (running this job) right there. A job it reschedules is published as ActiveJob's own
-    #   `enqueue_retry.active_job` and leaves perform by `throw`, not as an exception: ActiveJob
-    #   logs "Retrying <Job> … in N seconds, due to a Ferrolock::OverLimit", then "Performed",
-    #   exactly as for a job its own retry_on reschedules, and no "Error performing" with a
-    #   backtrace. One out of reschedules is raised as it came, an error for ActiveJob and Sidekiq's
-    #   retry alike. An OverLimit the job class rescues itself (rescue_from, retry_on) is left to it.
+    #   (running this job) right there. A job it reschedules leaves perform by `throw`, not as an
+    #   exception, and ActiveJob's log subscriber is told to keep quiet about that run: the one line
+    #   about it is LimiterMiddleware's (both ids, the real delay), with no "Error performing" and
+    #   its backtrace, and no "Performed" for a run that did not perform. One out of reschedules is
+    #   raised as it came, an error for ActiveJob and Sidekiq's retry alike. An OverLimit the job
+    #   class rescues itself (rescue_from, retry_on) is left to it.
     #
     # Each signal is thrown only while the matching catch is on this fiber's stack for this very job
     # (a thread/fiber-local names the job): nothing is thrown at code that does not expect it.
@@ -25,6 +25,7 @@ module Ferrolock
       RESCHEDULED = :ferrolock_rescheduled
       ENQUEUING = :ferrolock_active_job_enqueuing
       PERFORMING = :ferrolock_active_job_performing
+      RESCHEDULED_JOB = :ferrolock_active_job_rescheduled
 
       module_function
 
@@ -40,6 +41,8 @@ module Ferrolock
         ::ActiveSupport.on_load(:active_job) do
           around_enqueue { |job, block| Ferrolock::Sidekiq::ActiveJobHooks.enqueue(job, &block) }
           around_perform { |job, block| Ferrolock::Sidekiq::ActiveJobHooks.perform(job, &block) }
+          # (active_job/base requires it before this hook runs)
+          ::ActiveJob::LogSubscriber.prepend(Ferrolock::Sidekiq::ActiveJobLogQuiet)
         end
       end
 
@@ -71,11 +74,9 @@ module Ferrolock
         # provider_job_id is nil when run inline (perform_now): no middleware runs it then.
         raise unless reschedule && job.provider_job_id == jid && !handled_by_job?(job, e)
 
-        delay = reschedule.call(e)
-        raise unless delay
+        raise unless reschedule.call(e)
 
-        ::ActiveSupport::Notifications.instrument("enqueue_retry.active_job",
-                                                  job: job, adapter: job.class.queue_adapter, error: e, wait: delay)
+        Thread.current[RESCHEDULED_JOB] = job
         throw RESCHEDULED
       end
 
@@ -84,10 +85,18 @@ module Ferrolock
       def rescheduling(payload, reschedule, &block)
         return yield unless active_job_id(payload)
 
-        catch(RESCHEDULED) do
-          return within(PERFORMING, [payload["jid"], reschedule].freeze, &block)
+        within(RESCHEDULED_JOB, nil) do
+          catch(RESCHEDULED) do
+            return within(PERFORMING, [payload["jid"], reschedule].freeze, &block)
+          end
         end
         nil
+      end
+
+      # Whether `job`'s perform, now ending, was rescheduled by #perform (read by ActiveJobLogQuiet
+      # as ActiveJob's perform instrumentation finishes, while the throw unwinds through it).
+      def rescheduled?(job)
+        !job.nil? && Thread.current[RESCHEDULED_JOB].equal?(job)
       end
 
       # The ActiveJob job id of a Sidekiq payload wrapping an ActiveJob job, else nil.

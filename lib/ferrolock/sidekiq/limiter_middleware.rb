@@ -41,8 +41,8 @@ module Ferrolock
         @backoff = Validate.callable!(:backoff, options[:backoff], "->(limiter, job, ex) { seconds }")
       end
 
-      # (An ActiveJob job's OverLimit is handled inside ActiveJob's perform, so ActiveJob logs the
-      # reschedule as its own retry: see ActiveJobHooks.)
+      # (An ActiveJob job's OverLimit is handled inside ActiveJob's perform, so ActiveJob logs
+      # neither an error nor "Performed" for a rescheduled run: see ActiveJobHooks.)
       def call(_worker, job, queue, &block)
         ActiveJobHooks.install
         handled = nil
