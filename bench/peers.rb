@@ -57,7 +57,7 @@ module PeersBench
          m.synchronize { [now, now] }
        end]
     else
-      [-> { Ferrolock::ConcurrentLimiter.new("peers:limiter", LIMIT, wait_timeout: 60, lock_timeout: LEASE_MS / 1000) },
+      [-> { Ferrolock::ConcurrentLimiter.new("peers:limiter", LIMIT, wait_timeout: 60, lease: LEASE_MS / 1000) },
        ->(limiter) { limiter.within_limit { [now, now] } }]
     end
   end
