@@ -209,6 +209,7 @@ RSpec.describe Ferrolock::ConcurrentLimiter do
     expect(took).to be < 2.5
   end
 
+  # With the default local_passes (8): slots also move between a process's threads without Redis.
   it "holds the limit with 4 processes x 8 threads hammering for 10 s, and status stays consistent" do
     code = <<~RUBY
       require "ferrolock"
@@ -258,6 +259,9 @@ RSpec.describe Ferrolock::ConcurrentLimiter do
       expect { described_class.new("x", 1.5) }.to raise_error(TypeError, /count/)
       expect { described_class.new("x", "3") }.to raise_error(TypeError, /count/)
       expect { described_class.new("x", 1, wait_timeout: -1) }.to raise_error(ArgumentError, /wait_timeout/)
+      expect { described_class.new("x", 1, local_passes: 16) }.to raise_error(ArgumentError, /local_passes/)
+      expect { described_class.new("x", 1, local_passes: -1) }.to raise_error(ArgumentError, /local_passes/)
+      expect { described_class.new("x", 1, local_passes: "8") }.to raise_error(TypeError, /local_passes/)
       expect { described_class.new("x", 1, wait_timeout: "5") }.to raise_error(TypeError, /wait_timeout/)
       expect { described_class.new("x", 1, lock_timeout: 0) }.to raise_error(ArgumentError, /lock_timeout/)
       expect { described_class.new("x", 1, lock_timeout: -3) }.to raise_error(ArgumentError, /lock_timeout/)
