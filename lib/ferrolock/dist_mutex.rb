@@ -176,8 +176,8 @@ module Ferrolock
 
     # lock for the calling fiber (ThreadError when it, or another fiber of its thread, holds it).
     # `given`: the keyword the caller wrote (:wait_timeout, or the deprecated :timeout), for errors.
-    # This is every lock's path: kept short (each step here costs more than its own time, as the
-    # thread comes back from waiting on Redis with cold caches).
+    # This is every lock's path: kept short (a request sent more than ~2 µs after the previous
+    # reply finds Redis asleep and costs ~10 µs more; see doc/BENCHMARKS.md).
     def lock_as_current(timeout, given)
       check_local_owners
 

@@ -13,6 +13,7 @@
 //! hands them out in order, and the next Redis acquisition's token is above them all. A token
 //! that is not such a multiple (issued by an older version during a deploy) starts no cohort.
 
+use crate::error::{Error, Result};
 use std::time::{Duration, Instant};
 
 /// Redis-issued fencing tokens are multiples of this (see the scripts).
@@ -27,6 +28,17 @@ pub const DEFAULT_LOCAL_PASSES: u32 = 8;
 /// No local pass later than this after the cohort's Redis acquisition, so a cohort of long
 /// sections gives the lock back to Redis soon whatever `local_passes` says.
 pub const WINDOW: Duration = Duration::from_millis(10);
+
+/// `local_passes` (a primitive's option) within 0..=`MAX_LOCAL_PASSES`, else an argument error
+/// naming it.
+pub fn check_local_passes(local_passes: u32) -> Result<()> {
+    if local_passes > MAX_LOCAL_PASSES {
+        return Err(Error::argument(format!(
+            "local_passes must be between 0 and {MAX_LOCAL_PASSES}, got {local_passes}"
+        )));
+    }
+    Ok(())
+}
 
 /// Where a holder stands in its cohort.
 #[derive(Clone, Copy, Debug)]

@@ -133,13 +133,7 @@ impl ConcurrentLimiter {
             return Err(Error::argument("count: must be a positive integer"));
         }
         crate::seconds::check_span("lock_timeout", opts.lease)?;
-        if opts.local_passes > cohort::MAX_LOCAL_PASSES {
-            return Err(Error::argument(format!(
-                "local_passes must be between 0 and {}, got {}",
-                cohort::MAX_LOCAL_PASSES,
-                opts.local_passes
-            )));
-        }
+        cohort::check_local_passes(opts.local_passes)?;
         Ok(ConcurrentLimiter {
             client: client.clone(),
             name: name.to_string(),
@@ -287,24 +281,17 @@ impl ConcurrentLimiter {
         let Some(next) = slot.cohort.next(self.local_passes, self.cohort_window) else {
             return false;
         };
-        let Some(member) = slot.member.take() else {
-            return false;
-        };
-        let passed = member.pass_slot_on(|| {
+        // Ahead of the process's waiter in Redis: a limiter's process often holds slots while
+        // one of its threads waits there for another, and passing this slot takes nothing from
+        // that waiter (its entry still waits for a slot released through Redis).
+        local_line::pass_on(&mut slot.member, true, || {
             Box::new(Slot {
                 token: std::mem::take(&mut slot.token),
                 lease: slot.lease.take(),
                 member: None,
                 cohort: next,
             })
-        });
-        match passed {
-            Ok(()) => true,
-            Err(member) => {
-                slot.member = Some(member);
-                false
-            }
-        }
+        })
     }
 
     /// Waits for a slot until `deadline` (one attempt when it has passed already). `Ok(None)`

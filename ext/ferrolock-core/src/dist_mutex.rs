@@ -121,13 +121,7 @@ impl DistMutex {
     pub fn new(client: &Client, name: &str, opts: DistMutexOptions) -> Result<DistMutex> {
         let keys = client.keys(name)?;
         crate::seconds::check_span("lease", opts.lease)?;
-        if opts.local_passes > cohort::MAX_LOCAL_PASSES {
-            return Err(Error::argument(format!(
-                "local_passes must be between 0 and {}, got {}",
-                cohort::MAX_LOCAL_PASSES,
-                opts.local_passes
-            )));
-        }
+        cohort::check_local_passes(opts.local_passes)?;
         let ttl = match opts.expire {
             Some(e) => crate::seconds::check_span("expire", e)?,
             None if !opts.auto_release => {
@@ -307,10 +301,7 @@ impl DistMutex {
         if self.client.inbox().was_revoked(&held.token) {
             return false;
         }
-        let Some(member) = held.member.take() else {
-            return false;
-        };
-        let passed = member.pass_on(|| {
+        local_line::pass_on(&mut held.member, false, || {
             Box::new(Held {
                 token: std::mem::take(&mut held.token),
                 fencing_token: next.fencing_token(),
@@ -318,14 +309,7 @@ impl DistMutex {
                 member: None,
                 cohort: Some(next),
             })
-        });
-        match passed {
-            Ok(()) => true,
-            Err(member) => {
-                held.member = Some(member);
-                false
-            }
-        }
+        })
     }
 
     /// One attempt, never waits (but for a sleep release of this lock in flight, see

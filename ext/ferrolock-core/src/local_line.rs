@@ -83,7 +83,7 @@ pub enum Turn {
     /// granted it the lock): leave the Redis line first.
     Attempt { uncertain: bool },
     /// A holder of this process passed it the lock itself (cohort.rs): the primitive's hold,
-    /// which `Member::pass_on` was given. The waiter holds from now on.
+    /// which `pass_on` was given. The waiter holds from now on.
     Handed(Baton),
 }
 
@@ -243,23 +243,7 @@ impl Member {
         Some((line, id))
     }
 
-    /// Passes the hold to the oldest local waiter whose wait has not ended, which holds from
-    /// then on (`Turn::Handed`): `baton` is made only once such a waiter was chosen, under the
-    /// line's lock, so no waiter can leave (time out, be interrupted) between the choice and the
-    /// pass. `Err(self)` when this member is not a holder, nobody waits here, or a thread of
-    /// the process waits in the Redis line: it came before those waiting here and keeps its turn.
-    pub fn pass_on(self, baton: impl FnOnce() -> Baton) -> std::result::Result<(), Member> {
-        self.pass(false, baton)
-    }
-
-    /// `pass_on` for a ConcurrentLimiter slot, also while a thread of the process waits in the
-    /// Redis line: a limiter's process often holds slots while one of its threads waits there
-    /// for another, and passing this slot takes nothing from that waiter (its entry still waits
-    /// for a slot released through Redis). The cohort bounds how long a slot stays here.
-    pub fn pass_slot_on(self, baton: impl FnOnce() -> Baton) -> std::result::Result<(), Member> {
-        self.pass(true, baton)
-    }
-
+    /// See [`pass_on`].
     fn pass(
         self,
         ahead_of_redis_waiter: bool,
@@ -298,6 +282,29 @@ impl Member {
             deadline,
             told: false,
         })
+    }
+}
+
+/// Passes a hold to the oldest local waiter whose wait has not ended, which holds from then on
+/// (`Turn::Handed`): `baton` is made only once such a waiter was chosen, under the line's lock,
+/// so no waiter can leave (time out, be interrupted) between the choice and the pass. `member` is
+/// the holder's (taken when passed). False, `member` left as it was, when there is none, it is
+/// not a holder, nobody waits here, or (unless `ahead_of_redis_waiter`) a thread of the process
+/// waits in the Redis line: it came before those waiting here and keeps its turn.
+pub fn pass_on(
+    member: &mut Option<Member>,
+    ahead_of_redis_waiter: bool,
+    baton: impl FnOnce() -> Baton,
+) -> bool {
+    let Some(holder) = member.take() else {
+        return false;
+    };
+    match holder.pass(ahead_of_redis_waiter, baton) {
+        Ok(()) => true,
+        Err(holder) => {
+            *member = Some(holder);
+            false
+        }
     }
 }
 

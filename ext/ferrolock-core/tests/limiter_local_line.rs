@@ -468,6 +468,19 @@ fn a_slot_freed_elsewhere_reaches_local_waiters_without_a_release_of_their_proce
 
 #[test]
 fn many_threads_in_three_processes_never_exceed_the_limit_and_all_finish() {
+    stress(0);
+}
+
+/// The same with the cohort hand-off (tests/limiter_cohort.rs): slots also move between a
+/// process's threads without Redis.
+#[test]
+fn many_threads_passing_slots_never_exceed_the_limit_and_all_finish() {
+    stress(ferrolock_core::cohort::DEFAULT_LOCAL_PASSES);
+}
+
+/// 5 threads in each of 3 processes take one limiter's 3 slots 25 times each: never more than 3
+/// inside, everyone done, nothing left in Redis.
+fn stress(local_passes: u32) {
     let server = RedisServer::start();
     let (limit, rounds) = (3usize, 25usize);
     let inside = Arc::new(AtomicUsize::new(0));
@@ -479,7 +492,7 @@ fn many_threads_in_three_processes_never_exceed_the_limit_and_all_finish() {
         let opts = LimiterOptions {
             limit: limit as u32,
             lease: Duration::from_millis(3_000),
-            local_passes: 0,
+            local_passes,
         };
         let l = Arc::new(ConcurrentLimiter::new(&client, "stress", opts).unwrap());
         for _ in 0..5 {
