@@ -3,10 +3,12 @@
 require "redis"
 require "securerandom"
 require_relative "../spec/support/redis_cluster"
+require_relative "support/replicated_pair"
 
 # The same uncontended operations on a 3-master Redis Cluster (3 replicas; started here, on
 # loopback) and on one node, through ferrolock, beside redis-rb 4.8's own cluster client
-# (`Redis.new(cluster: [...])`, one per thread) sending the raw commands an app would:
+# (`Redis.new(cluster: [...])`, one per thread) sending the raw commands an app would. Also on one
+# node with a replica, as every master here has one: cluster / that is what the cluster path adds.
 # - DistMutex lock+unlock vs SET NX PX + DEL;
 # - ConcurrentLimiter within_limit vs one EVAL acquire (purge, count, ZADD) + ZREM;
 # - FairTenant.queue_for (1 rule) vs sidekiq-fair_tenant's ZREMRANGEBYSCORE + ZADD + EXPIRE + ZCOUNT.
@@ -15,7 +17,7 @@ require_relative "../spec/support/redis_cluster"
 module ClusterBench
   ROUNDS = 5
   OPS = 2_000
-  VARIANTS = ["ferrolock, cluster", "ferrolock, one node", "redis-rb cluster"].freeze
+  VARIANTS = ["ferrolock, cluster", "ferrolock, one node", "ferrolock, one node + replica", "redis-rb cluster"].freeze
   NAMES = Array.new(64) { |i| "bench-#{i}" }
   RULES = [{ threshold: 1_000_000, per: 3600, queue: "slow" }].freeze
   SEMAPHORE = <<~LUA
@@ -32,11 +34,12 @@ module ClusterBench
   module_function
 
   # case name => one Hash per round: { "ferrolock, cluster" => ops/s, "ferrolock, one node" => ..., ... }
-  def run(cluster_urls)
-    cluster = Ferrolock::Client.new(cluster: cluster_urls)
-    node = Ferrolock::Client.new(url: Bench.redis_url)
+  def run(cluster_urls, replicated_url)
+    clients = { "ferrolock, cluster" => Ferrolock::Client.new(cluster: cluster_urls),
+                "ferrolock, one node" => Ferrolock::Client.new(url: Bench.redis_url),
+                "ferrolock, one node + replica" => Ferrolock::Client.new(url: replicated_url) }
     raw = -> { Redis.new(cluster: cluster_urls) }
-    cases(cluster, node, raw).transform_values do |variants|
+    cases(clients, raw).transform_values do |variants|
       Array.new(ROUNDS) { VARIANTS.to_h { |name| [name, measure(variants.fetch(name))] } }
     end
   end
@@ -50,28 +53,30 @@ module ClusterBench
     end
   end
 
-  def cases(cluster, node, raw)
+  # Each case: variant name => [setup, operation]; the ferrolock variants come from `ours`.
+  def cases(clients, raw)
     {
-      "DistMutex lock+unlock" => {
-        "ferrolock, cluster" => mutex(cluster), "ferrolock, one node" => mutex(node),
+      "DistMutex lock+unlock" => ours(clients, :mutex).merge(
         "redis-rb cluster" => [raw, lambda { |redis, name, _|
           redis.set("raw:{#{name}}:lock", "token", nx: true, px: 30_000)
           redis.del("raw:{#{name}}:lock")
         }]
-      },
-      "ConcurrentLimiter within_limit (limit 5)" => {
-        "ferrolock, cluster" => limiter(cluster), "ferrolock, one node" => limiter(node),
+      ),
+      "ConcurrentLimiter within_limit (limit 5)" => ours(clients, :limiter).merge(
         "redis-rb cluster" => [raw, lambda { |redis, name, _|
           token = SecureRandom.uuid
           redis.eval(SEMAPHORE, keys: ["raw:{#{name}}:slots"], argv: [token, 5])
           redis.zrem("raw:{#{name}}:slots", token)
         }]
-      },
-      "FairTenant enqueue check (1 rule)" => {
-        "ferrolock, cluster" => fair_tenant(cluster), "ferrolock, one node" => fair_tenant(node),
+      ),
+      "FairTenant enqueue check (1 rule)" => ours(clients, :fair_tenant).merge(
         "redis-rb cluster" => [raw, method(:original_fair_tenant)]
-      }
+      )
     }
+  end
+
+  def ours(clients, operation)
+    clients.transform_values { |client| send(operation, client) }
   end
 
   def mutex(client)
@@ -104,13 +109,14 @@ module ClusterBench
 
   def table(results)
     lines = ["| uncontended, 1 thread (median of #{ROUNDS} rounds) | ferrolock, cluster (ops/s) | " \
-             "ferrolock, one node (ops/s) | redis-rb 4.8 cluster client (ops/s) | cluster / one node | " \
+             "ferrolock, one node (ops/s) | ferrolock, one node + replica (ops/s) | " \
+             "redis-rb 4.8 cluster client (ops/s) | cluster / one node | cluster / one node + replica | " \
              "ferrolock / redis-rb (cluster) |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     results.each do |name, rounds|
       cells = VARIANTS.map { |variant| Bench.number(Bench.median(rounds.map { |round| round[variant] })) }
-      ratios = [1, 2].map { |i| Bench.median(rounds.map { |round| round[VARIANTS[0]] / round[VARIANTS[i]] }) }
-      lines << format("| %s | %s | %s | %s | %.2fx | %.2fx |", name, *cells, *ratios)
+      ratios = [1, 2, 3].map { |i| Bench.median(rounds.map { |round| round[VARIANTS[0]] / round[VARIANTS[i]] }) }
+      lines << format("| %s | %s | %s | %s | %s | %.2fx | %.2fx | %.2fx |", name, *cells, *ratios)
     end
     lines.join("\n")
   end
@@ -118,5 +124,9 @@ end
 
 Bench.define("cluster") do
   cluster = FerrolockTest::RedisCluster.shared
-  ClusterBench.table(ClusterBench.run(cluster.urls))
+  primary, replica = Bench::ReplicatedPair.start
+  ClusterBench.table(ClusterBench.run(cluster.urls, primary.url))
+ensure
+  replica&.stop
+  primary&.stop
 end

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "support/replicated_pair"
+
 # The cost of min_replicas_acked: 1: uncontended DistMutex lock+unlock cycles on a primary with
 # one replica (both on loopback), with and without waiting for the replica's acknowledgement
 # (the grant's EVALSHA and WAIT 1 share one round trip; WAIT returns once the replica has
@@ -10,26 +12,6 @@ module ReplicasBench
 
   module_function
 
-  def start_pair
-    primary = Demo::ThrowawayRedis.new(prefix: "ferrolock-bench-primary-").start
-    replica = Demo::ThrowawayRedis.new(
-      extra_args: ["--appendonly", "no", "--replicaof", "127.0.0.1", primary.port.to_s],
-      prefix: "ferrolock-bench-replica-"
-    ).start
-    wait_for_link(replica)
-    [primary, replica]
-  end
-
-  def wait_for_link(replica)
-    client = Ferrolock::Client.new(url: replica.url)
-    200.times do
-      return if client.call("INFO", "replication").include?("master_link_status:up")
-
-      sleep 0.05
-    end
-    raise "bench/replicas: the replica never synced"
-  end
-
   def cycles_per_second(client, acks)
     m = Ferrolock::DistMutex.new("bench:replicas:#{acks}", client: client, min_replicas_acked: acks)
     Bench.ops_per_second(ops: CYCLES) { m.synchronize { nil } }
@@ -37,7 +19,7 @@ module ReplicasBench
 end
 
 Bench.define("replicas") do
-  primary, replica = ReplicasBench.start_pair
+  primary, replica = Bench::ReplicatedPair.start
   client = Ferrolock::Client.new(url: primary.url)
   # Alternating rounds, best of each, so neither side pays for a burst of load alone.
   results = Array.new(ReplicasBench::ROUNDS) do
