@@ -57,13 +57,8 @@ module Ferrolock
     # Waits for the lock (at most wait_timeout seconds: Ferrolock::TimeoutError after that).
     # timeout: is wait_timeout's deprecated name.
     def lock(wait_timeout: Deprecation::UNSET, timeout: Deprecation::UNSET)
-      if Deprecation::UNSET.equal?(timeout) && Deprecation::UNSET.equal?(wait_timeout)
-        return lock_as_current(nil, :wait_timeout)
-      end
-
-      given, timeout = Deprecation.rename("Ferrolock::DistMutex#lock", :timeout, :wait_timeout, [timeout, wait_timeout],
-                                          nil)
-      lock_as_current(timeout, given)
+      given, wait_timeout = wait_timeout_given("Ferrolock::DistMutex#lock", wait_timeout, timeout)
+      lock_as_current(wait_timeout, given)
     end
 
     # Takes the lock if free; never waits for a holder (only for a release a #sleep of this
@@ -94,13 +89,7 @@ module Ferrolock
     # raised keeps its exception (a lost lease is then only evented). LockLost after a block that
     # finished is raised: the section was not exclusive. timeout: is wait_timeout's deprecated name.
     def synchronize(wait_timeout: Deprecation::UNSET, timeout: Deprecation::UNSET)
-      given = :wait_timeout
-      if !Deprecation::UNSET.equal?(timeout)
-        given, wait_timeout = Deprecation.rename("Ferrolock::DistMutex#synchronize", :timeout, :wait_timeout,
-                                                 [timeout, wait_timeout], nil)
-      elsif Deprecation::UNSET.equal?(wait_timeout)
-        wait_timeout = nil
-      end
+      given, wait_timeout = wait_timeout_given("Ferrolock::DistMutex#synchronize", wait_timeout, timeout)
       raise ThreadError, "must be called with a block" unless block_given?
 
       finished = false
@@ -173,6 +162,20 @@ module Ferrolock
     end
 
     private
+
+    NO_WAIT_TIMEOUT = [:wait_timeout, nil].freeze
+    private_constant :NO_WAIT_TIMEOUT
+
+    # [the keyword the caller wrote, the wait] for lock and synchronize, whose wait_timeout: was
+    # once timeout:. No array is made on the common call, which gives neither.
+    def wait_timeout_given(owner, wait_timeout, timeout)
+      if Deprecation::UNSET.equal?(timeout)
+        return NO_WAIT_TIMEOUT if Deprecation::UNSET.equal?(wait_timeout)
+
+        return [:wait_timeout, wait_timeout]
+      end
+      Deprecation.rename(owner, :timeout, :wait_timeout, [timeout, wait_timeout], nil)
+    end
 
     # lock for the calling fiber (ThreadError when it, or another fiber of its thread, holds it).
     # `given`: the keyword the caller wrote (:wait_timeout, or the deprecated :timeout), for errors.
