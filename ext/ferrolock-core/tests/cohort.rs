@@ -7,16 +7,8 @@ use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::{Client, Interrupt};
 use std::sync::mpsc::channel;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
-use support::{cmd, commands_run, RedisServer};
-
-fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
+use std::time::Duration;
+use support::{cmd, commands_run, until, RedisServer};
 
 fn queued(client: &Client, name: &str) -> i64 {
     ferrolock_core::client::int(&cmd(client, &["LLEN", &format!("t:{{{name}}}:waiters")])).unwrap()

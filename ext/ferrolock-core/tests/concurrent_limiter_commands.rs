@@ -5,10 +5,9 @@ mod support;
 
 use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions};
 use ferrolock_core::{Client, Interrupt};
-use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{calls, cmd, contend_once, RedisServer};
+use support::{calls, cmd, contend_once, spawn_gated, until, Gated, RedisServer};
 
 /// Every command run since the last reset, but those named in `except`.
 fn commands_run(client: &Client, except: &[&str]) -> i64 {
@@ -188,49 +187,18 @@ fn section_commands(client: &Client, grants: i64) -> (i64, Vec<(String, i64)>) {
 }
 
 /// A thread that takes a slot, says so, and releases when told.
-struct Gated {
-    entered: Receiver<()>,
-    go: Sender<()>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-fn gated(l: &Arc<ConcurrentLimiter>) -> Gated {
-    let (entered_tx, entered) = channel();
-    let (go, go_rx) = channel::<()>();
+fn gated(l: &Arc<ConcurrentLimiter>) -> Gated<(), ()> {
     let l = l.clone();
-    let thread = std::thread::spawn(move || {
+    spawn_gated(move |gate| {
         let intr = Interrupt::new();
         let slot = l
             .acquire(&intr, &ConcurrentLimiter::new_token(), far())
             .unwrap()
             .expect("a slot within 30 s");
-        entered_tx.send(()).unwrap();
-        go_rx.recv().unwrap();
+        gate.entered(());
+        gate.wait_go();
         l.release(&intr, slot).unwrap();
-    });
-    Gated {
-        entered,
-        go,
-        thread,
-    }
-}
-
-impl Gated {
-    fn wait_entered(&self) {
-        self.entered.recv_timeout(Duration::from_secs(20)).unwrap();
-    }
-    fn release(self) {
-        self.go.send(()).unwrap();
-        self.thread.join().unwrap();
-    }
-}
-
-fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    })
 }
 
 /// Measures `scenario` (which returns the section's command count) until it gives `pinned`, at

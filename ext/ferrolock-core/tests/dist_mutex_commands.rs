@@ -6,10 +6,9 @@ mod support;
 
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::{Client, Interrupt};
-use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{cmd, commands_run, contend_once, RedisServer};
+use support::{cmd, commands_run, contend_once, spawn_gated, until, Gated, RedisServer};
 
 /// Every hand-off through Redis: no cohort passes.
 fn through_redis() -> DistMutexOptions {
@@ -116,46 +115,15 @@ fn section_commands(client: &Client, grants: i64) -> (i64, String) {
 }
 
 /// A thread that takes the lock, reports its fencing token, and releases when told.
-struct Gated {
-    entered: Receiver<i64>,
-    go: Sender<()>,
-    thread: std::thread::JoinHandle<()>,
-}
-
-fn gated(m: &Arc<DistMutex>) -> Gated {
-    let (entered_tx, entered) = channel();
-    let (go, go_rx) = channel::<()>();
+fn gated(m: &Arc<DistMutex>) -> Gated<i64, ()> {
     let m = m.clone();
-    let thread = std::thread::spawn(move || {
+    spawn_gated(move |gate| {
         let intr = Interrupt::new();
         let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
-        entered_tx.send(held.fencing_token()).unwrap();
-        go_rx.recv().unwrap();
+        gate.entered(held.fencing_token());
+        gate.wait_go();
         m.unlock(&intr, held).unwrap();
-    });
-    Gated {
-        entered,
-        go,
-        thread,
-    }
-}
-
-impl Gated {
-    fn wait_entered(&self) {
-        self.entered.recv_timeout(Duration::from_secs(20)).unwrap();
-    }
-    fn release(self) {
-        self.go.send(()).unwrap();
-        self.thread.join().unwrap();
-    }
-}
-
-fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+    })
 }
 
 #[test]

@@ -8,7 +8,7 @@ use ferrolock_core::dual_lock::{DualLock, DualLockOptions, Stage, Ticket};
 use ferrolock_core::{Client, Error, Interrupt};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{cmd, RedisServer};
+use support::{cmd, until, RedisServer};
 
 fn lock(client: &Client, key: &str, wait_ms: u64) -> Arc<DualLock> {
     let opts = DualLockOptions {
@@ -45,15 +45,6 @@ fn commands_run(client: &Client) -> i64 {
 
 fn reset(client: &Client) {
     cmd(client, &["CONFIG", "RESETSTAT"]);
-}
-
-/// Waits (generously: the machine may be loaded) until `what` holds.
-fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
 }
 
 fn blocked_clients(client: &Client) -> i64 {

@@ -11,7 +11,7 @@ use ferrolock_core::{Client, ClientOptions, Interrupt};
 use redis::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{cmd, contend, contend_once, RedisServer};
+use support::{cmd, contend, contend_once, until, RedisServer};
 
 fn options() -> DistMutexOptions {
     DistMutexOptions {
@@ -30,14 +30,6 @@ fn line(client: &Client, key: &str) -> Vec<String> {
             })
             .collect(),
         other => panic!("LRANGE: {other:?}"),
-    }
-}
-
-fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(2));
     }
 }
 

@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{cmd, commands_run, RedisServer};
+use support::{cmd, commands_run, until, RedisServer};
 
 fn limiter(client: &Client, name: &str, limit: u32, local_passes: u32) -> Arc<ConcurrentLimiter> {
     let opts = LimiterOptions {
@@ -22,14 +22,6 @@ fn limiter(client: &Client, name: &str, limit: u32, local_passes: u32) -> Arc<Co
     // A window no slow machine can miss: these tests check passes, not the window.
     let l = ConcurrentLimiter::new(client, name, opts).unwrap();
     Arc::new(l.with_cohort_window(Duration::from_secs(60)))
-}
-
-fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 fn queued(client: &Client, name: &str) -> i64 {

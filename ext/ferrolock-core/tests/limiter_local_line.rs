@@ -9,10 +9,9 @@ use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions};
 use ferrolock_core::{Client, Error, Interrupt};
 use redis::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{cmd, RedisServer};
+use support::{cmd, spawn_gated, until, Gated, RedisServer};
 
 /// A 30 s lease everywhere but where said: a waiter entering within seconds was handed over.
 fn limiter(client: &Client, name: &str, limit: u32) -> Arc<ConcurrentLimiter> {
@@ -42,15 +41,6 @@ fn queued(client: &Client, name: &str) -> i64 {
 
 fn in_use(l: &ConcurrentLimiter) -> u32 {
     l.status(&Interrupt::new()).unwrap().in_use
-}
-
-/// Waits (generously: the machine may be loaded) until `what` holds.
-fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 /// Every key of the test's namespace that would never expire.
@@ -94,40 +84,21 @@ fn commands_since_reset(client: &Client) -> Vec<(String, i64)> {
 }
 
 /// A thread that takes a slot (waiting up to 20 s), says so with its id, and releases when told.
-struct Gated {
-    entered: Receiver<usize>,
-    go: Sender<()>,
-    thread: std::thread::JoinHandle<Result<(), Error>>,
-}
-
-fn gated(l: &Arc<ConcurrentLimiter>, id: usize, log: &Arc<Mutex<Vec<usize>>>) -> Gated {
-    let (entered_tx, entered) = channel();
-    let (go, go_rx) = channel::<()>();
+fn gated(
+    l: &Arc<ConcurrentLimiter>,
+    id: usize,
+    log: &Arc<Mutex<Vec<usize>>>,
+) -> Gated<usize, Result<(), Error>> {
     let (l, log) = (l.clone(), log.clone());
-    let thread = std::thread::spawn(move || {
+    spawn_gated(move |gate| {
         let intr = Interrupt::new();
         let slot = l.acquire(&intr, &token(), after(20_000))?;
         let slot = slot.expect("a slot within 20 s");
         log.lock().unwrap().push(id);
-        entered_tx.send(id).unwrap();
-        let _ = go_rx.recv();
+        gate.entered(id);
+        gate.wait_go();
         l.release(&intr, slot)
-    });
-    Gated {
-        entered,
-        go,
-        thread,
-    }
-}
-
-impl Gated {
-    fn wait_entered(&self) {
-        self.entered.recv_timeout(Duration::from_secs(20)).unwrap();
-    }
-    fn release(self) -> Result<(), Error> {
-        self.go.send(()).unwrap();
-        self.thread.join().unwrap()
-    }
+    })
 }
 
 /// A thread that takes a slot and gives it back at once, recording its id.

@@ -9,7 +9,7 @@ use ferrolock_core::{Client, Error, Interrupt};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{cmd, RedisServer};
+use support::{cmd, until, RedisServer};
 
 fn lease(ms: u64) -> DistMutexOptions {
     DistMutexOptions {
@@ -28,15 +28,6 @@ fn through_redis(ms: u64) -> DistMutexOptions {
 
 fn queued(client: &Client, name: &str) -> i64 {
     int(&cmd(client, &["LLEN", &format!("t:{{{name}}}:waiters")])).unwrap()
-}
-
-/// Waits (generously: the machine may be loaded) until `what` holds.
-fn until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "never: {what}");
-        std::thread::sleep(Duration::from_millis(1));
-    }
 }
 
 /// A thread that waits for the lock (no timeout), records its entry and leaves at once.

@@ -221,3 +221,68 @@ pub fn contend(holder: &Client, waiter: &Client) {
     );
     held_by.unlock(&intr, held).unwrap();
 }
+
+/// Waits (generously: the machine may be loaded) until `done` holds; fails naming `what` after 20 s.
+pub fn until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "never: {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+/// A thread that enters something (a lock, a slot), says so through its `Gate` and leaves when
+/// the test calls `release`.
+pub struct Gated<T, R> {
+    entered: std::sync::mpsc::Receiver<T>,
+    go: std::sync::mpsc::Sender<()>,
+    thread: std::thread::JoinHandle<R>,
+}
+
+/// What a gated thread calls: `entered` once inside, then `wait_go` before it leaves.
+pub struct Gate<T> {
+    entered: std::sync::mpsc::Sender<T>,
+    go: std::sync::mpsc::Receiver<()>,
+}
+
+impl<T> Gate<T> {
+    pub fn entered(&self, value: T) {
+        self.entered.send(value).unwrap();
+    }
+
+    pub fn wait_go(&self) {
+        let _ = self.go.recv();
+    }
+}
+
+/// Runs `body` in a thread of its own, gated (see `Gated`).
+pub fn spawn_gated<T: Send + 'static, R: Send + 'static>(
+    body: impl FnOnce(Gate<T>) -> R + Send + 'static,
+) -> Gated<T, R> {
+    let (entered_tx, entered) = std::sync::mpsc::channel();
+    let (go, go_rx) = std::sync::mpsc::channel();
+    let thread = std::thread::spawn(move || {
+        body(Gate {
+            entered: entered_tx,
+            go: go_rx,
+        })
+    });
+    Gated {
+        entered,
+        go,
+        thread,
+    }
+}
+
+impl<T, R> Gated<T, R> {
+    /// What the thread said once inside (fails after 20 s).
+    pub fn wait_entered(&self) -> T {
+        self.entered.recv_timeout(Duration::from_secs(20)).unwrap()
+    }
+
+    /// Lets the thread leave and returns what it returned.
+    pub fn release(self) -> R {
+        let _ = self.go.send(());
+        self.thread.join().unwrap()
+    }
+}
