@@ -7,7 +7,7 @@ use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::{Error, Interrupt};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{cmd, RedisServer};
+use support::{cmd, until, RedisServer};
 
 fn lease(ms: u64) -> DistMutexOptions {
     DistMutexOptions {
@@ -22,11 +22,9 @@ fn queued(client: &ferrolock_core::Client, name: &str) -> i64 {
 
 /// Waits (generously) until `n` waiters are in line.
 fn until_queued(client: &ferrolock_core::Client, name: &str, n: i64) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while queued(client, name) < n {
-        assert!(Instant::now() < deadline, "{n} waiters never queued");
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    until(&format!("{n} waiters in line"), || {
+        queued(client, name) >= n
+    });
 }
 
 #[test]

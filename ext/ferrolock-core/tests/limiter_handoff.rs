@@ -11,7 +11,7 @@ use redis::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{cmd, RedisServer};
+use support::{cmd, grant_keys, keys_without_ttl, until, RedisServer};
 
 /// The real acquire script, run by hand to queue a waiter that dies at once (nobody pops its
 /// grant, nobody gives up for it).
@@ -65,29 +65,9 @@ fn status(l: &ConcurrentLimiter) -> LimiterStatus {
 
 /// Waits (generously: the machine may be loaded) until `n` waiters are in line.
 fn until_queued(client: &Client, name: &str, n: i64) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while line_len(client, name) < n {
-        assert!(Instant::now() < deadline, "{n} waiters never queued");
-        std::thread::sleep(Duration::from_millis(1));
-    }
-}
-
-/// Every key of the test's namespace that would never expire: what a crash would leave forever.
-fn keys_without_ttl(client: &Client) -> Vec<String> {
-    let Value::Array(keys) = cmd(client, &["KEYS", "t:*"]) else {
-        panic!("KEYS: not an array")
-    };
-    keys.iter()
-        .map(|k| match k {
-            Value::BulkString(b) => String::from_utf8(b.clone()).unwrap(),
-            other => panic!("KEYS: {other:?}"),
-        })
-        .filter(|k| int(&cmd(client, &["PTTL", k])).unwrap() == -1)
-        .collect()
-}
-
-fn grant_keys(client: &Client) -> Value {
-    cmd(client, &["KEYS", "t:*:grant:*"])
+    until(&format!("{n} waiters in line"), || {
+        line_len(client, name) >= n
+    });
 }
 
 /// Queues `token` as a waiter that plans to wait `wait_ms`, then dies on the spot: the same

@@ -11,7 +11,7 @@ use redis::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{cmd, spawn_gated, until, Gated, RedisServer};
+use support::{cmd, grant_keys, keys_without_ttl, spawn_gated, until, Gated, RedisServer};
 
 /// A 30 s lease everywhere but where said: a waiter entering within seconds was handed over.
 fn limiter(client: &Client, name: &str, limit: u32) -> Arc<ConcurrentLimiter> {
@@ -41,24 +41,6 @@ fn queued(client: &Client, name: &str) -> i64 {
 
 fn in_use(l: &ConcurrentLimiter) -> u32 {
     l.status(&Interrupt::new()).unwrap().in_use
-}
-
-/// Every key of the test's namespace that would never expire.
-fn keys_without_ttl(client: &Client) -> Vec<String> {
-    let Value::Array(keys) = cmd(client, &["KEYS", "t:*"]) else {
-        panic!("KEYS: not an array")
-    };
-    keys.iter()
-        .map(|k| match k {
-            Value::BulkString(b) => String::from_utf8(b.clone()).unwrap(),
-            other => panic!("KEYS: {other:?}"),
-        })
-        .filter(|k| int(&cmd(client, &["PTTL", k])).unwrap() == -1)
-        .collect()
-}
-
-fn grant_keys(client: &Client) -> Value {
-    cmd(client, &["KEYS", "t:*:grant:*"])
 }
 
 /// Calls of every command since the last CONFIG RESETSTAT, but the test's own probes.

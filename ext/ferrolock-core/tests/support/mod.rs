@@ -286,3 +286,23 @@ impl<T, R> Gated<T, R> {
         self.thread.join().unwrap()
     }
 }
+
+/// Every key of namespace "t" (the tests' own) that would never expire: what a crash would
+/// leave in Redis forever.
+pub fn keys_without_ttl(client: &Client) -> Vec<String> {
+    let redis::Value::Array(keys) = cmd(client, &["KEYS", "t:*"]) else {
+        panic!("KEYS: not an array")
+    };
+    keys.iter()
+        .map(|k| match k {
+            redis::Value::BulkString(b) => String::from_utf8(b.clone()).unwrap(),
+            other => panic!("KEYS: {other:?}"),
+        })
+        .filter(|k| ferrolock_core::client::int(&cmd(client, &["PTTL", k])).unwrap() == -1)
+        .collect()
+}
+
+/// The grant inboxes of namespace "t" still in Redis.
+pub fn grant_keys(client: &Client) -> redis::Value {
+    cmd(client, &["KEYS", "t:*:grant:*"])
+}
