@@ -1,11 +1,12 @@
 # frozen_string_literal: true
 
 # The Sidekiq Enterprise incident, replayed with threads standing in for Sidekiq's: a limit of 3
-# whose lock_timeout is far shorter than the jobs. Without renewal, slots "expire" under running
-# jobs and every thread ends up inside; with ferrolock's leases the limit holds.
+# whose slots last far less than the jobs (Sidekiq Enterprise's lock_timeout, ferrolock's lease).
+# Without renewal, slots "expire" under running jobs and every thread ends up inside; with
+# ferrolock's renewed leases the limit holds.
 module LimiterDemo
   JOB_SECONDS = 1.2
-  LOCK_TIMEOUT = 0.4
+  LEASE = 0.4
 
   module_function
 
@@ -32,10 +33,10 @@ module LimiterDemo
   end
 
   # What the incident's limiter did: a slot is a sorted-set member that simply expires after
-  # lock_timeout, renewed by nobody.
+  # LEASE (its lock_timeout), renewed by nobody.
   def unrenewed(client, key)
     token = Random.new_seed.to_s
-    sleep 0.01 until client.call("EVAL", <<~LUA, 1, key, token, 3, (LOCK_TIMEOUT * 1000).to_i) == 1
+    sleep 0.01 until client.call("EVAL", <<~LUA, 1, key, token, 3, (LEASE * 1000).to_i) == 1
       local t = redis.call('TIME')
       local now = t[1] * 1000 + math.floor(t[2] / 1000)
       redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -49,16 +50,16 @@ module LimiterDemo
   end
 end
 
-Demo.scenario("ConcurrentLimiter: jobs outlive lock_timeout, the limit holds") do |report|
+Demo.scenario("ConcurrentLimiter: jobs outlive their lease, the limit holds") do |report|
   client = Demo.client(namespace: "demo-limiter-#{Process.pid}")
-  report.line("setup", "limit 3, lock_timeout #{LimiterDemo::LOCK_TIMEOUT} s, 5 threads, " \
+  report.line("setup", "limit 3, lease #{LimiterDemo::LEASE} s, 5 threads, " \
                        "jobs of #{LimiterDemo::JOB_SECONDS} s")
 
   naive_key = client.key("naive", "slots")
   naive = LimiterDemo.run_jobs(5) { |&job| LimiterDemo.unrenewed(client, naive_key, &job) }
   report.line("slots that expire under running jobs", "up to #{naive} jobs inside at once (the incident)")
 
-  erp = Ferrolock::ConcurrentLimiter.new("erp", 3, wait_timeout: 10, lease: LimiterDemo::LOCK_TIMEOUT,
+  erp = Ferrolock::ConcurrentLimiter.new("erp", 3, wait_timeout: 10, lease: LimiterDemo::LEASE,
                                                    client: client)
   samples = []
   sampler = Thread.new { loop { (samples << erp.status) && sleep(0.02) } }
@@ -80,7 +81,7 @@ Demo.scenario("ConcurrentLimiter: jobs outlive lock_timeout, the limit holds") d
   end
   holders.each(&:join)
 
-  # A process killed while holding all 3 slots: they free within lock_timeout.
+  # A process killed while holding all 3 slots: they free within a lease.
   reader, writer = IO.pipe
   pid = fork do
     reader.close
@@ -92,13 +93,13 @@ Demo.scenario("ConcurrentLimiter: jobs outlive lock_timeout, the limit holds") d
   end
   writer.close
   3.times { reader.gets }
-  sleep LimiterDemo::LOCK_TIMEOUT * 2 # renewed meanwhile: still held
-  report.check("a live process keeps its slots past lock_timeout", erp.status[:in_use] == 3)
+  sleep LimiterDemo::LEASE * 2 # renewed meanwhile: still held
+  report.check("a live process keeps its slots past the lease (renewed)", erp.status[:in_use] == 3)
   Process.kill("KILL", pid)
   Process.wait(pid)
   recovered = Demo.monotonic
   Array.new(3) { Thread.new { erp.within_limit { nil } } }.each(&:join)
   waited = Demo.monotonic - recovered
-  report.check("kill -9'ed process's 3 slots free within lock_timeout + 1 s", waited < LimiterDemo::LOCK_TIMEOUT + 1,
+  report.check("kill -9'ed process's 3 slots free within the lease + 1 s", waited < LimiterDemo::LEASE + 1,
                report.ms(waited))
 end

@@ -143,7 +143,7 @@ Demo.scenario("Shoryuken Lock: duplicate SQS deliveries run once") do |report|
   report.check("every message's work completed exactly once", ran_ok == 100, "#{ran_ok}/100")
   report.check("every copy deleted (duplicates acknowledged)", deleted == copies, "#{deleted}/#{copies}")
 
-  # A job running 3x lock_ttl: its copies arriving meanwhile are left alone, never run.
+  # A job running 3x its lease: its copies arriving meanwhile are left alone, never run.
   long = sqs.worker("reports", { lease: 0.3 }) { |*| runs_lock.synchronize { runs["long"] += 1 } && sleep(1.0) }
   sqs.deliver("reports", "long")
   first = sqs.take("reports")
@@ -155,7 +155,7 @@ Demo.scenario("Shoryuken Lock: duplicate SQS deliveries run once") do |report|
     left << (msg = sqs.take("reports"))
     sqs.process("reports", long, msg)
   end
-  report.check("1 s job with lock_ttl 0.3 s: #{left.size} copies meanwhile, none ran",
+  report.check("1 s job with lease 0.3 s: #{left.size} copies meanwhile, none ran",
                runs["long"] == 1 && left.none? { |copy| sqs.deleted?(copy) })
 ensure
   Ferrolock.unsubscribe(subscription) if subscription
