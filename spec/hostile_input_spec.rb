@@ -391,12 +391,12 @@ RSpec.describe "hostile input" do
     it "is checked again by the native layer, naming the argument" do
       native = Ferrolock.client.native
       expect { Ferrolock::Native::ConcurrentLimiter.new(native, "n", 1, 1e30, 0, 0) }
-        .to raise_error(ArgumentError, /\Alock_timeout: .*315360000 seconds \(10 years\), got 1e30\z/)
+        .to raise_error(ArgumentError, /\Alease: .*315360000 seconds \(10 years\), got 1e30\z/)
       expect { Ferrolock::Native::MessageLock.new(native, 60.0, 0.0001) }
         .to raise_error(ArgumentError, /\Aprocessed_ttl: must be at least 0.001/)
       lock = Ferrolock::Native::DualLock.new(native, "n", 60.0, 60.0, 0)
       ticket = lock.enter(nil)
-      expect { lock.wait(ticket, Float::NAN) }.to raise_error(ArgumentError, /\Amax_wait: /)
+      expect { lock.wait(ticket, Float::NAN) }.to raise_error(ArgumentError, /\Await_timeout: /)
       lock.leave(ticket)
     end
   end

@@ -68,8 +68,8 @@ pub fn release_call(
         }
         Held::DualLock => {
             let opts = DualLockOptions {
-                wait_ttl: params.ttl,
-                exec_ttl: params.ttl,
+                wait_lease: params.ttl,
+                lease: params.ttl,
             };
             DualLock::new(client, name, opts)?.release_call(token, false)
         }

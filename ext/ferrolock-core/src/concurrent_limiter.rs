@@ -132,7 +132,7 @@ impl ConcurrentLimiter {
         if opts.limit == 0 {
             return Err(Error::argument("count: must be a positive integer"));
         }
-        crate::seconds::check_span("lock_timeout", opts.lease)?;
+        crate::seconds::check_span("lease", opts.lease)?;
         cohort::check_local_passes(opts.local_passes)?;
         Ok(ConcurrentLimiter {
             client: client.clone(),
@@ -627,7 +627,7 @@ impl ConcurrentLimiter {
 
     /// After `acquire` failed (Redis unreachable, interrupted): Redis may still have given
     /// `token` a slot with the reply lost, so release it in the background rather than keep
-    /// the slot taken for a whole lock_timeout. `token` must not be used again. It also takes
+    /// the slot taken for a whole lease. `token` must not be used again. It also takes
     /// the token out of the line, and passes on a hand-off that reached it.
     pub fn abandon(&self, token: &str) {
         self.cut_short.forget(token);

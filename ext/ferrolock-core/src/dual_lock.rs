@@ -31,16 +31,16 @@ lua_script!(RENEW_KEY = "lease/renew_key");
 #[derive(Clone, Debug)]
 pub struct DualLockOptions {
     /// Lease of the WAIT lock: how long a crashed waiter keeps others out.
-    pub wait_ttl: Duration,
+    pub wait_lease: Duration,
     /// Lease of the EXEC lock: how long a crashed executor keeps the waiter out.
-    pub exec_ttl: Duration,
+    pub lease: Duration,
 }
 
 impl Default for DualLockOptions {
     fn default() -> Self {
         DualLockOptions {
-            wait_ttl: Duration::from_secs(60),
-            exec_ttl: Duration::from_secs(60),
+            wait_lease: Duration::from_secs(60),
+            lease: Duration::from_secs(60),
         }
     }
 }
@@ -97,7 +97,7 @@ pub struct DualLock {
 impl DualLock {
     pub fn new(client: &Client, key: &str, opts: DualLockOptions) -> Result<DualLock> {
         let keys = client.keys(key)?;
-        for (arg, ttl) in [("wait_ttl", opts.wait_ttl), ("exec_ttl", opts.exec_ttl)] {
+        for (arg, ttl) in [("wait_lease", opts.wait_lease), ("lease", opts.lease)] {
             crate::seconds::check_span(arg, ttl)?;
         }
         Ok(DualLock {
@@ -132,7 +132,7 @@ impl DualLock {
     /// `token` WAIT or EXEC with the reply lost, so release it in the background rather than
     /// let it turn duplicates away for a whole TTL. `token` must not be used again.
     pub fn abandon(&self, token: &str) {
-        let ttl = self.opts.wait_ttl.max(self.opts.exec_ttl);
+        let ttl = self.opts.wait_lease.max(self.opts.lease);
         crate::lease::release_in_background(&self.client, self.release_call(token, true), ttl);
     }
 
@@ -144,7 +144,7 @@ impl DualLock {
             .key(&self.exec_key)
             .key(self.grant_key(token))
             .arg(token)
-            .arg(crate::seconds::millis(self.opts.exec_ttl))
+            .arg(crate::seconds::millis(self.opts.lease))
             .arg(self.grant_prefix.as_str())
             .arg(if waited { "1" } else { "0" })
     }
@@ -213,7 +213,7 @@ impl DualLock {
                 ticket.maybe_granted = false;
                 continue;
             }
-            let mut wait = retry_after(ticket.exec_pttl_ms, self.opts.exec_ttl);
+            let mut wait = retry_after(ticket.exec_pttl_ms, self.opts.lease);
             if let Some(d) = deadline {
                 let now = Instant::now();
                 if now >= d {
@@ -248,23 +248,19 @@ impl DualLock {
         ticket.lease = None; // WAIT is gone: the release deleted it
         let wanted = self.min_replicas_acked;
         if wanted > 0 {
-            let renew = self.renew_call(&self.exec_key, &ticket.token, self.opts.exec_ttl);
-            let within = ack_timeout(&self.client, self.opts.exec_ttl);
+            let renew = self.renew_call(&self.exec_key, &ticket.token, self.opts.lease);
+            let within = ack_timeout(&self.client, self.opts.lease);
             let acked = ack_grant(&self.client, intr, &renew, wanted, within)?;
             if acked < i64::from(wanted) {
                 ticket.stage = Stage::Skipped;
-                let ttl = self.opts.wait_ttl.max(self.opts.exec_ttl);
+                let ttl = self.opts.wait_lease.max(self.opts.lease);
                 let release = self.release_call(&ticket.token, false);
                 return Err(refuse(&self.client, intr, release, ttl, wanted, acked));
             }
         }
         let report = LostLease::new("dual_lock", &self.key);
-        ticket.lease = Some(self.lease(
-            &self.exec_key,
-            &ticket.token,
-            self.opts.exec_ttl,
-            Some(report),
-        ));
+        ticket.lease =
+            Some(self.lease(&self.exec_key, &ticket.token, self.opts.lease, Some(report)));
         ticket.stage = Stage::Running;
         ticket.exec_pttl_ms = 0;
         Ok(())
@@ -279,15 +275,15 @@ impl DualLock {
             .key(&self.exec_key)
             .key(self.grant_key(&ticket.token))
             .arg(&ticket.token)
-            .arg(crate::seconds::millis(self.opts.wait_ttl))
-            .arg(crate::seconds::millis(self.opts.exec_ttl));
+            .arg(crate::seconds::millis(self.opts.wait_lease))
+            .arg(crate::seconds::millis(self.opts.lease));
         let wanted = self.min_replicas_acked;
-        let (reply, acked) = eval_grant(&self.client, intr, &call, wanted, self.opts.exec_ttl)?;
+        let (reply, acked) = eval_grant(&self.client, intr, &call, wanted, self.opts.lease)?;
         let (stage, pttl) = match ints(&reply)?.as_slice() {
             [1, _] if acked < i64::from(wanted) => {
                 ticket.lease = None;
                 ticket.stage = Stage::Skipped;
-                let ttl = self.opts.wait_ttl.max(self.opts.exec_ttl);
+                let ttl = self.opts.wait_lease.max(self.opts.lease);
                 let release = self.release_call(&ticket.token, false);
                 return Err(refuse(&self.client, intr, release, ttl, wanted, acked));
             }
@@ -307,15 +303,10 @@ impl DualLock {
             ticket.lease = match stage {
                 Stage::Running => {
                     let report = LostLease::new("dual_lock", &self.key);
-                    Some(self.lease(
-                        &self.exec_key,
-                        &ticket.token,
-                        self.opts.exec_ttl,
-                        Some(report),
-                    ))
+                    Some(self.lease(&self.exec_key, &ticket.token, self.opts.lease, Some(report)))
                 }
                 Stage::Waiting => {
-                    Some(self.lease(&self.wait_key, &ticket.token, self.opts.wait_ttl, None))
+                    Some(self.lease(&self.wait_key, &ticket.token, self.opts.wait_lease, None))
                 }
                 Stage::Skipped => None,
             };
@@ -357,7 +348,7 @@ impl DualLock {
         if stage == Stage::Skipped {
             return Ok(());
         }
-        let ttl = self.opts.wait_ttl.max(self.opts.exec_ttl);
+        let ttl = self.opts.wait_lease.max(self.opts.lease);
         let call = self.release_call(&token, stage == Stage::Waiting);
         let released = int(&crate::lease::release_now(&self.client, intr, call, ttl)?)? == 1;
         if stage == Stage::Running && (!released || lost_before) {

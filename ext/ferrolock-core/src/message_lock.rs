@@ -1,7 +1,7 @@
 //! MessageLock: one execution per message on at-least-once queues (SQS standard queues deliver
 //! a message more than once). Each (queue, message id) has one state key: absent (never seen,
 //! or its last run failed or crashed), a delivery's token (an in-progress lease, renewed while
-//! the job runs, so a long job never lets a copy in and a crashed one frees it after lock_ttl),
+//! the job runs, so a long job never lets a copy in and a crashed one frees it after lease),
 //! or "processed" for processed_ttl after the job succeeded.
 
 use crate::client::{int, Client};
@@ -23,7 +23,7 @@ lua_script!(RENEW = "lease/renew_key");
 pub struct MessageLockOptions {
     /// How long a crashed delivery keeps copies out; meant to match the queue's visibility
     /// timeout. Renewed every third of it while the job runs.
-    pub lock_ttl: Duration,
+    pub lease: Duration,
     /// How long a processed message's later copies are recognised (and acknowledged).
     pub processed_ttl: Duration,
 }
@@ -31,7 +31,7 @@ pub struct MessageLockOptions {
 impl Default for MessageLockOptions {
     fn default() -> Self {
         MessageLockOptions {
-            lock_ttl: Duration::from_secs(60),
+            lease: Duration::from_secs(60),
             processed_ttl: Duration::from_secs(3600),
         }
     }
@@ -39,7 +39,7 @@ impl Default for MessageLockOptions {
 
 pub struct MessageLock {
     client: Client,
-    lock_ttl: Duration,
+    lease: Duration,
     processed_ttl: Duration,
 }
 
@@ -62,7 +62,7 @@ pub struct Running {
 }
 
 impl Running {
-    /// True once a renewal found the lease gone or taken (Redis was unreachable for lock_ttl).
+    /// True once a renewal found the lease gone or taken (Redis was unreachable for lease).
     pub fn is_lost(&self) -> bool {
         self.lease.is_lost()
     }
@@ -81,21 +81,18 @@ pub enum Finish {
 
 impl MessageLock {
     pub fn new(client: &Client, opts: MessageLockOptions) -> Result<MessageLock> {
-        for (arg, d) in [
-            ("lock_ttl", opts.lock_ttl),
-            ("processed_ttl", opts.processed_ttl),
-        ] {
+        for (arg, d) in [("lease", opts.lease), ("processed_ttl", opts.processed_ttl)] {
             crate::seconds::check_span(arg, d)?;
         }
         Ok(MessageLock {
             client: client.clone(),
-            lock_ttl: opts.lock_ttl,
+            lease: opts.lease,
             processed_ttl: opts.processed_ttl,
         })
     }
 
-    pub fn lock_ttl(&self) -> Duration {
-        self.lock_ttl
+    pub fn lease(&self) -> Duration {
+        self.lease
     }
 
     pub fn processed_ttl(&self) -> Duration {
@@ -119,13 +116,13 @@ impl MessageLock {
 
     /// After `begin` failed (Redis unreachable, interrupted): Redis may still have given
     /// `token` the in-progress lease with the reply lost, so drop it in the background rather
-    /// than hold back the redelivery for a whole lock_ttl. `token` must not be used again.
+    /// than hold back the redelivery for a whole lease. `token` must not be used again.
     pub fn abandon(&self, queue: &str, message_id: &str, token: &str) {
         let Ok(key) = self.state_key(queue, message_id) else {
             return;
         };
         let call = ScriptCall::new(&ABORT).key(&key).arg(token);
-        crate::lease::release_in_background(&self.client, call, self.lock_ttl);
+        crate::lease::release_in_background(&self.client, call, self.lease);
     }
 
     /// Decides what this delivery does. `token` should stay the same when the call is retried
@@ -138,7 +135,7 @@ impl MessageLock {
         token: &str,
     ) -> Result<Begin> {
         let key = self.state_key(queue, message_id)?;
-        let ttl_ms = crate::seconds::millis(self.lock_ttl);
+        let ttl_ms = crate::seconds::millis(self.lease);
         let call = ScriptCall::new(&BEGIN).key(&key).arg(token).arg(ttl_ms);
         let reply = self.client.eval(intr, &call)?;
         match text(&reply).as_deref() {
@@ -148,7 +145,7 @@ impl MessageLock {
                     queue: Some(queue.to_string()),
                     ..LostLease::new("shoryuken_lock", message_id)
                 };
-                let lease = Lease::start_reporting(&self.client, renew, self.lock_ttl, report);
+                let lease = Lease::start_reporting(&self.client, renew, self.lease, report);
                 Ok(Begin::Run(Running {
                     key,
                     token: token.to_string(),
@@ -176,7 +173,7 @@ impl MessageLock {
             &self.client,
             intr,
             call,
-            self.lock_ttl,
+            self.lease,
         )?)? {
             1 if !lost_before => Ok(Finish::Marked),
             // A renewal saw the lease gone (so copies could have run meanwhile), or finish did.
@@ -194,7 +191,7 @@ impl MessageLock {
             &self.client,
             intr,
             call,
-            self.lock_ttl,
+            self.lease,
         )?)? == 1)
     }
 }

@@ -108,8 +108,8 @@ fn every_primitive_works_on_every_master() {
 
         // DualLock: one runs, the next waits, the third skips.
         let opts = DualLockOptions {
-            wait_ttl: Duration::from_secs(5),
-            exec_ttl: Duration::from_secs(5),
+            wait_lease: Duration::from_secs(5),
+            lease: Duration::from_secs(5),
         };
         let d = DualLock::new(&cd, name, opts).unwrap();
         let a = d.enter(&intr, &DualLock::new_token()).unwrap();
@@ -164,7 +164,7 @@ fn every_primitive_works_on_every_master() {
 
         // MessageLock: run once, then processed.
         let opts = MessageLockOptions {
-            lock_ttl: Duration::from_secs(5),
+            lease: Duration::from_secs(5),
             processed_ttl: Duration::from_secs(60),
         };
         let ml = MessageLock::new(&cml, opts).unwrap();

@@ -272,7 +272,7 @@ fn bad_options_are_rejected() {
         local_passes: 0,
     };
     assert!(
-        matches!(ConcurrentLimiter::new(&client, "x", no_lease), Err(Error::Argument(m)) if m.contains("lock_timeout"))
+        matches!(ConcurrentLimiter::new(&client, "x", no_lease), Err(Error::Argument(m)) if m.contains("lease"))
     );
     let ok = LimiterOptions {
         limit: 1,

@@ -9,8 +9,8 @@ use support::{cmd, RedisServer};
 
 fn lock(client: &Client, key: &str, wait_ms: u64, exec_ms: u64) -> DualLock {
     let opts = DualLockOptions {
-        wait_ttl: Duration::from_millis(wait_ms),
-        exec_ttl: Duration::from_millis(exec_ms),
+        wait_lease: Duration::from_millis(wait_ms),
+        lease: Duration::from_millis(exec_ms),
     };
     DualLock::new(client, key, opts).unwrap()
 }
@@ -77,7 +77,7 @@ fn three_arrivals_run_wait_then_skip() {
 }
 
 #[test]
-fn a_run_longer_than_exec_ttl_stays_exclusive() {
+fn a_run_longer_than_its_lease_stays_exclusive() {
     let server = RedisServer::start();
     let client = server.client("t");
     let l = lock(&client, "long", 300, 300);
@@ -102,7 +102,7 @@ fn a_run_longer_than_exec_ttl_stays_exclusive() {
 }
 
 #[test]
-fn a_crashed_executor_frees_the_key_after_exec_ttl() {
+fn a_crashed_executor_frees_the_key_after_its_lease() {
     let server = RedisServer::start();
     let client = server.client("t");
     let l = lock(&client, "crash", 5_000, 800);
@@ -125,7 +125,7 @@ fn a_crashed_executor_frees_the_key_after_exec_ttl() {
 }
 
 #[test]
-fn a_crashed_waiter_frees_its_place_after_wait_ttl() {
+fn a_crashed_waiter_frees_its_place_after_its_wait_lease() {
     let server = RedisServer::start();
     let client = server.client("t");
     let l = lock(&client, "crashw", 500, 10_000);
@@ -340,18 +340,18 @@ fn rejects_bad_arguments() {
     let server = RedisServer::start();
     let client = server.client("t");
     let zero = DualLockOptions {
-        wait_ttl: Duration::ZERO,
-        exec_ttl: Duration::from_secs(1),
+        wait_lease: Duration::ZERO,
+        lease: Duration::from_secs(1),
     };
     assert!(
-        matches!(DualLock::new(&client, "k", zero), Err(Error::Argument(m)) if m.contains("wait_ttl"))
+        matches!(DualLock::new(&client, "k", zero), Err(Error::Argument(m)) if m.contains("wait_lease"))
     );
     let zero = DualLockOptions {
-        wait_ttl: Duration::from_secs(1),
-        exec_ttl: Duration::ZERO,
+        wait_lease: Duration::from_secs(1),
+        lease: Duration::ZERO,
     };
     assert!(
-        matches!(DualLock::new(&client, "k", zero), Err(Error::Argument(m)) if m.contains("exec_ttl"))
+        matches!(DualLock::new(&client, "k", zero), Err(Error::Argument(m)) if m.contains("lease"))
     );
     assert!(matches!(
         DualLock::new(&client, "a{b", DualLockOptions::default()),

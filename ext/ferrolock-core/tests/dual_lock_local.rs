@@ -12,8 +12,8 @@ use support::{cmd, until, RedisServer};
 
 fn lock(client: &Client, key: &str, wait_ms: u64) -> Arc<DualLock> {
     let opts = DualLockOptions {
-        wait_ttl: Duration::from_millis(wait_ms),
-        exec_ttl: Duration::from_secs(60),
+        wait_lease: Duration::from_millis(wait_ms),
+        lease: Duration::from_secs(60),
     };
     Arc::new(DualLock::new(client, key, opts).unwrap())
 }

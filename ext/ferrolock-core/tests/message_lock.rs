@@ -17,9 +17,9 @@ fn server() -> (RedisServer, Client) {
     (server, client)
 }
 
-fn lock(client: &Client, lock_ttl_ms: u64, processed_ttl_ms: u64) -> MessageLock {
+fn lock(client: &Client, lease_ms: u64, processed_ttl_ms: u64) -> MessageLock {
     let opts = MessageLockOptions {
-        lock_ttl: Duration::from_millis(lock_ttl_ms),
+        lease: Duration::from_millis(lease_ms),
         processed_ttl: Duration::from_millis(processed_ttl_ms),
     };
     MessageLock::new(client, opts).unwrap()
@@ -117,14 +117,14 @@ fn the_lease_is_renewed_while_the_job_runs_and_expires_after_a_crash() {
     let (_server, c) = server();
     let l = lock(&c, 300, 60_000);
     let running = run(begin(&l, "m-4"));
-    // 3x lock_ttl: a copy arriving at any point in between must not run.
+    // 3x lease: a copy arriving at any point in between must not run.
     let until = Instant::now() + Duration::from_millis(900);
     while Instant::now() < until {
         assert_eq!(kind(&begin(&l, "m-4")), "in_progress");
         std::thread::sleep(Duration::from_millis(25));
     }
     assert!(!running.is_lost());
-    // A crash: renewal stops without finish or abort; the next copy runs within lock_ttl.
+    // A crash: renewal stops without finish or abort; the next copy runs within lease.
     drop(running);
     let crashed = Instant::now();
     let next = loop {
@@ -197,11 +197,11 @@ fn scripts_survive_a_script_flush() {
 fn bad_arguments_name_the_argument() {
     let (_server, c) = server();
     let zero = MessageLockOptions {
-        lock_ttl: Duration::ZERO,
+        lease: Duration::ZERO,
         ..MessageLockOptions::default()
     };
     assert!(
-        matches!(MessageLock::new(&c, zero), Err(Error::Argument(m)) if m.starts_with("lock_ttl"))
+        matches!(MessageLock::new(&c, zero), Err(Error::Argument(m)) if m.starts_with("lease"))
     );
     let zero = MessageLockOptions {
         processed_ttl: Duration::from_micros(10),

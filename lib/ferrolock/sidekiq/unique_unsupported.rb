@@ -13,8 +13,8 @@ module Ferrolock
         "unique" => "use lock:",
         "unique_args" => "use lock_args_method:",
         "unique_prefix" => "set Ferrolock's namespace instead",
-        "lock_expiration" => "use lock_ttl:",
-        "unique_expiration" => "use lock_ttl:",
+        "lock_expiration" => "use ttl:",
+        "unique_expiration" => "use ttl:",
         "run_lock_expiration" => "use lease:",
         "unique_on_all_queues" => "use unique_across_queues:",
         "log_duplicate_payload" => "duplicates are logged with their jid and digest"

@@ -83,11 +83,11 @@ module Ferrolock
 
       # Native::MessageLock: every delivery runs.
       class MessageLock
-        attr_reader :lock_ttl, :processed_ttl
+        attr_reader :lease, :processed_ttl
 
-        def initialize(client, lock_ttl, processed_ttl)
+        def initialize(client, lease, processed_ttl)
           @client = client
-          @lock_ttl = lock_ttl
+          @lease = lease
           @processed_ttl = processed_ttl
         end
 

@@ -1,5 +1,5 @@
 -- Claims a message for one delivery, or says why not.
--- KEYS[1] state key; ARGV[1] this delivery's token, ARGV[2] lock_ttl (ms).
+-- KEYS[1] state key; ARGV[1] this delivery's token, ARGV[2] lease (ms).
 -- The state key holds nothing (never seen or lease expired), a token (in progress) or
 -- "processed" (done). Returns "run" when this token now holds the in-progress lease (also when
 -- it already did: a retried call whose first reply was lost), "processed", or "in_progress".

@@ -26,7 +26,7 @@ impl RbConcurrentLimiter {
         client: &RbClient,
         name: String,
         limit: i64,
-        lock_timeout: f64,
+        lease: f64,
         min_replicas_acked: i64,
         local_passes: i64,
     ) -> Result<Self, Error> {
@@ -42,7 +42,7 @@ impl RbConcurrentLimiter {
             })?;
         let opts = LimiterOptions {
             limit,
-            lease: seconds(ruby, "lock_timeout", lock_timeout)?,
+            lease: seconds(ruby, "lease", lease)?,
             // Out of range: the core's ArgumentError names the bound.
             local_passes: u32::try_from(local_passes).unwrap_or(u32::MAX),
         };

@@ -42,14 +42,14 @@ impl RbDualLock {
         ruby: &Ruby,
         client: &RbClient,
         key: String,
-        wait_ttl: f64,
-        exec_ttl: f64,
+        wait_lease: f64,
+        lease: f64,
         min_replicas_acked: i64,
     ) -> Result<Self, Error> {
         let acks = replicas::check(min_replicas_acked).map_err(|e| core_error(ruby, e))?;
         let opts = DualLockOptions {
-            wait_ttl: seconds(ruby, "wait_ttl", wait_ttl)?,
-            exec_ttl: seconds(ruby, "exec_ttl", exec_ttl)?,
+            wait_lease: seconds(ruby, "wait_lease", wait_lease)?,
+            lease: seconds(ruby, "lease", lease)?,
         };
         DualLock::new(&client.0, &key, opts)
             .map(|l| RbDualLock(l.with_min_replicas_acked(acks)))
@@ -59,7 +59,7 @@ impl RbDualLock {
     /// `timeout`: the caller's time left (nil: none); it bounds a stalled Redis
     /// (caller_deadline.rs).
     fn enter(ruby: &Ruby, rb_self: &Self, timeout: Option<f64>) -> Result<RbDualTicket, Error> {
-        let deadline = deadline(ruby, "max_wait", timeout)?;
+        let deadline = deadline(ruby, "wait_timeout", timeout)?;
         let token = DualLock::new_token();
         let ticket = acquire(ruby, |intr| {
             bounded(deadline, || rb_self.0.enter(intr, &token))
@@ -75,7 +75,7 @@ impl RbDualLock {
         ticket: &RbDualTicket,
         timeout: Option<f64>,
     ) -> Result<Symbol, Error> {
-        let deadline = deadline(ruby, "max_wait", timeout)?;
+        let deadline = deadline(ruby, "wait_timeout", timeout)?;
         // The ticket is updated in place, so a retry after an interruption resumes the wait
         // with the same token and deadline.
         let stage = run(ruby, Retry::Idempotent, |intr| {
@@ -86,7 +86,7 @@ impl RbDualLock {
             }
         })
         // A wait cut short may still be executed by Redis after the caller left (the bytes were
-        // sent): a promotion to EXEC would then hold the key for a whole exec_ttl. The caller
+        // sent): a promotion to EXEC would then hold the key for a whole lease. The caller
         // leaves after any error, so releasing the token again in the background is harmless.
         .inspect_err(|_| {
             if let Some(t) = ticket.0.lock().as_ref() {

@@ -13,7 +13,7 @@ use magnus::{function, method, prelude::*, Error, IntoValue, RModule, Ruby, Valu
 pub struct RbMessageLock(MessageLock);
 
 /// One delivery's lease. Garbage-collected without finish/abort (a crash of the Ruby code
-/// around it), it stops being renewed and expires after lock_ttl.
+/// around it), it stops being renewed and expires after lease.
 #[magnus::wrap(class = "Ferrolock::Native::MessageLease", free_immediately, size)]
 pub struct RbMessageLease(HeldCell<Running>);
 
@@ -24,14 +24,9 @@ impl RbMessageLease {
 }
 
 impl RbMessageLock {
-    fn new(
-        ruby: &Ruby,
-        client: &RbClient,
-        lock_ttl: f64,
-        processed_ttl: f64,
-    ) -> Result<Self, Error> {
+    fn new(ruby: &Ruby, client: &RbClient, lease: f64, processed_ttl: f64) -> Result<Self, Error> {
         let opts = MessageLockOptions {
-            lock_ttl: seconds(ruby, "lock_ttl", lock_ttl)?,
+            lease: seconds(ruby, "lease", lease)?,
             processed_ttl: seconds(ruby, "processed_ttl", processed_ttl)?,
         };
         MessageLock::new(&client.0, opts)
@@ -89,8 +84,8 @@ impl RbMessageLock {
             .map_err(|e| core_error(ruby, e))
     }
 
-    fn lock_ttl(&self) -> f64 {
-        self.0.lock_ttl().as_secs_f64()
+    fn lease(&self) -> f64 {
+        self.0.lease().as_secs_f64()
     }
 
     fn processed_ttl(&self) -> f64 {
@@ -111,10 +106,7 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
         method!(guard::f2(RbMessageLock::abort_message), 1),
     )?;
     class.define_method("state_key", method!(guard::f3(RbMessageLock::state_key), 2))?;
-    class.define_method(
-        "lock_ttl",
-        method!(guard::plain1(RbMessageLock::lock_ttl), 0),
-    )?;
+    class.define_method("lease", method!(guard::plain1(RbMessageLock::lease), 0))?;
     class.define_method(
         "processed_ttl",
         method!(guard::plain1(RbMessageLock::processed_ttl), 0),

@@ -10,12 +10,12 @@ module Ferrolock
       class MessageLock
         State = Struct.new(:lease, :processed_until)
 
-        attr_reader :lock_ttl, :processed_ttl
+        attr_reader :lease, :processed_ttl
 
-        def initialize(store, client, lock_ttl, processed_ttl)
+        def initialize(store, client, lease, processed_ttl)
           @store = store
           @client = client
-          @lock_ttl = lock_ttl
+          @lease = lease
           @processed_ttl = processed_ttl
         end
 
