@@ -97,7 +97,7 @@ module Ferrolock
 
       # Releases (success) or keeps for the retry (failure). Redis failing here is only reported:
       # raising would retry a job that succeeded, or hide the job's own exception; the lock, no longer
-      # renewed, expires after lock_lease (see ReleaseFailure).
+      # renewed, expires after its lease (see ReleaseFailure).
       def settle(settings, lock, job, finished, error)
         UniqueLeases.drop(lock)
         finished ? release_or_keep(settings, lock, job) : UniqueRetry.keep_or_release(settings, lock, job, error)
