@@ -301,6 +301,8 @@ impl DistMutex {
         if self.client.inbox().was_revoked(&held.token) {
             return false;
         }
+        // Not ahead of the process's waiter in Redis: it came before those waiting here, and the
+        // lock is one (unlike a limiter's slots), so passing it here would skip that waiter's turn.
         local_line::pass_on(&mut held.member, false, || {
             Box::new(Held {
                 token: std::mem::take(&mut held.token),
