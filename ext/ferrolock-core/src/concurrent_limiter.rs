@@ -30,6 +30,7 @@ use crate::lost_reason::why_lost;
 use crate::lua_script;
 use crate::replicas::{ack_timeout, eval_grant, refuse};
 use crate::script::ScriptCall;
+use crate::unanswered_releases;
 use redis::Value;
 use std::time::{Duration, Instant};
 
@@ -631,10 +632,14 @@ impl ConcurrentLimiter {
     /// the token out of the line, and passes on a hand-off that reached it.
     pub fn abandon(&self, token: &str) {
         self.cut_short.forget(token);
-        crate::lease::release_in_background(
+        // Until Redis answers, this process's `status` waits for the give-back (the interrupted
+        // caller holds nothing, so its slot must not show as in use).
+        let announced = unanswered_releases::announce(self.client.identity(), &self.slots_key);
+        crate::lease::release_in_background_announced(
             &self.client,
             self.release_call(token, true),
             self.lease,
+            Some(announced),
         );
     }
 
@@ -677,6 +682,7 @@ impl ConcurrentLimiter {
     /// process, and threads that queued themselves) plus this process's threads waiting behind
     /// its entry (other processes' local waiters are not visible in Redis).
     pub fn status(&self, intr: &Interrupt) -> Result<LimiterStatus> {
+        unanswered_releases::wait_answered(self.client.identity(), &self.slots_key, intr)?;
         let call = ScriptCall::new(&STATUS)
             .key(&self.slots_key)
             .key(&self.line_key);

@@ -28,7 +28,7 @@ use crate::lost_reason::why_lost;
 use crate::lua_script;
 use crate::replicas::{ack_timeout, eval_grant, refuse};
 use crate::script::ScriptCall;
-use crate::sleep_releases;
+use crate::unanswered_releases;
 use crate::wait::{retry_after, wait_turn};
 use redis::Value;
 use std::time::{Duration, Instant};
@@ -314,10 +314,10 @@ impl DistMutex {
         })
     }
 
-    /// One attempt, never waits (but for a sleep release of this lock in flight, see
-    /// sleep_releases.rs).
+    /// One attempt, never waits (but for a release of this lock in flight, see
+    /// unanswered_releases.rs).
     pub fn try_lock(&self, intr: &Interrupt, token: &str) -> Result<Option<Held>> {
-        self.wait_sleep_releases(intr)?;
+        self.wait_unanswered_releases(intr)?;
         // The script also recognises a lock held by this very token (a retried call).
         match self.attempt(intr, token, 0, None, true, None)? {
             Attempt::Acquired(fence) => Ok(Some(self.held(token, fence))),
@@ -633,7 +633,15 @@ impl DistMutex {
     /// It also takes the token out of the waiters' line, and passes on a hand-off that reached it.
     pub fn abandon(&self, token: &str) {
         self.cut_short.forget(token);
-        crate::lease::release_in_background(&self.client, self.release_call(token, true), self.ttl);
+        // The caller is raised into at once: until Redis answers, this process's try_lock and
+        // locked? wait for the give-back, as after an interrupted Mutex#lock (nothing is held).
+        let announced = unanswered_releases::announce(self.client.identity(), &self.lock_key);
+        crate::lease::release_in_background_announced(
+            &self.client,
+            self.release_call(token, true),
+            self.ttl,
+            Some(announced),
+        );
     }
 
     /// The token-checked release (handing over to the next waiter), used by `unlock` and
@@ -673,18 +681,18 @@ impl DistMutex {
             .arg(Inbox::channel(self.client.namespace(), ""))
     }
 
-    /// True when anyone holds the lock.
     /// Announces a release made by a sleeping thread, until the returned value is dropped.
-    pub fn announce_sleep_release(&self) -> sleep_releases::Announced {
-        sleep_releases::announce(self.client.identity(), &self.lock_key)
+    pub fn announce_sleep_release(&self) -> unanswered_releases::Announced {
+        unanswered_releases::announce(self.client.identity(), &self.lock_key)
     }
 
-    fn wait_sleep_releases(&self, intr: &Interrupt) -> Result<()> {
-        sleep_releases::wait_answered(self.client.identity(), &self.lock_key, intr)
+    fn wait_unanswered_releases(&self, intr: &Interrupt) -> Result<()> {
+        unanswered_releases::wait_answered(self.client.identity(), &self.lock_key, intr)
     }
 
+    /// True when anyone holds the lock.
     pub fn is_locked(&self, intr: &Interrupt) -> Result<bool> {
-        self.wait_sleep_releases(intr)?;
+        self.wait_unanswered_releases(intr)?;
         let reply = self.client.command(
             intr,
             &[b"EXISTS".to_vec(), self.lock_key.clone().into_bytes()],

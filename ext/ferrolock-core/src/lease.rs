@@ -130,12 +130,25 @@ impl Drop for Lease {
 /// Without a watchdog thread (the OS refused one) the release is dropped: the key expires
 /// with its lease.
 pub fn release_in_background(client: &Client, release: ScriptCall, give_up_after: Duration) {
+    release_in_background_announced(client, release, give_up_after, None);
+}
+
+/// [`release_in_background`], with `announced` (unanswered_releases.rs) kept until its first
+/// try was answered (or failed), so that `try_lock` and `locked?` in this process see the lock as
+/// an interrupted `lock` left it: given back.
+pub fn release_in_background_announced(
+    client: &Client,
+    release: ScriptCall,
+    give_up_after: Duration,
+    mut announced: Option<crate::unanswered_releases::Announced>,
+) {
     let now = Instant::now();
     let watchdog = client.inner.watchdog.get();
     for delay in [Duration::ZERO, CLEANUP_REPEAT, give_up_after / 4] {
         let work = Work::Cleanup {
             call: release.clone(),
             give_up_at: now + give_up_after,
+            announced: announced.take(),
         };
         if watchdog.add(&client.inner, work, now + delay).is_err() {
             return;
@@ -187,6 +200,8 @@ enum Work {
     Cleanup {
         call: ScriptCall,
         give_up_at: Instant,
+        /// Dropped after the first try (see `release_in_background_announced`).
+        announced: Option<crate::unanswered_releases::Announced>,
     },
 }
 
@@ -214,6 +229,9 @@ impl Due {
     /// Records the outcome of this item's round trip (`None`: Redis did not answer).
     /// Returns false when the item is finished.
     fn settle(&mut self, outcome: Option<i64>, now: Instant) -> bool {
+        if let Work::Cleanup { announced, .. } = &mut self.work {
+            announced.take();
+        }
         match (&self.work, outcome) {
             (Work::Renew(entry), Some(1)) => {
                 self.at = now + entry.ttl / 3;

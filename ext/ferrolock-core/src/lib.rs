@@ -32,12 +32,12 @@ pub mod replicas;
 pub mod script;
 pub mod seconds;
 mod sentinel;
-pub mod sleep_releases;
 pub mod slot;
 pub mod spin;
 mod tls;
 pub mod token;
 mod topology;
+pub mod unanswered_releases;
 pub mod unique_lock;
 pub mod wait;
 

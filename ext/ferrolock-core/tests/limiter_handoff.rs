@@ -483,3 +483,27 @@ fn a_full_limiter_hands_over_only_the_released_slot() {
     assert!(slot_of(&client, "full", &waiters[1]).is_some());
     assert_eq!(status(&l).in_use, 2);
 }
+
+/// An interrupted waiter holds nothing: right after it was given up and the holder released,
+/// this process's `status` shows no slot in use, even when the release handed the slot to the
+/// interrupted waiter before its background give-back ran (unanswered_releases.rs).
+#[test]
+fn status_right_after_an_interrupted_wait_and_the_release_shows_no_slot_in_use() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let l = Arc::new(limiter(&client, "left", 1, 30_000));
+    let intr = Interrupt::new();
+    for round in 0..20 {
+        let held = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
+        let gone = token();
+        cut_short_waiter(&client, &l, "left", &gone);
+        // What the binding does when a wait was cut short, then the holder leaves at once.
+        l.abandon(&gone);
+        l.release(&intr, held).unwrap();
+        assert_eq!(
+            status(&l).in_use,
+            0,
+            "round {round}: a slot stayed with the interrupted waiter"
+        );
+    }
+}

@@ -1,10 +1,16 @@
-//! Releases made by a `DistMutex#sleep` of this process that have not been answered yet.
+//! Releases of this process that Redis has not answered yet, which the caller already treats
+//! as done:
+//! - a `DistMutex#sleep`'s: the sleeping thread makes its release and its wait in one blocking
+//!   call, so Ruby shows it asleep (`Thread#stop?`) while the release is still on its way;
+//! - an abandoned acquisition's (`Timeout.timeout` or `Thread#raise` cut the wait short): its
+//!   line entry, or a hold handed to it meanwhile, is given back from the watchdog thread
+//!   (`lease::release_in_background`) while the caller has already been raised into.
 //!
-//! The sleeping thread makes its release and its wait in one blocking call, so Ruby shows it
-//! asleep (`Thread#stop?`) while the release is still on its way to Redis. With Ruby's Mutex, a
-//! thread seen asleep in `sleep` no longer holds the lock; `locked?` and `try_lock` in this
-//! process keep that true by first waiting for the sleep releases of their lock (one round trip,
-//! bounded by read_timeout like any release).
+//! With Ruby's Mutex, a thread seen asleep in `sleep` no longer holds the lock, and an
+//! interrupted `lock` leaves nothing behind: once its holder unlocks, `try_lock` succeeds.
+//! `locked?`, `try_lock` (and a limiter's `status`) in this process keep that true by first
+//! waiting for the unanswered releases of their lock (one round trip, bounded by read_timeout
+//! like any release; a background release counts as answered after its first try).
 
 use crate::error::Result;
 use crate::fork::ForkLocal;
@@ -34,12 +40,12 @@ fn counts() -> MutexGuard<'static, HashMap<Key, usize>> {
     in_flight().count.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// One sleep release in flight; dropping it (once the release was answered) ends it.
+/// One release in flight; dropping it (once the release was answered) ends it.
 pub struct Announced {
     key: Key,
 }
 
-/// Announces a release of `lock_key` before the sleeping thread can look asleep.
+/// Announces a release of `lock_key` before its caller can see it as done.
 pub fn announce(client_id: usize, lock_key: &str) -> Announced {
     let key = (client_id, lock_key.to_string());
     *counts().entry(key.clone()).or_insert(0) += 1;
@@ -60,7 +66,7 @@ impl Drop for Announced {
     }
 }
 
-/// Waits until no sleep release of `lock_key` is in flight, or `intr` is cancelled.
+/// Waits until no release of `lock_key` is in flight, or `intr` is cancelled.
 pub fn wait_answered(client_id: usize, lock_key: &str, intr: &Interrupt) -> Result<()> {
     let key = (client_id, lock_key.to_string());
     let mut counts = counts();
@@ -85,27 +91,27 @@ mod tests {
 
     #[test]
     fn waits_for_announced_releases_of_its_own_lock_only() {
-        let announced = announce(1, "sleep-releases:a");
+        let announced = announce(1, "unanswered-releases:a");
         // Another lock, or the same key through another client: no wait.
-        wait_answered(1, "sleep-releases:b", &Interrupt::new()).unwrap();
-        wait_answered(2, "sleep-releases:a", &Interrupt::new()).unwrap();
+        wait_answered(1, "unanswered-releases:b", &Interrupt::new()).unwrap();
+        wait_answered(2, "unanswered-releases:a", &Interrupt::new()).unwrap();
         let started = Instant::now();
         let answered = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
             drop(announced);
         });
-        wait_answered(1, "sleep-releases:a", &Interrupt::new()).unwrap();
+        wait_answered(1, "unanswered-releases:a", &Interrupt::new()).unwrap();
         assert!(started.elapsed() >= Duration::from_millis(50));
         answered.join().unwrap();
     }
 
     #[test]
     fn a_cancelled_wait_ends_interrupted() {
-        let _announced = announce(3, "sleep-releases:c");
+        let _announced = announce(3, "unanswered-releases:c");
         let intr = Interrupt::new();
         intr.cancel();
         assert!(matches!(
-            wait_answered(3, "sleep-releases:c", &intr),
+            wait_answered(3, "unanswered-releases:c", &intr),
             Err(crate::error::Error::Interrupted)
         ));
     }
