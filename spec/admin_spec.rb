@@ -400,7 +400,7 @@ RSpec.describe Ferrolock::Admin do
 
     it "still knows the app's limiter after many short-lived ones came and went" do
       # The hygiene spec makes 100k limiters in this process; a bounded most-recent list lost the
-      # web fixture's constants that way (CI). The registry is weak: the live ones stay.
+      # web fixture's constants that way (CI). The native objects keep the registry: the live ones stay.
       kept = Ferrolock::RateLimiter.bucket("admin-rate:kept", 4, :hour)
       20_000.times { |i| Ferrolock::RateLimiter.window("admin-rate:short-#{i}", 1, 1) }
       expect(kept.within_limit { :ok }).to eq(:ok)

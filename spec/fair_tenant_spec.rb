@@ -279,6 +279,17 @@ RSpec.describe Ferrolock::FairTenant do
                                                   { queue: "r", threshold: 1 }])
       expect([rules.queues, rules.pers]).to eq([%w[q r], [7200.0, 86_400.0]])
     end
+
+    it "parses a class's rules once, and keeps a bounded number of parsed Arrays" do
+      options = [{ queue: "slow", threshold: 3 }]
+      first = Ferrolock::FairTenant::Rules.parse(options)
+      expect(Ferrolock::FairTenant::Rules.parse(options)).to be(first)
+      # Jobs that went through JSON bring a new Array on every push.
+      cache = Ferrolock::FairTenant::Rules.const_get(:CACHE)
+      1_000.times { Ferrolock::FairTenant::Rules.parse([{ "queue" => "slow", "threshold" => 3 }]) }
+      expect(cache.size).to be <= Ferrolock::FairTenant::Rules.const_get(:CACHE_MAX)
+      expect(Ferrolock::FairTenant::Rules.parse(options)).not_to be(first) # pushed out, parsed anew
+    end
   end
 
   describe "when ferrolock's Redis fails" do

@@ -19,11 +19,6 @@ module Ferrolock
     # Sidekiq Enterprise's interval names.
     INTERVALS = { second: 1, minute: 60, hour: 3600, day: 86_400 }.freeze
 
-    # This process's live RateLimiters, for the operators' view (Admin::RateInfo): Redis holds a
-    # limiter's state, not its count or interval. Weak, so the app's constants stay however many
-    # short-lived limiters come and go (a bounded most-recent list would drop them).
-    MADE = ObjectSpace::WeakMap.new
-
     attr_reader :name, :kind, :count, :interval, :wait_timeout, :client
     # Extra calls a leaky limiter lets through at once (0 for the other kinds); read by the
     # operators' view (Admin::RateInfo).
@@ -73,7 +68,10 @@ module Ferrolock
       @burst = Validate.count!(:burst, burst, min: 0)
       @client = Validate.client!(client)
       @native = Backend.build(:RateLimiter, @client, @name, kind.to_s, @count, @interval, @burst)
-      MADE[self] = self
+      # For the operators' view (Admin::RateInfo), while this limiter lives: Redis holds its state,
+      # not its count or interval. Kept by the native object, so the app's constants stay however
+      # many short-lived limiters come and go (a bounded most-recent list would drop them).
+      @native.record_definition if Native::RateLimiter === @native # rubocop:disable Style/CaseEquality -- testing mode's stand-ins have none
     end
     private_class_method :new
 

@@ -19,6 +19,9 @@ module Ferrolock
     # for a sliding window only (future entries of its log).
     # `reserved`: calls that reserved a later slot and are sleeping until it (nil for points: a
     # call's cost is not stored, so the calls behind a points limiter's arrival time are unknown).
+    # What the app's RateLimiter of a name and kind passes (RateInfo.definitions).
+    RateDefinition = Struct.new(:name, :kind, :limit, :interval, :burst, keyword_init: true)
+
     RateInfo = Struct.new(:name, :kind, :limit, :interval, :burst, :remaining, :reset_in, :reserved, :known,
                           keyword_init: true) do
       # nil when the key is gone. `definition`: the app's RateLimiter of that name and kind, or nil.
@@ -35,9 +38,9 @@ module Ferrolock
       end
 
       def self.with_definition(info, client, key, now_us, definition)
-        remaining, reset_in = Native::RateLimiter.new(client.native, info.name, info.kind.to_s, definition.count,
+        remaining, reset_in = Native::RateLimiter.new(client.native, info.name, info.kind.to_s, definition.limit,
                                                       definition.interval, definition.burst).status
-        info.limit = definition.count
+        info.limit = definition.limit
         info.interval = definition.interval
         info.burst = definition.burst if info.kind == :leaky
         info.remaining = remaining
@@ -54,7 +57,7 @@ module Ferrolock
         return 0 if latest.nil? || used.nil?
 
         current = now_us / interval_us(definition)
-        latest > current ? [((latest - current - 1) * definition.count) + used, 0].max : 0
+        latest > current ? [((latest - current - 1) * definition.limit) + used, 0].max : 0
       end
 
       # Calls whose slot is after now (lua/rate_limiter/gcra.lua): the last call's slot is the TAT it
@@ -63,8 +66,8 @@ module Ferrolock
         return nil if definition.kind == :points
 
         tat = client.call("HGET", key, "t") or return 0
-        emission = interval_us(definition).to_f / definition.count
-        tolerance = emission * (definition.kind == :leaky ? definition.burst : definition.count - 1)
+        emission = interval_us(definition).to_f / definition.limit
+        tolerance = emission * (definition.kind == :leaky ? definition.burst : definition.limit - 1)
         [(((Float(tat) - tolerance - now_us) / emission) - 1e-9).ceil - 1, 0].max
       end
 
@@ -78,14 +81,12 @@ module Ferrolock
         (Integer(seconds) * 1_000_000) + Integer(micros)
       end
 
-      # { [name, kind] => the app's RateLimiter } of this process in `namespace` (RateLimiter::MADE,
-      # the live ones); with several of one name and kind, the largest count. Once per listing page.
+      # { [name, kind] => Definition } of this process's live RateLimiters in `namespace`; with
+      # several of one name and kind, the largest count. Once per listing page.
       def self.definitions(namespace)
-        RateLimiter::MADE.values.each_with_object({}) do |limiter, found|
-          next unless limiter.client.namespace == namespace
-
-          id = [limiter.name, limiter.kind]
-          found[id] = limiter if found[id].nil? || found[id].count < limiter.count
+        Native::RateLimiter.definitions(namespace).to_h do |name, kind, limit, interval, burst|
+          kind = kind.to_sym
+          [[name, kind], RateDefinition.new(name: name, kind: kind, limit: limit, interval: interval, burst: burst)]
         end
       end
       private_class_method :with_definition, :window_reserved, :gcra_reserved, :interval_us, :now_us

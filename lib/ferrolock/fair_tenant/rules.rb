@@ -19,9 +19,13 @@ module Ferrolock
       NUMERIC = /\A\d+(\.\d+)?\z/
       ARG = "fair_tenant_queues"
 
-      # Parsed rules per raw Array, so a class's options are checked once, not on every push.
-      CACHE = ObjectSpace::WeakMap.new
-      private_constant :CACHE
+      # Parsed rules per raw Array (by identity), so a class's options are checked once, not on
+      # every push. Bounded, the most recent first: a job that went through JSON brings a new
+      # Array each time. (Not an ObjectSpace::WeakMap: it was the suspect of GC crashes on Ruby 3.3.)
+      CACHE_MAX = 64
+      CACHE = {}.compare_by_identity
+      CACHE_LOCK = Mutex.new
+      private_constant :CACHE_MAX, :CACHE, :CACHE_LOCK
 
       attr_reader :queues, :thresholds, :pers, :native
 
@@ -36,13 +40,19 @@ module Ferrolock
         else raise TypeError, "#{ARG} must be an Array of Hashes, got #{Validate.class_of(raw)}"
         end
 
-        cached = CACHE[raw]
+        cached = CACHE_LOCK.synchronize { CACHE[raw] }
         return cached if cached
 
-        rules = new(raw)
-        CACHE[raw] = rules
-        rules
+        remember(raw, new(raw))
       end
+
+      def self.remember(raw, rules)
+        CACHE_LOCK.synchronize do
+          CACHE.shift if CACHE.size >= CACHE_MAX
+          CACHE[raw] = rules
+        end
+      end
+      private_class_method :remember
 
       # parse, with the job class's name in front of an error's message (a push does not say
       # which class's options were bad otherwise).
