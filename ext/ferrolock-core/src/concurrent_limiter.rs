@@ -634,12 +634,11 @@ impl ConcurrentLimiter {
         self.cut_short.forget(token);
         // Until Redis answers, this process's `status` waits for the give-back (the interrupted
         // caller holds nothing, so its slot must not show as in use).
-        let announced = unanswered_releases::announce(self.client.identity(), &self.slots_key);
         crate::lease::release_in_background_announced(
             &self.client,
             self.release_call(token, true),
             self.lease,
-            Some(announced),
+            &self.slots_key,
         );
     }
 

@@ -635,12 +635,11 @@ impl DistMutex {
         self.cut_short.forget(token);
         // The caller is raised into at once: until Redis answers, this process's try_lock and
         // locked? wait for the give-back, as after an interrupted Mutex#lock (nothing is held).
-        let announced = unanswered_releases::announce(self.client.identity(), &self.lock_key);
         crate::lease::release_in_background_announced(
             &self.client,
             self.release_call(token, true),
             self.ttl,
-            Some(announced),
+            &self.lock_key,
         );
     }
 

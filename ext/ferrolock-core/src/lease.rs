@@ -130,13 +130,26 @@ impl Drop for Lease {
 /// Without a watchdog thread (the OS refused one) the release is dropped: the key expires
 /// with its lease.
 pub fn release_in_background(client: &Client, release: ScriptCall, give_up_after: Duration) {
-    release_in_background_announced(client, release, give_up_after, None);
+    queue_cleanup(client, release, give_up_after, None);
 }
 
-/// [`release_in_background`], with `announced` (unanswered_releases.rs) kept until its first
-/// try was answered (or failed), so that `try_lock` and `locked?` in this process see the lock as
-/// an interrupted `lock` left it: given back.
+/// [`release_in_background`] of a give-up (`abandon`) of `lock_key`, announced as a release in
+/// flight (unanswered_releases.rs) until its first try was answered (or failed), so that this
+/// process's `try_lock`, `locked?` and limiter `status` see what an interrupted acquisition
+/// leaves: nothing held.
 pub fn release_in_background_announced(
+    client: &Client,
+    release: ScriptCall,
+    give_up_after: Duration,
+    lock_key: &str,
+) {
+    let announced = crate::unanswered_releases::announce(client.identity(), lock_key);
+    queue_cleanup(client, release, give_up_after, Some(announced));
+}
+
+/// Queues the release now and its two repeats (see `release_in_background`); `announced` goes
+/// with the first.
+fn queue_cleanup(
     client: &Client,
     release: ScriptCall,
     give_up_after: Duration,

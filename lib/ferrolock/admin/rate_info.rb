@@ -10,6 +10,9 @@ module Ferrolock
     RATE_PARTS = { "window" => :window, "log" => :sliding_window, "bucket" => :bucket, "tat" => :leaky,
                    "points" => :points }.freeze
 
+    # What the app's RateLimiter of a name and kind passes (RateInfo.definitions).
+    RateDefinition = Struct.new(:name, :kind, :limit, :interval, :burst, keyword_init: true)
+
     # A RateLimiter as Redis has it. Redis keeps only its state (a counter, a log of call times
     # or an arrival time), not its count or interval: those come from the app's own RateLimiter of
     # that name and kind when it exists in this process (the Web tab in the app, `--require` for
@@ -19,9 +22,6 @@ module Ferrolock
     # for a sliding window only (future entries of its log).
     # `reserved`: calls that reserved a later slot and are sleeping until it (nil for points: a
     # call's cost is not stored, so the calls behind a points limiter's arrival time are unknown).
-    # What the app's RateLimiter of a name and kind passes (RateInfo.definitions).
-    RateDefinition = Struct.new(:name, :kind, :limit, :interval, :burst, keyword_init: true)
-
     RateInfo = Struct.new(:name, :kind, :limit, :interval, :burst, :remaining, :reset_in, :reserved, :known,
                           keyword_init: true) do
       # nil when the key is gone. `definition`: the app's RateLimiter of that name and kind, or nil.
