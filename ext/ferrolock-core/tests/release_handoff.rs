@@ -57,7 +57,9 @@ fn try_lock_right_after_an_interrupted_wait_and_the_unlock_finds_the_lock_free()
     let m = Arc::new(DistMutex::new(&client, "gone", opts).unwrap());
     let intr = Interrupt::new();
     for round in 0..20 {
-        let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
+        // Bounded: a lock still held from the round before fails the test instead of hanging it.
+        let within = Some(Instant::now() + Duration::from_secs(10));
+        let held = m.lock(&intr, &DistMutex::new_token(), within).unwrap();
         let cut = Arc::new(Interrupt::new());
         let token = DistMutex::new_token();
         let waiter = {
