@@ -95,6 +95,73 @@ RSpec.describe "Ferrolock::Sidekiq::ActiveJobHooks" do
     end
   end
 
+  # ActiveJob's retry_job (retry_on, and Rails 8.1 continuations resuming) enqueues the running job again:
+  # same job_id, new jid. The until_executed lock passes to the new jid; a real duplicate stays out.
+  describe "an until_executed ActiveJob job that enqueues itself again (retry_on)" do
+    # Named: ActiveSupport's rescue_from keeps handlers by class name.
+    let(:flaky) { stub_const("AjFlakyError", Class.new(StandardError)) }
+    let(:ran) { [] }
+    let(:klass) do
+      error = flaky
+      runs = ran
+      job_class("AjFlakyReportJob", lock: :until_executed) do
+        retry_on error, wait: 1, attempts: 3
+        define_method(:perform) do |id|
+          runs << executions
+          raise error, "first try of #{id}" if executions == 1
+        end
+      end
+    end
+    let(:server) { Ferrolock::Sidekiq::UniqueServerMiddleware.new }
+
+    # The scheduled retry made due now, so work_one finds it in the queue.
+    def retry_due
+      retry_job = Sidekiq::ScheduledSet.new.first
+      expect(retry_job).not_to be_nil, "no retry was scheduled: #{log.string}"
+      retry_job.add_to_queue
+      retry_job.item
+    end
+
+    it "keeps the lock for the retry, which runs; a duplicate meanwhile is refused" do
+      job = klass.perform_later(5)
+      first = work_one(server)
+      retried = retry_due
+      expect(retried["jid"]).not_to eq(first["jid"])
+      expect(Ferrolock::Sidekiq::ActiveJobHooks.active_job_id(retried)).to eq(job.job_id)
+      expect(Ferrolock::Admin.new.uniques("AjFlakyReportJob").items.map(&:jid)).to eq([retried["jid"]])
+      expect(klass.perform_later(5)).to be(false)
+      expect(log.string).to include("resumes #{first["jid"]}: unique lock")
+
+      work_one(server)
+      expect(ran).to eq([1, 2])
+      expect(Ferrolock::Admin.new.uniques("AjFlakyReportJob").items).to be_empty
+      expect(Sidekiq::Queue.new("default").size + Sidekiq::ScheduledSet.new.size).to eq(0)
+      expect(klass.perform_later(5)).to be_a(klass)
+    end
+
+    it "still refuses a new perform_later with the same arguments made from inside the running job" do
+      error = flaky
+      job_class("AjSelfEnqueuerJob", lock: :until_executed) do
+        define_method(:perform) { |id| self.class.perform_later(id) || raise(error, "refused") }
+      end.perform_later(6)
+      expect { work_one(server) }.to raise_error(flaky, "refused")
+    end
+
+    it "hands the lock back to the running job when the retry's push does not happen" do
+      klass.perform_later(7)
+      stopper = Class.new { def call(*) = nil }
+      FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.add stopper }
+      begin
+        first = work_one(server)
+        expect(Sidekiq::ScheduledSet.new.size).to eq(0)
+        # Retries exhausted or not, the lock is the failed job's again (released when it will not retry).
+        expect(Ferrolock::Admin.new.uniques("AjFlakyReportJob").items.map(&:jid)).to all(eq(first["jid"]))
+      ensure
+        FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.remove(stopper) }
+      end
+    end
+  end
+
   describe "a DualLockMiddleware reschedule (max_wait passed) of an ActiveJob job" do
     it "happens before ActiveJob's perform starts: ActiveJob logs nothing, ferrolock's line gives both ids" do
       klass = job_class("AjSyncJob", dual_lock: { key: "aj-sync", max_wait: 0.3 }) { def perform(_id) = nil }

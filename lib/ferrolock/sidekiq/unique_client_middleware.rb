@@ -3,6 +3,7 @@
 require_relative "unique_middleware"
 require_relative "unique_push"
 require_relative "unique_on_conflict"
+require_relative "unique_resumption"
 require_relative "active_job_hooks"
 
 # Fails at `chain.add` (which loads this file) on a Sidekiq version ferrolock does not support.
@@ -15,8 +16,10 @@ module Ferrolock
     # (sidekiq-unique-jobs' names, see UniqueSettings). A push takes the digest's lock with the job's
     # jid as its value; a duplicate push finds it taken and meets on_conflict (default :log: not
     # pushed, one log line). A push of a job that already holds the lock (the same jid: a scheduled
-    # job or a retry coming due, a reschedule) passes and refreshes it. Add it to the client chain
-    # of clients AND servers (jobs push jobs), with UniqueServerMiddleware in the server chain:
+    # job or a retry coming due, a reschedule) passes and refreshes it; so does the running job
+    # enqueuing itself again to go on (same ActiveJob job_id, new jid: UniqueResumption). Add it to
+    # the client chain of clients AND servers (jobs push jobs), with UniqueServerMiddleware in the
+    # server chain:
     #
     #   Sidekiq.configure_client do |config|
     #     config.client_middleware { |chain| chain.add Ferrolock::Sidekiq::UniqueClientMiddleware }
@@ -39,6 +42,7 @@ module Ferrolock
         lock = UniqueLock.new(digest, client: @client)
         holder = lock.take(job["jid"], UniquePush.ttl(settings, job), keep: settings.lock == :until_expired)
         return UniquePush.pushed(lock, job, &block) unless holder
+        return UniqueResumption.pushed(settings, lock, job, holder, &block) if UniqueResumption.resumes?(job, holder)
 
         pushed = UniqueOnConflict.on_push(settings, lock, job, holder, &block)
         # Not pushed: an ActiveJob perform_later of this job ends as an aborted enqueue (ActiveJobHooks).

@@ -25,8 +25,13 @@ module Ferrolock
           end
         end
 
-        def drop(lock)
-          @mutex.synchronize { @held.delete(lock.key) }
+        # Stops renewing lock; with jid, only while jid is the one renewed (a resumption of the job may
+        # hold it by now). Returns what was renewed, or nil.
+        def drop(lock, jid = nil)
+          @mutex.synchronize do
+            held = @held[lock.key]
+            @held.delete(lock.key) if held && (jid.nil? || held.jid == jid)
+          end
         end
 
         private

@@ -5,6 +5,7 @@ require_relative "unique_middleware"
 require_relative "unique_leases"
 require_relative "unique_retry"
 require_relative "unique_on_conflict"
+require_relative "unique_resumption"
 
 # Fails at `chain.add` (which loads this file) on a Sidekiq version ferrolock does not support.
 Ferrolock::Sidekiq::Compat.check!
@@ -51,12 +52,14 @@ module Ferrolock
         return yield unless settings
 
         digest = UniqueDigest.carried(settings, job)
-        case settings.lock
-        when :until_executing then until_executing(digest, job, &block)
-        when :until_executed then until_executed(settings, digest, job, &block)
-        when :while_executing then while_executing(settings, digest, job, queue, &block)
-        when :until_and_while_executing then until_and_while_executing(settings, digest, job, queue, &block)
-        else yield # until_expired
+        UniqueResumption.running(job) do
+          case settings.lock
+          when :until_executing then until_executing(digest, job, &block)
+          when :until_executed then until_executed(settings, digest, job, &block)
+          when :while_executing then while_executing(settings, digest, job, queue, &block)
+          when :until_and_while_executing then until_and_while_executing(settings, digest, job, queue, &block)
+          else yield # until_expired
+          end
         end
       end
 
@@ -99,7 +102,7 @@ module Ferrolock
       # raising would retry a job that succeeded, or hide the job's own exception; the lock, no longer
       # renewed, expires after its lease (see ReleaseFailure).
       def settle(settings, lock, job, finished, error)
-        UniqueLeases.drop(lock)
+        UniqueLeases.drop(lock, job["jid"])
         finished ? release_or_keep(settings, lock, job) : UniqueRetry.keep_or_release(settings, lock, job, error)
       rescue Ferrolock::Error => e
         ReleaseFailure.report(e, what: "unique lock #{lock.digest.inspect} of #{job["jid"]}", finished: finished,
