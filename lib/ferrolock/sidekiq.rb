@@ -20,6 +20,7 @@ module Ferrolock
     autoload :UniqueOptionNames, File.expand_path("sidekiq/unique_option_names", __dir__)
     autoload :UniqueOnConflict, File.expand_path("sidekiq/unique_on_conflict", __dir__)
     autoload :UniquePush, File.expand_path("sidekiq/unique_push", __dir__)
+    autoload :UniqueResumption, File.expand_path("sidekiq/unique_resumption", __dir__)
     autoload :UniqueRetry, File.expand_path("sidekiq/unique_retry", __dir__)
     autoload :UniqueServerMiddleware, File.expand_path("sidekiq/unique_server_middleware", __dir__)
     autoload :UniqueSettings, File.expand_path("sidekiq/unique_settings", __dir__)
