@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require "fileutils"
 require "open3"
 require "rbconfig"
 require "timeout"
@@ -81,6 +82,10 @@ module FerrolockTest
       @env = { "REDIS_URL" => FerrolockTest.redis_server.url, "RUBYLIB" => SidekiqVersion.rubylib(LIB) }.merge(env)
       @shutdown_timeout = shutdown_timeout
       @log_path = File.join(Dir.mktmpdir("ferrolock-sidekiq-"), "sidekiq.log")
+      # Examples read the log after stop: it goes when this process ends.
+      owner = Process.pid
+      log_dir = File.dirname(@log_path)
+      at_exit { FileUtils.rm_rf(log_dir) if Process.pid == owner }
     end
 
     def start(boot_timeout: 20)

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "rbconfig"
+require_relative "rails_version"
 
 module FerrolockTest
   # Which Sidekiq the specs run against: Debian's 6.4.1 gem by default, or, with FERROLOCK_SIDEKIQ=7,
@@ -40,18 +41,20 @@ module FerrolockTest
 
     # Call before anything requires "sidekiq".
     def setup!
+      RailsVersion.setup!
+      ENV["RUBYLIB"] = rubylib(ENV.fetch("RUBYLIB", nil)) if seven? || RailsVersion.eight_one?
       return unless seven?
 
       missing = SIDEKIQ7_LIBS.reject { |dir| File.directory?(dir) }
       raise "FERROLOCK_SIDEKIQ=7 needs the vendored copies: #{missing.join(", ")} not found" unless missing.empty?
 
       $LOAD_PATH.unshift(*SIDEKIQ7_LIBS)
-      ENV["RUBYLIB"] = rubylib(ENV.fetch("RUBYLIB", nil))
     end
 
-    # RUBYLIB for a child process: the vendored libs first (on 7), then `rest`.
+    # RUBYLIB for a child process: the vendored libs first (Sidekiq on 7, Rails on 8.1), then `rest`.
     def rubylib(*rest)
-      paths = (seven? ? SIDEKIQ7_LIBS : []) + rest.compact.flat_map { |r| r.split(File::PATH_SEPARATOR) }
+      paths = (seven? ? SIDEKIQ7_LIBS : []) + RailsVersion.libs +
+              rest.compact.flat_map { |r| r.split(File::PATH_SEPARATOR) }
       paths.uniq.join(File::PATH_SEPARATOR)
     end
 
