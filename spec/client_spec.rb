@@ -193,6 +193,36 @@ RSpec.describe Ferrolock::Client do
     end
   end
 
+  # Valkey 9.1+ without its Lua engine, EVAL/EVALSHA renamed away, or an ACL user without +@scripting:
+  # named with what is missing, at Sidekiq's boot (Railtie) and at the first lock, never a raw reply.
+  describe "a server that will not run Lua scripts" do
+    after { @servers&.each(&:destroy) }
+
+    def server(*args) = ((@servers ||= []) << FerrolockTest::RedisServer.new(extra_args: args).start).last
+
+    it "check_scripting! and the first lock name the server and what is missing (commands renamed away)" do
+      renamed = server("--rename-command", "EVAL", "", "--rename-command", "EVALSHA", "")
+      client = described_class.new(url: renamed.url)
+      missing = /Redis at 127\.0\.0\.1:#{renamed.port} cannot run Lua scripts.*unknown command.*must not be renamed/i
+      expect { client.check_scripting! }.to raise_error(Ferrolock::Error, missing)
+      mutex = Ferrolock::DistMutex.new("scriptless", client: client)
+      expect { mutex.try_lock }.to raise_error(Ferrolock::Error, missing)
+      expect(described_class.new(url: FerrolockTest.redis_server.url).check_scripting!).to be(true)
+    end
+
+    it "names an ACL user without +@scripting, and not its password" do
+      FerrolockTest.redis_server.redis.call("ACL", "SETUSER", "noscript", "on", ">hunter2", "~*", "+@all",
+                                            "-@scripting")
+      url = FerrolockTest.redis_server.url.sub("redis://", "redis://noscript:hunter2@")
+      client = described_class.new(url: url)
+      expect { client.check_scripting! }.to raise_error(Ferrolock::Error, /cannot run Lua scripts.*\+@scripting/) do |e|
+        expect(e.message).not_to include("hunter2")
+      end
+    ensure
+      FerrolockTest.redis_server.redis.call("ACL", "DELUSER", "noscript")
+    end
+  end
+
   describe "when Redis is unavailable" do
     let(:down) { FerrolockTest::RedisServer.new.start }
 

@@ -50,6 +50,14 @@ module Ferrolock
       @native.ping
     end
 
+    # True when Redis runs Lua scripts (every ferrolock change is one). Raises Ferrolock::Error naming
+    # the server and what is missing when it will not (Valkey 9.1+ without its Lua engine, EVAL or
+    # EVALSHA renamed away, an ACL user without +@scripting); Ferrolock::ConnectionError when Redis is
+    # down. The Railtie runs it at Sidekiq's boot.
+    def check_scripting!
+      @native.call("EVAL", "return 1", "0") == 1
+    end
+
     def namespace
       @native.namespace
     end

@@ -54,11 +54,20 @@ module Ferrolock
         end
         raise_all!(errors)
         Ferrolock.logger.info("ferrolock: boot checks ran (DualLock: #{dual_lock}; FairTenant: #{fair_tenant}; " \
-                              "Unique: #{unique}; " \
+                              "Unique: #{unique}; Lua scripts: #{scripting_check}; " \
                               "turn off with c.boot_checks = false)")
       end
 
       private
+
+      # A server that will not run scripts stops Sidekiq here, named, rather than at the first lock.
+      # Redis down is left to Sidekiq (which needs it too) and to each call's ConnectionError.
+      def scripting_check
+        Ferrolock.client.check_scripting!
+        "ok"
+      rescue Ferrolock::ConnectionError => e
+        "not checked (#{e.message})"
+      end
 
       # What was checked, for the log line: "2 job classes", or "middleware not added". A check's
       # ArgumentError / TypeError is collected in `errors`.

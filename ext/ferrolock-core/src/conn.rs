@@ -253,6 +253,14 @@ impl Conn {
         let text = server_error_text(e);
         if UNAVAILABLE.contains(&e.code()) {
             Error::connection(&self.addr, format!("not available ({text})"))
+        } else if scripting_refused(&text) {
+            Error::Redis(format!(
+                "Redis at {} cannot run Lua scripts, and every ferrolock change is one: it \
+                 answered \"{text}\". Valkey 9.1+ runs Lua as a scripting engine that must be \
+                 loaded; with ACLs, allow EVAL, EVALSHA and SCRIPT (+@scripting) for this user; \
+                 EVAL and EVALSHA must not be renamed",
+                self.addr
+            ))
         } else {
             Error::Redis(text)
         }
@@ -516,6 +524,25 @@ fn describe_redis_io(e: &redis::RedisError) -> String {
     } else {
         e.to_string()
     }
+}
+
+/// Whether an error reply says the server will not run scripts at all (no Lua engine, a renamed
+/// or ACL-forbidden EVAL/EVALSHA), as opposed to a script's own error: that one reads as a raw
+/// "unknown command" otherwise, which names nothing a user can act on.
+fn scripting_refused(text: &str) -> bool {
+    let text = text.to_ascii_lowercase();
+    let names_script = [
+        "'eval'",
+        "'evalsha'",
+        "'script'",
+        "'eval_ro'",
+        "'evalsha_ro'",
+    ]
+    .iter()
+    .any(|name| text.contains(name));
+    (names_script && (text.starts_with("err unknown command") || text.starts_with("noperm")))
+        || text.contains("scripting engine")
+        || text.contains("lua engine")
 }
 
 fn server_error_text(e: &redis::ServerError) -> String {

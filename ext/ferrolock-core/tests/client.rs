@@ -157,6 +157,49 @@ fn db_index_and_acl_users_are_honoured() {
 }
 
 #[test]
+fn a_server_that_refuses_scripts_is_named_with_what_is_missing() {
+    let server = RedisServer::start();
+    let admin = server.client("t");
+    cmd(
+        &admin,
+        &[
+            "ACL",
+            "SETUSER",
+            "noscript",
+            "on",
+            ">pw",
+            "~*",
+            "+@all",
+            "-@scripting",
+        ],
+    );
+    let url = format!("redis://noscript:pw@127.0.0.1:{}/0", server.port);
+    let c = Client::new(ClientOptions::new(&url)).unwrap();
+    let call = ScriptCall::new(&ECHO_KEY).key("k").arg("tok").arg(5000);
+    let err = c.eval(&Interrupt::new(), &call).unwrap_err();
+    let text = err.to_string();
+    let addr = format!("127.0.0.1:{}", server.port);
+    assert!(
+        text.contains(&format!("Redis at {addr} cannot run Lua scripts")),
+        "{text}"
+    );
+    assert!(text.contains("+@scripting"), "{text}");
+    assert!(!text.contains("pw"), "{text}");
+    // A script's own error is not mistaken for it.
+    let err = admin
+        .command(
+            &Interrupt::new(),
+            &[
+                b"EVAL".to_vec(),
+                b"return redis.call('NOPE')".to_vec(),
+                b"0".to_vec(),
+            ],
+        )
+        .unwrap_err();
+    assert!(!err.to_string().contains("cannot run Lua scripts"), "{err}");
+}
+
+#[test]
 fn pooled_connections_survive_a_redis_restart() {
     let mut server = RedisServer::start();
     let c = server.client("t");
