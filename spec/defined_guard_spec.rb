@@ -16,8 +16,8 @@ RSpec.describe "defined? guards in lib/" do
     ["ferrolock.rb", "<main>"] => "load time",
     ["ferrolock/shoryuken.rb", "<main>"] => "load time",
     ["ferrolock/events.rb", "publish_notification"] => "runs inside Ferrolock.instrument's mask",
-    ["ferrolock/sidekiq/unique_retry.rb", "shutdown?"] => "runs inside the until_executed ensure's mask",
-    ["ferrolock/sidekiq/unique_retry.rb", "interrupted?"] => "runs inside the until_executed ensure's mask",
+    ["ferrolock/sidekiq/unique/retry.rb", "shutdown?"] => "runs inside the until_executed ensure's mask",
+    ["ferrolock/sidekiq/unique/retry.rb", "interrupted?"] => "runs inside the until_executed ensure's mask",
     ["ferrolock/web.rb", "<main>"] => "load time"
   }
 

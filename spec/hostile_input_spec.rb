@@ -258,8 +258,8 @@ module FerrolockTest
       require "ferrolock/shoryuken"
       require "ferrolock/sidekiq/dual_lock_middleware"
       require "ferrolock/sidekiq/limiter_middleware"
-      require "ferrolock/sidekiq/unique_client_middleware"
-      require "ferrolock/sidekiq/unique_server_middleware"
+      require "ferrolock/sidekiq/unique/client_middleware"
+      require "ferrolock/sidekiq/unique/server_middleware"
       require "ferrolock/admin"
       require "logger"
       require #{File.join(__dir__, "support", "hostile_input").inspect}

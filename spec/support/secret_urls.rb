@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "securerandom"
-require "ferrolock/admin/cli_password"
+require "ferrolock/admin/cli/password"
 
 module FerrolockTest
   # A password-protected redis-server (requirepass, an ACL user, a unix socket) and every way a URL

@@ -1,4 +1,4 @@
-//! UniqueLock: one job per digest (Sidekiq uniqueness, see lib/ferrolock/sidekiq/unique_lock.rb).
+//! UniqueLock: one job per digest (Sidekiq uniqueness, see lib/ferrolock/sidekiq/unique/lock.rb).
 //! A single key `<ns>:{<digest>}:lock` holds the jid of the job holding it, always with an
 //! expiry. Every change is one script that compares the jid before writing, so a job never
 //! frees or extends a lock a duplicate holds now.

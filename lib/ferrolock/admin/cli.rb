@@ -1,11 +1,11 @@
 # frozen_string_literal: true
 
-require_relative "cli_app"
-require_relative "cli_arguments"
-require_relative "cli_options"
-require_relative "cli_output"
-require_relative "cli_namespace_hint"
-require_relative "cli_password"
+require_relative "cli/app"
+require_relative "cli/arguments"
+require_relative "cli/options"
+require_relative "cli/output"
+require_relative "cli/namespace_hint"
+require_relative "cli/password"
 
 module Ferrolock
   class Admin

@@ -6,7 +6,7 @@ require_relative "dual_lock_info"
 
 module Ferrolock
   class Admin
-    # A Sidekiq uniqueness digest as Redis has it (lib/ferrolock/sidekiq/unique_*.rb):
+    # A Sidekiq uniqueness digest as Redis has it (lib/ferrolock/sidekiq/unique/):
     # - the push-time lock `<ns>:{<digest>}:lock`, whose value is the jid of the job holding it
     #   (stage :pushed: queued, scheduled or waiting for its retry; until_executed also keeps it
     #   while the job runs, renewed as a lease), with its TTL;

@@ -1,4 +1,4 @@
-//! `Ferrolock::Native::UniqueLock` (see lib/ferrolock/sidekiq/unique_lock.rb, which checks the
+//! `Ferrolock::Native::UniqueLock` (see lib/ferrolock/sidekiq/unique/lock.rb, which checks the
 //! arguments the Ruby way first).
 
 use crate::errors::{core_error, seconds};

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require_relative "unique_leases"
-require_relative "unique_push"
+require_relative "leases"
+require_relative "push"
 
 module Ferrolock
   module Sidekiq

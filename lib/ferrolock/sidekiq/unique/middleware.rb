@@ -2,11 +2,11 @@
 
 # What both uniqueness middlewares load.
 require "ferrolock"
-require_relative "compat"
-require_relative "reschedule"
-require_relative "unique_settings"
-require_relative "unique_digest"
-require_relative "unique_lock"
+require_relative "../compat"
+require_relative "../reschedule"
+require_relative "settings"
+require_relative "digest"
+require_relative "lock"
 
 module Ferrolock
   module Sidekiq

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "optparse"
-require_relative "cli_password"
+require_relative "password"
 
 module Ferrolock
   class Admin

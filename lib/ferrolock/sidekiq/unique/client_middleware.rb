@@ -1,10 +1,10 @@
 # frozen_string_literal: true
 
-require_relative "unique_middleware"
-require_relative "unique_push"
-require_relative "unique_on_conflict"
-require_relative "unique_resumption"
-require_relative "active_job_hooks"
+require_relative "middleware"
+require_relative "push"
+require_relative "on_conflict"
+require_relative "resumption"
+require_relative "../active_job_hooks"
 
 # Fails at `chain.add` (which loads this file) on a Sidekiq version ferrolock does not support.
 Ferrolock::Sidekiq::Compat.check!

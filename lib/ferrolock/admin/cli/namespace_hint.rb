@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "shellwords"
-require_relative "namespace_probe"
+require_relative "../namespace_probe"
 
 module Ferrolock
   class Admin

@@ -1,11 +1,11 @@
 # frozen_string_literal: true
 
 require "English"
-require_relative "unique_middleware"
-require_relative "unique_leases"
-require_relative "unique_retry"
-require_relative "unique_on_conflict"
-require_relative "unique_resumption"
+require_relative "middleware"
+require_relative "leases"
+require_relative "retry"
+require_relative "on_conflict"
+require_relative "resumption"
 
 # Fails at `chain.add` (which loads this file) on a Sidekiq version ferrolock does not support.
 Ferrolock::Sidekiq::Compat.check!

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
-require_relative "unique_unsupported"
-require_relative "unique_option_names"
+require_relative "unsupported"
+require_relative "option_names"
 
 module Ferrolock
   module Sidekiq

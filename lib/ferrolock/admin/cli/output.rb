@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require "json"
-require_relative "table"
+require_relative "../table"
 
 module Ferrolock
   class Admin
