@@ -46,9 +46,10 @@ module Ferrolock
       @native = Backend.build(:DistMutex, @client, @name, expire, auto_release, lease,
                               Ferrolock.min_replicas_acked!(min_replicas_acked), local_passes)
       # Holds are recorded process-wide (Owners) under the lock's identity, so other DistMutex
-      # objects of the same lock see them; a hold whose owner ends is released after a tick.
+      # objects of the same lock see them; a hold whose owner ends is released by this process's
+      # next call on the lock, or at the reaper's next tick.
       @key = Owners.key(@client.redacted_url, @client.namespace, @name)
-      @tick = (expire || lease) / 3.0
+      @tick = [(expire || lease) / 3.0, Reaper::LONGEST_TICK].min
       # Made once: every lock passes them to Interrupts.acquire.
       @remember = method(:remember)
       @give_back = @native.method(:unlock)
@@ -65,6 +66,8 @@ module Ferrolock
     # process has in flight, as #locked? does: a thread seen asleep holds nothing).
     def try_lock
       return false if owned?
+
+      Reaper.release_ended(@key)
 
       LockLostWatcher.ensure_started
       hold = Interrupts.acquire(keep: ->(h) { remember(h) if h }, give_back: ->(h) { @native.unlock(h) if h }) do
@@ -141,8 +144,10 @@ module Ferrolock
       woken ? slept.round : nil
     end
 
-    # True when anyone (any thread, process or host) holds the lock.
+    # True when anyone (any thread, process or host) holds the lock. A hold of this process
+    # whose owner ended is released first (Ruby's Mutex is unlocked at thread end).
     def locked?
+      Reaper.release_ended(@key)
       @native.locked?
     end
 

@@ -680,8 +680,9 @@ impl DistMutex {
             .arg(Inbox::channel(self.client.namespace(), ""))
     }
 
-    /// Announces a release made by a sleeping thread, until the returned value is dropped.
-    pub fn announce_sleep_release(&self) -> unanswered_releases::Announced {
+    /// Announces a release this process's callers already treat as done (a sleeping thread's,
+    /// or one of a hold whose owner ended), until the returned value is dropped.
+    pub fn announce_release(&self) -> unanswered_releases::Announced {
         unanswered_releases::announce(self.client.identity(), &self.lock_key)
     }
 

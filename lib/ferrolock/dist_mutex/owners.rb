@@ -76,8 +76,9 @@ module Ferrolock
         def take_gone(key = nil)
           @lock.synchronize do
             fresh_process!
-            keys = key ? [key] : @by_key.keys
-            keys.flat_map { |each_key| take_gone_of(each_key) }
+            next take_gone_of(key) if key
+
+            @by_key.keys.flat_map { |each_key| take_gone_of(each_key) }
           end
         end
 
@@ -91,13 +92,17 @@ module Ferrolock
 
         private
 
+        # Each ended hold's release is announced before it leaves the record (under @lock), so
+        # that from here to Redis's answer this process's locked? and try_lock wait for it.
         def take_gone_of(key)
           list = @by_key[key]
           return NONE unless list
 
           ended, running = list.partition(&:owner_gone?)
+          return NONE if ended.empty?
+
           running.empty? ? @by_key.delete(key) : list.replace(running)
-          ended
+          ended.each { |ownership| ownership.native_mutex.announce_release(ownership.hold) }
         end
 
         def remove(key, list, index)

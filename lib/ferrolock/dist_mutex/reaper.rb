@@ -5,12 +5,17 @@ module Ferrolock
     # Releases DistMutex holds whose owner thread or fiber ended without unlocking (Ruby's Mutex
     # frees a dead thread's locks; a DistMutex would otherwise stay held, and renewed, until the
     # process exits). One Ruby thread per process, started with the first hold; it looks every
-    # tick (lease/3, the renewal period) while something is held, goes on for IDLE_TICKS ticks
-    # after that and then sleeps until nudged. So a process that keeps taking and releasing locks
-    # never signals it: a nudge wakes the thread only when it would otherwise look too late.
+    # tick (lease/3, the renewal period, at most LONGEST_TICK) while something is held, goes on
+    # for IDLE_TICKS ticks after that and then sleeps until nudged. So a process that keeps taking
+    # and releasing locks never signals it: a nudge wakes the thread only when it would otherwise
+    # look too late.
     module Reaper
       # Ticks the thread keeps looking with nothing held before it sleeps until nudged.
       IDLE_TICKS = 3
+      # Seconds: other processes see a dead thread's lock free within about this long, not after
+      # lease/3 (10 s by default). Calls of this process release it first (DistMutex#locked?,
+      # #try_lock, #lock). A look costs one wake-up and an alive? per hold.
+      LONGEST_TICK = 0.5
       @lock = ::Mutex.new
       @wake = ::ConditionVariable.new
       @generation = nil # Native.fork_generation of the process the thread runs in
@@ -37,9 +42,19 @@ module Ferrolock
           end
         end
 
-        # Releases holds taken from Owners (their owner ended), reporting each.
+        # Releases key's holds whose owner ended (usually none: one hash lookup), before a call
+        # of this process looks at the lock, so that none sees a dead thread's lock held.
+        def release_ended(key)
+          release_all(Owners.take_gone(key))
+        end
+
+        # Releases holds taken from Owners (their owner ended), reporting each. Every one is
+        # released, whatever exception lands meanwhile (it is raised once they are): Owners
+        # announced their releases, and this process's locked? waits until each is answered.
         def release_all(ownerships)
-          ownerships.each { |ownership| release(ownership) }
+          return if ownerships.empty?
+
+          Interrupts.release { ownerships.each { |ownership| release(ownership) } }
         end
 
         private
@@ -108,8 +123,7 @@ module Ferrolock
           end
           report(ownership, lost)
         rescue ForeignError
-          # DistMutex#lock runs this too, on the caller's thread: its Timeout.timeout must fire
-          # (the hold is out of Owners already and expires after its lease).
+          # A timeout is the caller's (release_all runs on its thread too), not a failed release.
           raise
         rescue StandardError => e
           Ferrolock.logger.warn("ferrolock: releasing DistMutex #{ownership.name.inspect} of an ended owner " \

@@ -9,6 +9,7 @@ use crate::ruby_api::client::RbClient;
 use ferrolock_core::caller_deadline::bounded;
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions, Held};
 use ferrolock_core::replicas;
+use ferrolock_core::unanswered_releases;
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -22,6 +23,10 @@ pub struct RbMutexHold {
     fencing_token: i64,
     /// Set once `release_and_sleep` released it: the sleep must take the lock again.
     released_by_sleep: AtomicBool,
+    /// Set by `announce_release` (its owner ended): ends once `unlock` was answered.
+    announced: Mutex<Option<unanswered_releases::Announced>>,
+    /// Whether `announced` was set: every `unlock` reads only this flag.
+    was_announced: AtomicBool,
 }
 
 impl RbMutexHold {
@@ -30,6 +35,8 @@ impl RbMutexHold {
             fencing_token: held.fencing_token(),
             held: HeldCell::new(held),
             released_by_sleep: AtomicBool::new(false),
+            announced: Mutex::new(None),
+            was_announced: AtomicBool::new(false),
         }
     }
 
@@ -39,6 +46,23 @@ impl RbMutexHold {
 
     fn is_released_by_sleep(&self) -> bool {
         self.released_by_sleep.load(Ordering::SeqCst)
+    }
+
+    fn announce(&self, announced: unanswered_releases::Announced) {
+        *self.announced.lock().unwrap_or_else(|e| e.into_inner()) = Some(announced);
+        self.was_announced.store(true, Ordering::SeqCst);
+    }
+
+    /// Ends the announcement, if any, once the release was answered or failed.
+    fn answered(&self) {
+        if self.was_announced.load(Ordering::SeqCst) {
+            let announced = self
+                .announced
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            drop(announced);
+        }
     }
 }
 
@@ -87,7 +111,18 @@ impl RbDistMutex {
     }
 
     fn unlock(ruby: &Ruby, rb_self: &Self, hold: &RbMutexHold) -> Result<(), Error> {
-        release_once(ruby, &hold.held, |intr, held| rb_self.0.unlock(intr, held)).map(drop)
+        let released = release_once(ruby, &hold.held, |intr, held| rb_self.0.unlock(intr, held));
+        hold.answered();
+        released.map(drop)
+    }
+
+    /// Announces the release of a hold whose owner thread or fiber ended, made next by another
+    /// thread (`unlock`): until Redis answers it, this process's `locked?` and `try_lock` wait
+    /// for it, so no call here sees a dead thread's lock held (as Ruby's Mutex, freed at thread
+    /// end). Called as the hold leaves the process's record of holds (lib/ferrolock/dist_mutex/owners.rb).
+    fn announce_release(_ruby: &Ruby, rb_self: &Self, hold: &RbMutexHold) -> Result<(), Error> {
+        hold.announce(rb_self.0.announce_release());
+        Ok(())
     }
 
     /// DistMutex#sleep's release and wait, in one call that loses no wake-up (see
@@ -103,7 +138,7 @@ impl RbDistMutex {
     ) -> Result<bool, Error> {
         let timeout = timeout.map(|t| wait(ruby, "timeout", t)).transpose()?;
         // Until Redis answered the release: the thread already looks asleep.
-        let announced = Mutex::new(Some(rb_self.0.announce_sleep_release()));
+        let announced = Mutex::new(Some(rb_self.0.announce_release()));
         let slept = release_then_sleep(
             ruby,
             &hold.held,
@@ -137,6 +172,10 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
         method!(guard::f4(RbDistMutex::release_and_sleep), 3),
     )?;
     class.define_method("locked?", method!(guard::f1(RbDistMutex::is_locked), 0))?;
+    class.define_method(
+        "announce_release",
+        method!(guard::f2(RbDistMutex::announce_release), 1),
+    )?;
     let hold = native.define_class("MutexHold", ruby.class_object())?;
     hold.define_method(
         "fencing_token",
