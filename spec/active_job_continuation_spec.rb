@@ -15,7 +15,7 @@ RSpec.describe "Rails 8.1 job continuations on Sidekiq", time_limit: 240 do
   let(:items) { 12 }
   let(:walkers) do
     %w[ContUntilExecutedJob ContUntilExecutingJob ContWhileExecutingJob ContUntilAndWhileExecutingJob
-       ContUntilExpiredJob ContDualLockJob ContLimitedJob ContFairTenantJob]
+       ContUntilExpiredJob ContDualLockJob ContLimitedJob ContFairTenantJob ContFairBoundedJob]
   end
 
   before do
@@ -98,6 +98,8 @@ RSpec.describe "Rails 8.1 job continuations on Sidekiq", time_limit: 240 do
     expect(admin.locks("*").items.select(&:held?)).to be_empty
     # FairTenant counted the job once (by its job_id), though it was pushed twice.
     expect(redis.zcard(Ferrolock::FairTenant.key("ContFairTenantJob", "tenant-1"))).to eq(1)
+    bounded = Ferrolock::FairTenant.key("ContFairBoundedJob", "tenant-1", mode: :bounded)
+    expect(redis.hget(bounded, "c3600000")).to eq("1"), redis.hgetall(bounded).inspect
     expect(enqueue("[ContUntilExecutedJob.perform_later(1)]")).to all(be_a(Array))
   end
 

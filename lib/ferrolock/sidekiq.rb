@@ -12,6 +12,7 @@ module Ferrolock
     autoload :DualLockSettings, File.expand_path("sidekiq/dual_lock_settings", __dir__)
     autoload :LimiterMiddleware, File.expand_path("sidekiq/limiter_middleware", __dir__)
     autoload :Reschedule, File.expand_path("sidekiq/reschedule", __dir__)
+    autoload :RunningJob, File.expand_path("sidekiq/running_job", __dir__)
     autoload :UniqueClientMiddleware, File.expand_path("sidekiq/unique/client_middleware", __dir__)
     autoload :UniqueDigest, File.expand_path("sidekiq/unique/digest", __dir__)
     autoload :UniqueLeases, File.expand_path("sidekiq/unique/leases", __dir__)

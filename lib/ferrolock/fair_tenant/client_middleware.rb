@@ -76,11 +76,17 @@ module Ferrolock
         origin = payload["fair_tenant_origin"] || queue
         target = FairTenant.queue_for(rules, job_class: job.class_name, tenant: tenant, jid: job.identity,
                                              queue: origin, mode: job.raw_mode, client: client,
-                                             record: !payload["fair_tenant_counted"])
+                                             record: !counted?(payload))
         payload["fair_tenant_counted"] = true
         apply(job, tenant, origin, target)
       rescue Ferrolock::Error => e
         FairTenant.redis_failed(e, client, job.class_name, queue)
+      end
+
+      # Counted at an earlier push: this very payload (a retry, a scheduled job coming due), or the
+      # running job enqueuing itself again to go on (a continuation resuming: a new payload, same job).
+      def counted?(payload)
+        payload["fair_tenant_counted"] || !Sidekiq::RunningJob.resumed_jid(payload).nil?
       end
 
       def apply(job, tenant, origin, target)

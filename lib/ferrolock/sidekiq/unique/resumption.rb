@@ -1,5 +1,6 @@
 # frozen_string_literal: true
 
+require_relative "../running_job"
 require_relative "leases"
 require_relative "push"
 
@@ -14,22 +15,12 @@ module Ferrolock
     # being dropped while the running job then finishes and frees the lock. A new perform_later with
     # the same arguments has a new job_id: still a duplicate.
     module UniqueResumption
-      RUNNING = :ferrolock_unique_running
-
       module_function
 
-      # UniqueServerMiddleware: runs the block with `job` as this fiber's running job.
-      def running(job, &block)
-        ActiveJobHooks.within(RUNNING, job, &block)
-      end
-
-      # Whether pushing `job` resumes the job running on this fiber, which holds the lock (`holder`).
+      # Whether pushing `job` resumes the job running on this fiber (RunningJob), which holds the lock
+      # (`holder`).
       def resumes?(job, holder)
-        running = Thread.current[RUNNING]
-        return false unless running && holder == running["jid"]
-
-        job_id = ActiveJobHooks.active_job_id(job)
-        !job_id.nil? && job_id == ActiveJobHooks.active_job_id(running)
+        !holder.nil? && RunningJob.resumed_jid(job) == holder
       end
 
       # Pushes (yield) with the lock passed from `holder` to the job's new jid; hands it back (and its

@@ -5,7 +5,7 @@ require_relative "middleware"
 require_relative "leases"
 require_relative "retry"
 require_relative "on_conflict"
-require_relative "resumption"
+require_relative "../running_job"
 
 # Fails at `chain.add` (which loads this file) on a Sidekiq version ferrolock does not support.
 Ferrolock::Sidekiq::Compat.check!
@@ -47,23 +47,26 @@ module Ferrolock
       def call(worker, job, queue, &block)
         return yield if Backend.pass_through? # Ferrolock::Testing.disable!
 
+        # Every job, locked or not: the client middlewares tell its resumptions from new jobs by it.
+        RunningJob.running(job) { run(worker, job, queue, &block) }
+      end
+
+      private
+
+      def run(worker, job, queue, &block)
         klass, = UniqueDigest.class_and_args(job, worker.class)
         settings = UniqueSettings.for(klass, job)
         return yield unless settings
 
         digest = UniqueDigest.carried(settings, job)
-        UniqueResumption.running(job) do
-          case settings.lock
-          when :until_executing then until_executing(digest, job, &block)
-          when :until_executed then until_executed(settings, digest, job, &block)
-          when :while_executing then while_executing(settings, digest, job, queue, &block)
-          when :until_and_while_executing then until_and_while_executing(settings, digest, job, queue, &block)
-          else yield # until_expired
-          end
+        case settings.lock
+        when :until_executing then until_executing(digest, job, &block)
+        when :until_executed then until_executed(settings, digest, job, &block)
+        when :while_executing then while_executing(settings, digest, job, queue, &block)
+        when :until_and_while_executing then until_and_while_executing(settings, digest, job, queue, &block)
+        else yield # until_expired
         end
       end
-
-      private
 
       def until_executing(digest, job)
         UniqueLock.new(digest, client: @client).release(job["jid"])
