@@ -81,7 +81,7 @@ module Packaging
     # `gem install --local` with no Rust on PATH: nothing compiles, it takes seconds.
     def install
       rust = @user.find_command("cargo", "rustc")
-      check(rust.nil?, "#{rust} is on PATH=#{UserShell::PATH}: this would not show an install without Rust")
+      check(rust.nil?, "#{rust} is on PATH=#{@user.path}: this would not show an install without Rust")
       started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
       output, ok = @user.run("gem", "install", "--local", "--no-document", "--install-dir", gem_home, @gem.path)
       seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started

@@ -69,9 +69,10 @@ RSpec.describe Ferrolock::DistMutex do
   end
 
   # True once thread is inside Kernel#sleep, or inside DistMutex#sleep's release and wait (status
-  # "sleep" alone also covers a Redis call made while locking).
+  # "sleep" alone also covers a Redis call made while locking). base_label, as Ruby 3.4's label names the
+  # class too ("Kernel#sleep", "Ferrolock::Native::DistMutex#release_and_sleep").
   def in_kernel_sleep?(thread)
-    thread.status == "sleep" && %w[sleep release_and_sleep].include?(thread.backtrace_locations&.first&.label)
+    thread.status == "sleep" && %w[sleep release_and_sleep].include?(thread.backtrace_locations&.first&.base_label)
   end
 
   describe "an owner that ends without unlocking" do

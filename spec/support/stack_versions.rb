@@ -4,8 +4,9 @@ require "json"
 require "open3"
 
 module FerrolockTest
-  # The versions one test stack runs (the host's, or bin/modern's chroot when FERROLOCK_STACK=modern),
-  # read from the machine, and README.md's "Supported versions" table made from both stacks' versions.
+  # The versions one test stack runs (the host's; bin/modern's chroot when FERROLOCK_STACK=modern; its
+  # Ruby 3.4 lane when FERROLOCK_STACK=ruby34), read from the machine, and README.md's "Supported
+  # versions" table made from every stack's versions.
   # bin/versions prints them and rewrites the table; spec/supported_versions_spec.rb checks the table
   # against the stack it runs on.
   module StackVersions
@@ -16,22 +17,29 @@ module FerrolockTest
     END_MARK = "<!-- supported-versions: end -->"
     STACKS = {
       "host" => "`bin/test` on the host: steps `rspec`, `rspec_sidekiq7`, `chaos`, `gem_install`",
-      "modern" => "`bin/test modern` (bin/modern-test, in a Debian testing chroot)"
+      "modern" => "`bin/test modern` (bin/modern-test, in a Debian testing chroot)",
+      "ruby34" => "`bin/test modern`, steps `rspec_ruby34`, `cargo_redis86` (the same chroot, Debian experimental)"
     }.freeze
+    # Ruby 4.0: in no Debian suite (nor any other package source) these machines reach; not claimed.
+    NOT_PACKAGED = "Ruby 4.0"
     ROWS = { "os" => "OS", "ruby" => "Ruby", "sidekiq" => "Sidekiq", "rails" => "ActiveJob / railties",
              "redis" => "Redis (`redis-server`)", "valkey" => "Valkey (`valkey-server`)" }.freeze
 
     module_function
 
     def stack
-      ENV["FERROLOCK_STACK"] == "modern" ? "modern" : "host"
+      STACKS.key?(ENV.fetch("FERROLOCK_STACK", nil)) ? ENV.fetch("FERROLOCK_STACK") : "host"
     end
 
-    # This stack's versions, by ROWS key ("—" when absent).
+    # This stack's versions, by ROWS key ("—" when absent). The Ruby 3.4 lane runs ActiveJob but no Rails
+    # app (Debian builds nokogiri, which railties needs, for Ruby 3.3 only), no vendored Sidekiq 7.3 and
+    # no Valkey: those run on Ruby 3.3 beside it.
     def current
+      ruby34 = stack == "ruby34"
       {
-        "os" => os, "ruby" => RUBY_VERSION, "sidekiq" => sidekiq, "rails" => gem_version("railties"),
-        "redis" => server_version("redis-server"), "valkey" => server_version("valkey-server")
+        "os" => os, "ruby" => RUBY_VERSION, "sidekiq" => sidekiq(vendored: !ruby34),
+        "rails" => ruby34 ? "#{gem_version("activejob")} (ActiveJob only)" : gem_version("railties"),
+        "redis" => server_version("redis-server"), "valkey" => ruby34 ? "—" : server_version("valkey-server")
       }
     end
 
@@ -42,8 +50,8 @@ module FerrolockTest
     end
 
     # The installed Sidekiq, and the vendored 7.3 the `rspec_sidekiq7` steps run too.
-    def sidekiq
-      vendored = File.exist?(SIDEKIQ7_VERSION_RB) && File.read(SIDEKIQ7_VERSION_RB)[/VERSION = "([^"]+)"/, 1]
+    def sidekiq(vendored: true)
+      vendored &&= File.exist?(SIDEKIQ7_VERSION_RB) && File.read(SIDEKIQ7_VERSION_RB)[/VERSION = "([^"]+)"/, 1]
       [gem_version("sidekiq"), ("#{vendored} (vendored)" if vendored)].compact.join(", ")
     end
 
