@@ -123,9 +123,7 @@ impl Inbox {
         }
         let me = self.clone();
         let weak = Arc::downgrade(&client.inner);
-        let spawned = std::thread::Builder::new()
-            .name("ferrolock-inbox".into())
-            .spawn(move || me.run(weak));
+        let spawned = crate::quiet_thread::spawn_quiet("ferrolock-inbox", move || me.run(weak));
         st.running = spawned.is_ok();
     }
 

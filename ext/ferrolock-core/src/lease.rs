@@ -377,10 +377,7 @@ fn spawn_thread(run: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
     if tests::REFUSE_THREADS.with(std::cell::Cell::get) {
         return Err(std::io::Error::other("refused by the test"));
     }
-    std::thread::Builder::new()
-        .name("ferrolock-watchdog".into())
-        .spawn(run)
-        .map(drop)
+    crate::quiet_thread::spawn_quiet("ferrolock-watchdog", run).map(drop)
 }
 
 #[cfg(test)]

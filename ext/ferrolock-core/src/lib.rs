@@ -26,6 +26,7 @@ pub mod lost_leases;
 pub mod lost_reason;
 pub mod message_lock;
 mod pool;
+mod quiet_thread;
 pub mod rate_limiter;
 pub mod redact;
 pub mod replicas;

@@ -8,6 +8,7 @@ mod guard;
 mod held_cell;
 mod nogvl;
 mod ruby_api;
+mod unblock;
 
 use magnus::{function, prelude::*, Error, RString, Ruby};
 

@@ -19,6 +19,7 @@
 use crate::errors::{core_error, ferrolock_error};
 use crate::guard::panic_message;
 use crate::held_cell::HeldCell;
+use crate::unblock::{self, Region};
 use ferrolock_core::{Error as CoreError, Interrupt};
 use magnus::{function, prelude::*, Error, ExceptionClass, RModule, Ruby};
 use std::ffi::c_void;
@@ -41,9 +42,12 @@ where
     std::ptr::null_mut()
 }
 
-unsafe extern "C" fn unblock(data: *mut c_void) {
-    // SAFETY: `data` is the `Interrupt` on `without_gvl`'s stack; Ruby calls this only while
-    // the blocking region (and so that stack frame) is live.
+/// The unblocking function of a thread that has no slot in unblock.rs's table (see there):
+/// called with the `Interrupt` on `without_gvl`'s stack, and only without
+/// `RB_NOGVL_UBF_ASYNC_SAFE`, so Ruby calls it under the interrupt lock that the region's end
+/// also takes, never once the region is over.
+unsafe extern "C" fn unblock_on_stack(data: *mut c_void) {
+    // SAFETY: see above: the region, and so that stack frame, is live.
     unsafe { &*(data as *const Interrupt) }.cancel();
 }
 
@@ -70,22 +74,35 @@ where
     };
     // INTR_FAIL: return instead of raising when interrupted, so Ruby never longjmps through
     // the Rust frames here (pending interrupts are run by `thread_check_ints` afterwards).
-    // UBF_ASYNC_SAFE: `Interrupt::cancel` is async-signal-safe; without this flag Ruby starts
-    // a helper thread for every call made from the main thread.
-    let flags = (rb_sys::RB_NOGVL_INTR_FAIL | rb_sys::RB_NOGVL_UBF_ASYNC_SAFE) as i32;
-    let ubf = match cancel {
-        Cancel::Yes => unblock,
-        Cancel::No => unblock_nothing,
+    // UBF_ASYNC_SAFE: the unblocking function is async-signal-safe and its argument outlives
+    // the region (unblock.rs says why both matter); without the flag Ruby starts a helper
+    // thread for every call made from the main thread.
+    let async_safe = (rb_sys::RB_NOGVL_INTR_FAIL | rb_sys::RB_NOGVL_UBF_ASYNC_SAFE) as i32;
+    // Dropped after `rb_nogvl` returns: the region's end waits for a cancel in progress.
+    let region = match cancel {
+        Cancel::Yes => Region::start(&intr),
+        Cancel::No => None,
     };
+    let (ubf, arg, flags): (unsafe extern "C" fn(*mut c_void), *mut c_void, i32) =
+        match (cancel, &region) {
+            (Cancel::No, _) => (unblock_nothing, std::ptr::null_mut(), async_safe),
+            (Cancel::Yes, Some(region)) => (unblock::cancel, region.arg, async_safe),
+            (Cancel::Yes, None) => (
+                unblock_on_stack,
+                &intr as *const Interrupt as *mut c_void,
+                rb_sys::RB_NOGVL_INTR_FAIL as i32,
+            ),
+        };
     unsafe {
         rb_sys::rb_nogvl(
             Some(trampoline::<F, R>),
             &mut call as *mut Call<'_, F, R> as *mut c_void,
             Some(ubf),
-            &intr as *const Interrupt as *mut c_void,
+            arg,
             flags,
         );
     }
+    drop(region);
     call.out
 }
 
@@ -341,6 +358,14 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     native.define_module_function(
         "check_interrupts",
         function!(crate::guard::f0(|ruby: &Ruby| ruby.thread_check_ints()), 0),
+    )?;
+    // For spec/signals_spec.rb: unblocking calls that came after their region had ended.
+    native.define_module_function(
+        "stale_unblock_calls",
+        function!(
+            crate::guard::f0(|_: &Ruby| Ok::<_, Error>(unblock::stale_calls())),
+            0
+        ),
     )?;
     Ok(())
 }
