@@ -18,7 +18,8 @@ module FerrolockTest
     STACKS = {
       "host" => "`bin/test` on the host: steps `rspec`, `rspec_sidekiq7`, `chaos`, `gem_install`",
       "modern" => "`bin/test modern` (bin/modern-test, in a Debian testing chroot)",
-      "ruby34" => "`bin/test modern`, steps `rspec_ruby34`, `cargo_redis86` (the same chroot, Debian experimental)"
+      "ruby34" => "`bin/test modern`, steps `rspec_ruby34`, `chaos_ruby34`, `cargo_redis86` " \
+                  "(the same chroot, Debian experimental)"
     }.freeze
     # Ruby 4.0: in no Debian suite (nor any other package source) these machines reach; not claimed.
     NOT_PACKAGED = "Ruby 4.0"
