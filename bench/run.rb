@@ -5,8 +5,9 @@ require "ferrolock"
 require_relative "harness"
 
 # peers installs other languages' libraries under tmp/peers/ first and guard is a quick subset of the
-# others (bin/test runs it): they run only when named.
-not_by_default = %w[harness run peers guard]
+# others (bin/test runs it): they run only when named. shoryuken_sqs runs alone, in the modern root
+# (bin/bench shoryuken-sqs).
+not_by_default = %w[harness run peers guard shoryuken_sqs]
 names = ARGV.empty? ? Dir[File.join(__dir__, "*.rb")].map { |f| File.basename(f, ".rb") } - not_by_default : ARGV
 names.sort.each do |name|
   path = File.join(__dir__, "#{name}.rb")

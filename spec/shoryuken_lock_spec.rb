@@ -238,6 +238,58 @@ RSpec.describe Ferrolock::Shoryuken::Lock do
     end
   end
 
+  describe "idempotency_key" do
+    it "keys the lock on a message attribute or a proc's value: two messages of one job run once" do
+      opts = "auto_delete: true, body_parser: :json, ferrolock_lock: { idempotency_key: 'JobKey' }"
+      by_proc = "auto_delete: true, body_parser: :json, " \
+                "ferrolock_lock: { idempotency_key: ->(_msg, body) { body['order'] } }"
+      result = scenario(worker("Keyed", "keyed", opts) + worker("ByProc", "byproc", by_proc) + <<~RUBY)
+        key = { "JobKey" => { string_value: "order-7", data_type: "String" } }
+        a = C.deliver("m1", body: '{"order":"o-1"}', message_attributes: key)
+        first = R.process("keyed", R.receive("keyed").fetch(0))
+        b = C.deliver("m2", body: '{"order":"o-1"}', message_attributes: key) # the producer's retry
+        second = R.process("keyed", R.receive("keyed").fetch(0))
+        C.deliver("m3", body: '{"order":"o-1"}') # no attribute: keyed on its message id
+        third = R.process("keyed", R.receive("keyed").fetch(0))
+        C.deliver("p1", body: '{"order":"o-9"}')
+        R.process("byproc", R.receive("byproc").fetch(0))
+        C.deliver("p2", body: '{"order":"o-9"}')
+        R.process("byproc", R.receive("byproc").fetch(0))
+        C.deliver("p3", body: '{"order":"o-10"}')
+        R.process("byproc", R.receive("byproc").fetch(0))
+        R.report(outcomes: [first, second, third], runs: %w[m1 m2 m3 p1 p2 p3].map { |id| R.runs(id) },
+                 state: R.state("keyed", "key:order-7").first, deleted: R.receipts(:delete_message),
+                 second: b.receipt_handle)
+      RUBY
+      expect(result["outcomes"]).to eq(%w[ok ok ok])
+      expect(result["runs"]).to eq([1, 0, 1, 1, 0, 1])
+      expect(result["state"]).to eq("processed")
+      expect(result["deleted"]).to include(result["second"]) # the retry's message is deleted, not run
+    end
+
+    it "refuses at configuration time what is neither a proc nor an attribute name, naming the option" do
+      expect { Ferrolock::Shoryuken::LockMiddleware.new(idempotency_key: 42) }
+        .to raise_error(TypeError, /idempotency_key must be a Proc .* or a message attribute's name/)
+      expect { Ferrolock::Shoryuken.configure { |c| c.idempotency_key = :job_key } }
+        .to raise_error(TypeError, /idempotency_key/)
+      expect { Ferrolock::Shoryuken::LockMiddleware.new(idempotency_key: "no spaces") }
+        .to raise_error(ArgumentError, /idempotency_key: "no spaces" is not an SQS message attribute name/)
+      expect { Ferrolock::Shoryuken::LockMiddleware.new(idempotency_key: ->(msg) { msg }) }
+        .to raise_error(ArgumentError, /idempotency_key: a Proc taking 1 argument/)
+      expect { Ferrolock::Shoryuken::Options.from_worker(idempotency_key: []) }
+        .to raise_error(TypeError, /idempotency_key/)
+      expect(Ferrolock::Shoryuken::LockMiddleware.new(idempotency_key: proc { |_m, body|
+                                                                         body
+                                                                       })).to be_a(described_class)
+    end
+
+    it "locks long keys and keys with braces on their SHA-256" do
+      ids = ["order-1", "a{b}", "x" * 300].map { |key| Ferrolock::Shoryuken::IdempotencyKey.lock_id(key) }
+      expect(ids[0]).to eq("key:order-1")
+      expect(ids[1..]).to all(match(/\Akey-sha256:\h{64}\z/))
+    end
+  end
+
   describe "when Redis is unreachable" do
     # A worker whose chain's Lock uses a client on a port nobody listens on.
     def down_scenario(lock_options)

@@ -45,6 +45,7 @@ module Ferrolock
         job_class = worker_name(worker, body)
         payload = { primitive: :shoryuken_lock, queue: queue, message_id: message_id!(sqs_msg),
                     job_class: job_class, worker: job_class } # worker: deprecated
+        IdempotencyKey.add_to(payload, settings.idempotency_key, sqs_msg, body)
         process(settings, worker, sqs_msg, payload, &block)
       end
 
@@ -86,9 +87,7 @@ module Ferrolock
       end
 
       # "<worker> message <id>", for log lines.
-      def about(payload)
-        "#{payload[:job_class]} message #{payload[:message_id]}"
-      end
+      def about(payload) = "#{payload[:job_class]} message #{payload[:message_id]}"
 
       def pass_batch(worker)
         if Shoryuken.first_batch_warning?(worker.class)
@@ -114,7 +113,7 @@ module Ferrolock
       # A lease, :processed, :in_progress, or :redis_unavailable when Redis failed and the
       # policy is to run anyway.
       def begin_message(lock, settings, payload, held)
-        lock.begin_message(payload[:queue], payload[:message_id]) { |lease| held[:lease] = lease }
+        lock.begin_message(payload[:queue], IdempotencyKey.lock_id_of(payload)) { |lease| held[:lease] = lease }
       rescue Ferrolock::Error => e
         describe = "#{about(payload)} on #{payload[:queue]}: #{e.class}: #{e.message}"
         Ferrolock.instrument(:redis_error, payload.merge(error: e.class.name, policy: settings.on_redis_error))

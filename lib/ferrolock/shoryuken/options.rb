@@ -12,7 +12,8 @@ module Ferrolock
         lease: 60,
         processed_ttl: 3600,
         on_redis_error: :raise,
-        client: nil
+        client: nil,
+        idempotency_key: nil
       }.freeze
       KEYS = DEFAULTS.keys.freeze
       REDIS_ERROR_POLICIES = %i[raise run].freeze
@@ -48,6 +49,7 @@ module Ferrolock
         when :lease, :processed_ttl then Validate.seconds!(given, value)
         when :on_redis_error then redis_error_policy!(value)
         when :client then nil.equal?(value) ? nil : Validate.client!(value)
+        when :idempotency_key then idempotency_key!(value)
         else raise ArgumentError, "unknown option #{key.inspect}"
         end
       end
@@ -84,6 +86,40 @@ module Ferrolock
         return policy if REDIS_ERROR_POLICIES.include?(policy)
 
         raise ArgumentError, "on_redis_error must be :raise or :run, got #{Validate.show(value)}"
+      end
+
+      # What keys the lock instead of the SQS message id (two messages with one key run once: a
+      # producer's retry): nil (the message id), a Proc or Method called with (sqs_msg, body)
+      # that returns a String (nil: the message id), or a message attribute's name (a String).
+      def idempotency_key!(value)
+        case value
+        when nil then nil
+        when Proc, Method
+          return value if key_callable?(value)
+
+          raise ArgumentError, "idempotency_key: a #{Validate.class_of(value)} taking #{value.arity} " \
+                               "argument(s) cannot be called with (sqs_msg, body)"
+        when String then attribute_name!(value)
+        else
+          raise TypeError, "idempotency_key must be a Proc called with (sqs_msg, body) or a message attribute's " \
+                           "name (a String), got #{Validate.show(value)}"
+        end
+      end
+
+      # A lambda or Method must take two arguments; a plain proc takes any number.
+      def key_callable?(callable)
+        return true if callable.is_a?(Proc) && !callable.lambda?
+
+        arity = callable.arity
+        arity == 2 || (arity.negative? && -arity - 1 <= 2)
+      end
+
+      # SQS message attribute names: 1 to 256 of A-Z a-z 0-9 _ - . (AWS's rule).
+      def attribute_name!(value)
+        return value.dup.freeze if value.valid_encoding? && value.match?(/\A[A-Za-z0-9_.-]{1,256}\z/)
+
+        raise ArgumentError, "idempotency_key: #{Validate.show(value)} is not an SQS message attribute name " \
+                             "(1 to 256 of A-Z a-z 0-9 _ - .)"
       end
 
       # A worker's `shoryuken_options ferrolock_lock:` as options: true/false switch the lock

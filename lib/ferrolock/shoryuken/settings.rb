@@ -5,7 +5,7 @@ module Ferrolock
     # The options in force for one (chain, worker) pair, validated once and reused: Shoryuken
     # builds a new middleware instance per message, so nothing here may cost a round trip.
     class Settings
-      attr_reader :lease, :processed_ttl, :on_redis_error
+      attr_reader :lease, :processed_ttl, :on_redis_error, :idempotency_key
 
       def initialize(options)
         options = Options::DEFAULTS.merge(options)
@@ -14,6 +14,7 @@ module Ferrolock
         @processed_ttl = options[:processed_ttl].to_f
         @on_redis_error = options[:on_redis_error]
         @client = options[:client]
+        @idempotency_key = options[:idempotency_key]
         # Shared by threads; only this memo changes, and two threads building a MessageLock
         # at once is harmless (each is a thin handle on the shared client).
         @message_lock = nil

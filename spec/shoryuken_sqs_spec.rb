@@ -1,0 +1,203 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require_relative "support/shoryuken_sqs"
+
+# Ferrolock::Shoryuken::LockMiddleware in REAL Shoryuken 7.0.3 processes (vendored, unmodified: its CLI,
+# launcher, fetcher, processor and default server chain, with the middleware inserted before AutoDelete
+# by the README's own set-up) consuming REAL queues of a real SQS-compatible server (moto, started on
+# a free loopback port for each example). Nothing about SQS is faked: the duplicates are SQS's own
+# redeliveries after a visibility timeout, a producer's second message, a delete that never reached
+# SQS. Every count comes from the workers' own record in Redis (spec/support/shoryuken_sqs_app.rb),
+# and is printed. Runs in the modern root (Ruby >= 3.2), in its own lane: bin/modern test shoryuken_sqs.
+RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 against a real SQS server (moto)" do
+  # (1)'s size: 500 messages of 1.5 s on 20 threads take about 40 s of work.
+  messages = Integer(ENV.fetch("FERROLOCK_SQS_MESSAGES", "500"))
+
+  before do
+    # Only the lane runs it (about 2 minutes); there, what it needs must be there.
+    skip("bin/modern test shoryuken_sqs runs it (FERROLOCK_SQS_LANE=1)") unless ENV["FERROLOCK_SQS_LANE"]
+    reason = FerrolockTest::ShoryukenSqs.missing
+    raise "shoryuken_sqs lane: #{reason}" if reason
+
+    @run = FerrolockTest::ShoryukenSqs::Run.new(FerrolockTest.redis_server)
+  end
+
+  after { @run&.close }
+
+  let(:run) { @run }
+
+  def uniq_name(prefix)
+    "#{prefix}-#{SecureRandom.hex(4)}"
+  end
+
+  # Prints a scenario's counts (the lane's log shows them).
+  def report(title, counts)
+    puts "\n  shoryuken_sqs #{title}: #{counts.map { |key, value| "#{key}=#{value}" }.join(" ")}"
+  end
+
+  def runs_per_id(list)
+    list.tally.values.tally
+  end
+
+  it "runs each of #{messages} messages once while SQS redelivers the running ones (2 processes x 10 threads)",
+     time_limit: 180 do
+    queue = uniq_name("flood")
+    url = run.queue(queue, VisibilityTimeout: 1)
+    ids = (1..messages).map { |i| "m#{i}" }
+    run.send_bodies(url, ids.map { |id| { id: id, sleep: 1.5 } })
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    2.times { run.shoryuken({ queue => { "lock" => true } }) }
+    run.wait_for("#{messages} runs done", timeout: 150) { run.redis.llen("rec:done") >= messages }
+    run.wait_for("every copy deleted", timeout: 30) { run.depth(url) == [0, 0] }
+    took = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+    sleep 1.5 # a copy still on its way would come back after the 1 s visibility timeout
+    record = run.record
+    depth = run.depth(url)
+    events = record[:events]
+    report("(1) redeliveries", messages: messages, starts: record[:starts].size, done: record[:done].size,
+                               overlaps: record[:overlaps].size,
+                               copies_skipped_in_progress: events["skipped_in_progress"].to_i,
+                               copies_deleted_as_processed: events["skipped_processed"].to_i,
+                               left_visible: depth[0], left_in_flight: depth[1], seconds: took.round(1))
+    expect(record[:done].sort).to eq(ids.sort)
+    expect(record[:starts].size).to eq(messages)
+    expect(record[:overlaps]).to eq([])
+    expect(depth).to eq([0, 0])
+    expect(events["skipped_in_progress"].to_i + events["skipped_processed"].to_i).to be > 0
+  end
+
+  it "runs a job sent twice by a producer retry once, keyed by an idempotency key (standard and FIFO queues)",
+     time_limit: 120 do
+    jobs = 20
+    variants = {
+      # No key: the two messages have two message ids, so both run (what the key is for).
+      "no key (message id), standard" => [{ "lock" => true }, {}, ->(_, _) { {} }],
+      "attribute key, standard" => [{ "lock" => { "idempotency_key" => "JobKey" } }, {},
+                                    ->(body, _) { { message_attributes: attribute(body) } }],
+      "proc key, standard" => [{ "lock" => { "idempotency_key" => "proc" } }, {}, ->(_, _) { {} }],
+      # Content-based dedup drops a retry with the same body; this retry's body differs (its attempt).
+      "proc key, FIFO content-based dedup" => [{ "lock" => { "idempotency_key" => "proc" } },
+                                               { FifoQueue: true, ContentBasedDeduplication: true },
+                                               ->(body, _) { { message_group_id: body[:job_key] } }],
+      # Without content-based dedup each send names its dedup id: a retry that makes a new one.
+      "attribute key, FIFO explicit dedup ids" => [
+        { "lock" => { "idempotency_key" => "JobKey" } }, { FifoQueue: true },
+        lambda do |body, attempt|
+          { message_group_id: body[:job_key], message_attributes: attribute(body),
+            message_deduplication_id: "#{body[:job_key]}-#{attempt}" }
+        end
+      ]
+    }
+    queues = variants.to_h do |name, (worker, attributes, extra)|
+      fifo = attributes[:FifoQueue]
+      queue = "#{uniq_name("retry")}#{".fifo" if fifo}"
+      url = run.queue(queue, VisibilityTimeout: 5, **attributes)
+      [name, [queue, url, worker, extra]]
+    end
+    queues.each_value do |queue, url, _, extra|
+      [1, 2].each do |attempt| # the producer's first send, then its retry
+        bodies = (1..jobs).map do |i|
+          { id: "#{queue}-job#{i}", job_key: "#{queue}-job#{i}", attempt: attempt, sleep: 0.2 }
+        end
+        bodies.each_slice(10) do |slice|
+          entries = slice.each_with_index.map do |body, i|
+            { id: i.to_s, message_body: JSON.generate(body) }.merge(extra.call(body, attempt))
+          end
+          failed = run.sqs.send_message_batch(queue_url: url, entries: entries).failed
+          raise "send_message_batch: #{failed.map(&:message)}" unless failed.empty?
+        end
+      end
+    end
+    run.shoryuken(queues.values.to_h { |queue, _, worker, _| [queue, worker] })
+    run.wait_for("every copy deleted", timeout: 90) do
+      queues.each_value.all? { |_, url, _, _| run.depth(url) == [0, 0] }
+    end
+    record = run.record
+    outcomes = queues.map do |name, (queue, url, _, _)|
+      done = record[:done].select { |id| id.start_with?("#{queue}-") }
+      tally = done.tally.values
+      report("(2) producer retry, #{name}", jobs: jobs, messages_sent: 2 * jobs, runs: done.size,
+                                            jobs_run_once: tally.count(1), jobs_run_twice: tally.count(2),
+                                            left: run.depth(url).sum)
+      [name, runs_per_id(done)]
+    end
+    expected = queues.keys.map { |name| [name, name.start_with?("no key") ? { 2 => jobs } : { 1 => jobs }] }
+    expect(outcomes).to eq(expected)
+    expect(record[:overlaps]).to eq([])
+  end
+
+  def attribute(body)
+    { "JobKey" => { data_type: "String", string_value: body[:job_key] } }
+  end
+
+  it "runs a job that raises again when SQS redelivers it (retry semantics kept)", time_limit: 90 do
+    queue = uniq_name("flaky")
+    url = run.queue(queue, VisibilityTimeout: 1)
+    ids = (1..10).map { |i| "f#{i}" }
+    run.send_bodies(url, ids.map { |id| { id: id, sleep: 0.2, fail_runs: 1 } })
+    2.times { run.shoryuken({ queue => { "lock" => true } }) }
+    run.wait_for("every job done", timeout: 60) { run.redis.llen("rec:done") >= ids.size }
+    run.wait_for("every copy deleted", timeout: 30) { run.depth(url) == [0, 0] }
+    record = run.record
+    report("(4) job raises", messages: ids.size, starts: record[:starts].size,
+                             failed_runs: record[:starts].size - record[:done].size, done: record[:done].size,
+                             released_after_error: record[:events]["released_after_error"].to_i,
+                             left: run.depth(url).sum)
+    expect(runs_per_id(record[:starts])).to eq(2 => ids.size)
+    expect(record[:done].sort).to eq(ids.sort)
+    expect(record[:overlaps]).to eq([])
+  end
+
+  it "runs a job whose Shoryuken process was killed (kill -9) once more after the lease, never twice at once",
+     time_limit: 120 do
+    queue = uniq_name("killed")
+    url = run.queue(queue, VisibilityTimeout: 2)
+    ids = (1..4).map { |i| "k#{i}" }
+    worker = { queue => { "lock" => { "lease" => 4 } } }
+    victim = run.shoryuken(worker)
+    run.send_bodies(url, ids.map { |id| { id: id, sleep: 6 } })
+    run.wait_for("every job started in the first process", timeout: 30) { run.redis.llen("rec:starts") >= ids.size }
+    run.shoryuken(worker)
+    run.kill(victim)
+    killed_at = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    run.wait_for("every job done by the second process", timeout: 60) { run.redis.llen("rec:done") >= ids.size }
+    rerun_after = Process.clock_gettime(Process::CLOCK_MONOTONIC) - killed_at
+    run.wait_for("every copy deleted", timeout: 30) { run.depth(url) == [0, 0] }
+    record = run.record
+    report("(5) kill -9 mid-job", messages: ids.size, starts: record[:starts].size, done: record[:done].size,
+                                  overlaps: record[:overlaps].size,
+                                  copies_left_while_leased: record[:events]["skipped_in_progress"].to_i,
+                                  seconds_to_done_after_kill: rerun_after.round(1), left: run.depth(url).sum)
+    expect(runs_per_id(record[:starts])).to eq(2 => ids.size)
+    expect(record[:done].sort).to eq(ids.sort)
+    expect(record[:overlaps]).to eq([])
+    expect(rerun_after).to be >= 4 + 6 - 1 # the lease (4 s) ran out before a copy ran (6 s)
+  end
+
+  it "does not run a job again when its delete failed after success, and deletes it on its next delivery",
+     time_limit: 90 do
+    queue = uniq_name("undeleted")
+    url = run.queue(queue, VisibilityTimeout: 3)
+    gate = run.gate
+    run.shoryuken({ queue => { "lock" => true } }, concurrency: 2, endpoint: gate.endpoint,
+                                                   env: { "FERROLOCK_SQS_FAST_FAIL" => "1" })
+    run.send_bodies(url, [{ id: "d1", sleep: 2 }])
+    run.wait_for("the job started", timeout: 30) { run.redis.llen("rec:starts") >= 1 }
+    gate.close # SQS unreachable from the worker while its job runs: AutoDelete's delete fails
+    run.wait_for("the job done", timeout: 30) { run.redis.llen("rec:done") >= 1 }
+    sleep 2
+    in_flight = run.depth(url)
+    gate.open
+    run.wait_for("the copy deleted", timeout: 30) { run.depth(url) == [0, 0] }
+    record = run.record
+    report("(3) delete failed", starts: record[:starts].size, done: record[:done].size,
+                                still_on_queue_after_failed_delete: in_flight.sum,
+                                copies_deleted_as_processed: record[:events]["skipped_processed"].to_i,
+                                left: run.depth(url).sum)
+    expect(in_flight.sum).to eq(1) # the delete never reached SQS
+    expect(record[:starts]).to eq(["d1"])
+    expect(record[:done]).to eq(["d1"])
+    expect(record[:events]["skipped_processed"].to_i).to be >= 1
+  end
+end

@@ -1,0 +1,186 @@
+# frozen_string_literal: true
+
+require "json"
+require "rbconfig"
+require "securerandom"
+require "tmpdir"
+require "fileutils"
+require_relative "processes"
+require_relative "moto_server"
+require_relative "tcp_gate"
+
+module FerrolockTest
+  # Real Shoryuken 7.0.3 processes (vendored, unmodified; Ruby >= 3.2, so the modern root) consuming
+  # real queues of a real SQS-compatible server (moto, spec/support/moto_server.rb). The example
+  # process talks to moto with the vendored aws-sdk-sqs 1.87.0 (Debian's aws-sdk-core under it) to
+  # make queues, send messages and read what is left; the workers record what ran in Redis
+  # (spec/support/shoryuken_sqs_app.rb).
+  module ShoryukenSqs
+    VENDOR = File.expand_path("../shared/vendor", ROOT)
+    SHORYUKEN = File.join(VENDOR, "shoryuken-7.0.3")
+    SQS_LIB = File.join(VENDOR, "aws-sdk-sqs-1.87.0", "lib")
+    APP = File.expand_path("shoryuken_sqs_app.rb", __dir__)
+
+    module_function
+
+    # Why the lane cannot run here, or nil.
+    def missing
+      return "Shoryuken 7 needs Ruby >= 3.2 (bin/modern run …)" if RUBY_VERSION < "3.2"
+      return "vendored Shoryuken 7.0.3 not found at #{SHORYUKEN}" unless File.directory?(SHORYUKEN)
+      return "vendored aws-sdk-sqs not found at #{SQS_LIB}" unless File.directory?(SQS_LIB)
+
+      MotoServer.missing
+    end
+
+    # aws-sdk-core (Debian's: not in the Gemfile) and the vendored aws-sdk-sqs, in this bundled process:
+    # the load path that plain RubyGems gives a process requiring aws-sdk-core, added to ours.
+    def load_sdk
+      return if defined?(Aws::SQS::Client)
+
+      paths = unbundled do
+        IO.popen([RbConfig.ruby, "-e", 'require "aws-sdk-core"; puts $LOAD_PATH'], &:read)
+      end
+      (paths.split("\n") - $LOAD_PATH).reverse_each { |path| $LOAD_PATH.unshift(path) }
+      $LOAD_PATH.unshift(SQS_LIB)
+      require "aws-sdk-core"
+      require "aws-sdk-sqs"
+    end
+
+    # Shoryuken's dependencies (Debian's aws-sdk-core, concurrent-ruby, thor, zeitwerk) are not in
+    # the Gemfile: its processes run with plain RubyGems, not under `bundle exec`.
+    def unbundled(&block)
+      defined?(Bundler) ? Bundler.with_unbundled_env(&block) : yield
+    end
+
+    # One scenario: a moto server, queues on it, Shoryuken processes. Stops all of them at #close.
+    class Run
+      attr_reader :moto, :sqs, :redis, :logs
+
+      def initialize(redis_server)
+        ShoryukenSqs.load_sdk
+        @redis_server = redis_server
+        @redis = redis_server.redis
+        @moto = MotoServer.new.start
+        @sqs = Aws::SQS::Client.new(endpoint: moto.endpoint, region: "us-east-1",
+                                    credentials: Aws::Credentials.new("test", "test"))
+        @logs = Dir.mktmpdir("ferrolock-shoryuken-sqs-")
+        @pids = []
+        @gates = []
+      end
+
+      # A queue; attributes in SQS's names ("VisibilityTimeout" => "1", "FifoQueue" => "true").
+      def queue(name, **attributes)
+        attributes = attributes.transform_keys(&:to_s).transform_values(&:to_s)
+        @sqs.create_queue(queue_name: name, attributes: attributes).queue_url
+      end
+
+      def send_bodies(url, bodies, **extra)
+        bodies.each_slice(10) do |slice|
+          entries = slice.each_with_index.map do |body, i|
+            { id: i.to_s, message_body: JSON.generate(body) }.merge(extra.is_a?(Proc) ? extra.call(body) : extra)
+          end
+          failed = @sqs.send_message_batch(queue_url: url, entries: entries).failed
+          raise "send_message_batch failed: #{failed.map(&:message)}" unless failed.empty?
+        end
+      end
+
+      # [visible, in flight] messages of the queue, as SQS counts them.
+      def depth(url)
+        attributes = @sqs.get_queue_attributes(
+          queue_url: url, attribute_names: %w[ApproximateNumberOfMessages ApproximateNumberOfMessagesNotVisible]
+        ).attributes
+        [Integer(attributes["ApproximateNumberOfMessages"]),
+         Integer(attributes["ApproximateNumberOfMessagesNotVisible"])]
+      end
+
+      # A gate (spec/support/tcp_gate.rb) in front of moto, for processes that must lose SQS for a while.
+      def gate
+        TcpGate.new(MotoServer::HOST, moto.port).start.tap { |gate| @gates << gate }
+      end
+
+      # Starts `shoryuken -r app -q QUEUE… -c concurrency` for `workers` (queue name => the worker's
+      # settings, see spec/support/shoryuken_sqs_app.rb); returns its pid.
+      def shoryuken(workers, concurrency: 10, endpoint: moto.endpoint, env: {})
+        log = File.join(@logs, "shoryuken-#{@pids.size}.log")
+        env = { "REDIS_URL" => @redis_server.url, "FERROLOCK_RECORD_URL" => @redis_server.url,
+                "FERROLOCK_SQS_ENDPOINT" => endpoint, "FERROLOCK_SQS_WORKERS" => JSON.generate(workers),
+                "FERROLOCK_REDIS_URL" => nil, "RUBYLIB" => [SQS_LIB, File.join(SHORYUKEN, "lib"), LIB].join(":") }
+              .merge(env)
+        cmd = [RbConfig.ruby, File.join(SHORYUKEN, "bin", "shoryuken"), "start", "-r", APP, "-q", *workers.keys,
+               "-c", concurrency.to_s, "-t", "8"]
+        pid = ShoryukenSqs.unbundled do
+          Process.spawn(env, *cmd, chdir: ROOT, pgroup: true, out: log, err: %i[child out])
+        end
+        @pids << pid
+        pid
+      end
+
+      # Waits until the block is true (polling), failing after `timeout` seconds with `what` and the logs.
+      def wait_for(what, timeout:, every: 0.2)
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+        loop do
+          return if yield
+          if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+            raise "#{what}: not within #{timeout}s\n#{log_tails}"
+          end
+
+          sleep every
+        end
+      end
+
+      # What the workers recorded (spec/support/shoryuken_sqs_app.rb).
+      def record
+        starts = @redis.lrange("rec:starts", 0, -1)
+        done = @redis.lrange("rec:done", 0, -1)
+        events = @redis.scan_each(match: "rec:event:*").to_a.uniq.to_h do |key|
+          [key.delete_prefix("rec:event:"), Integer(@redis.get(key))]
+        end
+        { starts: starts, done: done, overlaps: @redis.lrange("rec:overlaps", 0, -1), events: events }
+      end
+
+      # Signals the process group of a Shoryuken process; after KILL, reaps it (a zombie would still
+      # look alive to the workers' overlap check).
+      def kill(pid, signal = "KILL")
+        Process.kill(signal, -pid)
+        return unless signal == "KILL"
+
+        Process.waitpid(pid)
+        @pids.delete(pid)
+      rescue Errno::ESRCH, Errno::ECHILD
+        nil
+      end
+
+      # TERM to every Shoryuken process (its graceful shutdown), KILL after 15 s.
+      def stop_processes
+        @pids.each { |pid| kill(pid, "TERM") }
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 15
+        @pids.each do |pid|
+          until Process.waitpid(pid, Process::WNOHANG)
+            if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+              kill(pid, "KILL")
+              Process.waitpid(pid)
+              break
+            end
+            sleep 0.05
+          end
+        rescue Errno::ECHILD
+          next
+        end
+        @pids.clear
+      end
+
+      def log_tails
+        Dir[File.join(@logs, "*.log")].map do |path|
+          "--- #{File.basename(path)}\n#{File.readlines(path).last(15).join}"
+        end.join("\n")
+      end
+
+      def close
+        stop_processes
+        @gates.each(&:stop)
+        @moto.stop
+        FileUtils.rm_rf(@logs)
+      end
+    end
+  end
+end
