@@ -67,7 +67,13 @@ module ShoryukenSqsBench
     puts
     puts "ratio (with / without): #{(with / without).round(3)}"
     puts "overhead per message: #{wall_ms.round(3)} ms of wall time " \
-         "(#{(wall_ms * CONCURRENCY).round(2)} ms of a thread's time at #{CONCURRENCY} threads)"
+         "(#{(wall_ms * CONCURRENCY).round(2)} ms of a thread's time at #{CONCURRENCY} threads)" \
+         "#{"; below the rounds' spread: not measurable here" if wall_ms.abs < spread_ms(rates)}"
+  end
+
+  # How far apart the rounds of one chain were, in ms per message (the noise of this machine and of moto).
+  def spread_ms(rates)
+    rates.values.map { |list| ((1.0 / list.min) - (1.0 / list.max)) * 1000 }.max
   end
 end
 
