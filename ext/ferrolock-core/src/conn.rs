@@ -4,6 +4,7 @@
 use crate::endpoint::{Addr, Endpoint};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
+use crate::poll::poll_fd;
 use crate::spin::ReplySpin;
 use redis::{Parser, Value};
 use std::io::{self, Read, Write};
@@ -471,21 +472,6 @@ impl Conn {
     fn set_reply_wait(&mut self, wait: Duration) -> io::Result<()> {
         self.reply_wait = wait;
         self.stream.set_read_timeout(wait)
-    }
-}
-
-/// One `poll(2)` of `fd` for `events`: true when any event (or an error condition) is pending
-/// within `timeout_ms` (0: just look).
-pub(crate) fn poll_fd(fd: RawFd, events: libc::c_short, timeout_ms: i32) -> io::Result<bool> {
-    let mut pfd = libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    };
-    // SAFETY: one valid pollfd on the stack.
-    match unsafe { libc::poll(&mut pfd, 1, timeout_ms) } {
-        n if n < 0 => Err(io::Error::last_os_error()),
-        n => Ok(n > 0),
     }
 }
 

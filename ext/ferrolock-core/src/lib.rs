@@ -25,6 +25,7 @@ pub mod local_line;
 pub mod lost_leases;
 pub mod lost_reason;
 pub mod message_lock;
+mod poll;
 mod pool;
 mod quiet_thread;
 pub mod rate_limiter;

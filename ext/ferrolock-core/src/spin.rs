@@ -20,9 +20,9 @@
 //!
 //! A cap of zero turns it off.
 
-use crate::conn::poll_fd;
 use crate::fork::ForkLocal;
 use crate::interrupt::Interrupt;
+use crate::poll::poll_fd;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
