@@ -1,77 +1,24 @@
 //! A Redis client shared by many threads: pools of connections (one per concurrent caller,
 //! so threads never queue behind one socket), reset in a forked child, to one server, the
-//! masters of a Redis Cluster or a Sentinel-managed primary (see topology.rs).
+//! masters of a Redis Cluster or a Sentinel-managed primary (see transport/topology.rs).
 
-use crate::conn::{Conn, Timeouts};
 use crate::error::{Error, Result};
 use crate::fork::ForkLocal;
 use crate::inbox::Inbox;
 use crate::interrupt::Interrupt;
 use crate::keys::{check_name, Keys};
 use crate::lease::Watchdog;
-use crate::pool::{Connector, NodePool};
 use crate::script::ScriptCall;
-use crate::spin::ReplySpin;
-use crate::topology::{Route, Topology};
+use crate::transport::conn::{Conn, Timeouts};
+use crate::transport::pool::{Connector, NodePool};
+use crate::transport::spin::ReplySpin;
+use crate::transport::topology::{Route, Topology};
+// Defined with the transport (which reads them); named here, where callers look for them.
+pub use crate::transport::options::{ClientOptions, SentinelOptions, DEFAULT_REPLY_SPIN};
 use redis::Value;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The most a reply is polled for (the budget itself follows the measured round trip, see
-/// spin.rs): covers a loopback, same-host or same-rack round trip with room to spare.
-pub const DEFAULT_REPLY_SPIN: Duration = Duration::from_micros(200);
-
-#[derive(Clone, Debug)]
-pub struct ClientOptions {
-    /// One Redis server. Ignored when `cluster` or `sentinel` is given.
-    pub url: String,
-    /// Redis Cluster seed node URLs (credentials, TLS scheme taken from them); non-empty selects
-    /// cluster mode.
-    pub cluster: Vec<String>,
-    /// A Sentinel-managed primary.
-    pub sentinel: Option<SentinelOptions>,
-    pub namespace: String,
-    pub connect_timeout: Duration,
-    pub read_timeout: Duration,
-    /// Extra CA certificate (PEM) trusted for rediss:// besides the system roots.
-    pub tls_ca_file: Option<PathBuf>,
-    /// How long a thread may poll for a reply before sleeping in `recv` (zero: never).
-    pub reply_spin: Duration,
-}
-
-impl ClientOptions {
-    pub fn new(url: &str) -> Self {
-        ClientOptions {
-            url: url.to_string(),
-            cluster: Vec::new(),
-            sentinel: None,
-            namespace: "ferrolock".to_string(),
-            connect_timeout: Duration::from_secs(1),
-            read_timeout: Duration::from_secs(1),
-            tls_ca_file: None,
-            reply_spin: DEFAULT_REPLY_SPIN,
-        }
-    }
-}
-
-/// Where to find a Sentinel-managed primary and how to authenticate to it.
-#[derive(Clone, Debug, Default)]
-pub struct SentinelOptions {
-    /// The primary's name in the sentinels' configuration ("mymaster").
-    pub master_name: String,
-    /// Sentinel URLs, `redis://[user:password@]host:port` (credentials there authenticate to that
-    /// sentinel, overriding `sentinel_username`/`sentinel_password`). With `rediss://` the
-    /// primary is reached by TLS too.
-    pub sentinels: Vec<String>,
-    pub sentinel_username: Option<String>,
-    pub sentinel_password: Option<String>,
-    /// Credentials and database of the primary (and of the replicas it fails over to).
-    pub username: Option<String>,
-    pub password: Option<String>,
-    pub db: i64,
-}
 
 #[derive(Clone)]
 pub struct Client {
@@ -116,7 +63,9 @@ impl Client {
             crate::seconds::check_span(arg, d)?;
         }
         let tls = if uses_tls {
-            Some(crate::tls::client_config(opts.tls_ca_file.as_deref())?)
+            Some(crate::transport::tls::client_config(
+                opts.tls_ca_file.as_deref(),
+            )?)
         } else {
             None
         };
@@ -385,7 +334,9 @@ impl Client {
             .into_iter()
             .zip(calls)
             .map(|(r, call)| match r.expect("every call has a result") {
-                Err(e) if crate::topology::Retry::of(&e).is_some() => self.eval(intr, call),
+                Err(e) if crate::transport::topology::Retry::of(&e).is_some() => {
+                    self.eval(intr, call)
+                }
                 other => other,
             })
             .collect())

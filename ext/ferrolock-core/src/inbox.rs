@@ -280,7 +280,7 @@ impl Inbox {
 
     /// Reads grants until the connection breaks (true: subscribe again) or the inbox is no
     /// longer needed (false).
-    fn listen(&self, mut conn: crate::conn::Conn, client: &Weak<ClientInner>) -> bool {
+    fn listen(&self, mut conn: crate::transport::conn::Conn, client: &Weak<ClientInner>) -> bool {
         let read_timeout = match client.upgrade() {
             Some(inner) => Client { inner }.timeouts().read,
             None => return false,
@@ -364,7 +364,7 @@ impl Inbox {
 }
 
 enum Subscribed {
-    Listening(crate::conn::Conn),
+    Listening(crate::transport::conn::Conn),
     Refused,
 }
 

@@ -11,7 +11,7 @@ use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::dual_lock::{DualLock, DualLockOptions, Stage};
 use ferrolock_core::fair_tenant::{check, Enqueue, Mode, Rule, Rules};
 use ferrolock_core::message_lock::{Begin, Finish, MessageLock, MessageLockOptions};
-use ferrolock_core::slot::key_slot;
+use ferrolock_core::transport::slot::key_slot;
 use ferrolock_core::{Client, ClientOptions, Error, Interrupt};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

@@ -1,12 +1,12 @@
 //! Which topology a `ClientOptions` selects, validated: one server, cluster seeds or sentinels.
 
 use super::Topology;
-use crate::client::{ClientOptions, SentinelOptions};
-use crate::cluster::Cluster;
-use crate::endpoint::{Addr, Endpoint, Secret};
 use crate::error::{Error, Result};
-use crate::pool::NodePool;
-use crate::sentinel::Sentinel;
+use crate::transport::cluster::Cluster;
+use crate::transport::endpoint::{Addr, Endpoint, Secret};
+use crate::transport::options::{ClientOptions, SentinelOptions};
+use crate::transport::pool::NodePool;
+use crate::transport::sentinel::Sentinel;
 
 impl Topology {
     /// The topology `opts` selects, what `redacted_url` shows for it, and whether any of its

@@ -1,11 +1,11 @@
 //! Idle connections to one server, reset in a forked child. A single-server client has one; a
 //! cluster client one per node; a Sentinel client one for the current primary.
 
-use crate::conn::{Conn, Timeouts};
-use crate::endpoint::Endpoint;
 use crate::error::Result;
 use crate::fork::ForkLocal;
-use crate::spin::ReplySpin;
+use crate::transport::conn::{Conn, Timeouts};
+use crate::transport::endpoint::Endpoint;
+use crate::transport::spin::ReplySpin;
 use std::sync::{Arc, Mutex};
 
 /// Idle connections kept per server; more may be open while many threads are busy.

@@ -3,12 +3,12 @@
 //! process. After a connection failure or READONLY/MASTERDOWN (a demoted primary) it is asked
 //! again, at most every `RESOLVE_EVERY`; connections to an old primary are dropped.
 
-use crate::conn::Conn;
-use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::fork::ForkLocal;
 use crate::interrupt::Interrupt;
-use crate::pool::{Connector, NodePool};
+use crate::transport::conn::Conn;
+use crate::transport::endpoint::Endpoint;
+use crate::transport::pool::{Connector, NodePool};
 use redis::Value;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, RwLock, TryLockError};

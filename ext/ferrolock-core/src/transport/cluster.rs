@@ -3,12 +3,12 @@
 //! on first use, patched by MOVED and reloaded (at most every `REFRESH_EVERY`) after MOVED,
 //! TRYAGAIN/CLUSTERDOWN and connection failures, from any node that answers.
 
-use crate::endpoint::Endpoint;
 use crate::error::{Error, Result};
 use crate::fork::ForkLocal;
 use crate::interrupt::Interrupt;
-use crate::pool::{Connector, NodePool};
-use crate::slot::SLOTS;
+use crate::transport::endpoint::Endpoint;
+use crate::transport::pool::{Connector, NodePool};
+use crate::transport::slot::SLOTS;
 use redis::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -260,8 +260,8 @@ impl Cluster {
 
 fn host_port(ep: &Endpoint) -> (String, u16) {
     match &ep.addr {
-        crate::endpoint::Addr::Tcp { host, port }
-        | crate::endpoint::Addr::Tls { host, port, .. } => (host.clone(), *port),
-        crate::endpoint::Addr::Unix(_) => (String::new(), 0),
+        crate::transport::endpoint::Addr::Tcp { host, port }
+        | crate::transport::endpoint::Addr::Tls { host, port, .. } => (host.clone(), *port),
+        crate::transport::endpoint::Addr::Unix(_) => (String::new(), 0),
     }
 }

@@ -1,11 +1,11 @@
 //! One Redis connection: a socket we own (so a blocked read can be cut with `shutdown(2)`),
 //! RESP2 encoded by `redis::Cmd` and decoded by `redis::Parser`.
 
-use crate::endpoint::{Addr, Endpoint};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use crate::poll::poll_fd;
-use crate::spin::ReplySpin;
+use crate::transport::endpoint::{Addr, Endpoint};
+use crate::transport::poll::poll_fd;
+use crate::transport::spin::ReplySpin;
 use redis::{Parser, Value};
 use std::io::{self, Read, Write};
 use std::net::{TcpStream, ToSocketAddrs};

@@ -3,15 +3,15 @@
 //! certainly did not run (a redirect, a server not serving yet, no connection made) are sent
 //! again until the read timeout; a call whose reply was lost is never re-sent (it may have run).
 
-use crate::cluster::Cluster;
-use crate::conn::Conn;
-use crate::endpoint::{Addr, Endpoint};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use crate::pool::{Connector, NodePool};
 use crate::script::Script;
-use crate::sentinel::Sentinel;
-use crate::slot::{key_slot, SLOTS};
+use crate::transport::cluster::Cluster;
+use crate::transport::conn::Conn;
+use crate::transport::endpoint::{Addr, Endpoint};
+use crate::transport::pool::{Connector, NodePool};
+use crate::transport::sentinel::Sentinel;
+use crate::transport::slot::{key_slot, SLOTS};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

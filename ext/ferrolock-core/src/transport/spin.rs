@@ -22,7 +22,7 @@
 
 use crate::fork::ForkLocal;
 use crate::interrupt::Interrupt;
-use crate::poll::poll_fd;
+use crate::transport::poll::poll_fd;
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
