@@ -1,5 +1,26 @@
 //! ferrolock-core: Redis coordination primitives with leases and wake-ups. Holds no Ruby types;
-//! the `ferrolock` crate binds it to Ruby.
+//! the `ferrolock` crate (ext/ferrolock) binds it to Ruby.
+//!
+//! The layout, from the bottom up:
+//!
+//! * `error`: the one error type; the binding maps each variant to a Ruby class.
+//! * `transport/`: how a call reaches Redis and its reply comes back (URLs, TLS, connections,
+//!   pools, Cluster and Sentinel routing). Knows nothing of locks.
+//! * `client`: the `Client` every primitive holds, shared by threads and reset at fork (`fork`):
+//!   commands, Lua scripts (`script`: EVALSHA, EVAL on NOSCRIPT), keys of one hash tag (`keys`).
+//! * The lease and wait machinery the primitives share: leases renewed by a watchdog thread
+//!   (`lease`, `lost_leases`, `lost_reason`); owner tokens (`token`, `holder`); waiting for a
+//!   turn (`wait`), a grant pushed to a waiter (`inbox`, `handoff`), one Redis waiter per process
+//!   (`local_line`) and hand-off inside the process (`cohort`, `unanswered_releases`); the
+//!   caller's limits (`interrupt`, `caller_deadline`, `seconds`); `replicas` (WAIT before
+//!   entering); `quiet_thread` (the core's threads, signals blocked).
+//! * The primitives: `dist_mutex`, `dual_lock` (+ `dual_lock_local`), `concurrent_limiter`,
+//!   `rate_limiter`, `fair_tenant`, `message_lock`, `unique_lock`; `admin` inspects and
+//!   force-releases them.
+//! * `redact`: hides secrets in anything shown to people.
+//!
+//! A module is `pub` only when the binding or the integration tests (tests/) use it; the rest are
+//! internals, `pub(crate)`.
 
 pub mod admin;
 pub mod caller_deadline;
@@ -8,31 +29,31 @@ pub mod cohort;
 pub mod concurrent_limiter;
 pub mod dist_mutex;
 pub mod dual_lock;
-mod dual_lock_local;
-pub mod error;
+pub(crate) mod dual_lock_local;
+pub(crate) mod error;
 pub mod fair_tenant;
 pub mod fork;
-pub mod handoff;
+pub(crate) mod handoff;
 pub mod holder;
-pub mod inbox;
-pub mod interrupt;
-pub mod keys;
-pub mod lease;
-pub mod local_line;
+pub(crate) mod inbox;
+pub(crate) mod interrupt;
+pub(crate) mod keys;
+pub(crate) mod lease;
+pub(crate) mod local_line;
 pub mod lost_leases;
-pub mod lost_reason;
+pub(crate) mod lost_reason;
 pub mod message_lock;
-mod quiet_thread;
+pub(crate) mod quiet_thread;
 pub mod rate_limiter;
 pub mod redact;
 pub mod replicas;
 pub mod script;
 pub mod seconds;
-pub mod token;
+pub(crate) mod token;
 pub mod transport;
 pub mod unanswered_releases;
 pub mod unique_lock;
-pub mod wait;
+pub(crate) mod wait;
 
 pub use client::{Client, ClientOptions, SentinelOptions};
 pub use error::{Error, Result};

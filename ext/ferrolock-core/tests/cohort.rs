@@ -187,7 +187,7 @@ fn a_cohort_goes_back_through_redis_after_its_local_passes() {
 #[test]
 fn a_force_released_lock_is_not_passed_on_and_its_holder_hears_it_lost() {
     use ferrolock_core::admin::{force_release, Held, ReleaseParams};
-    use ferrolock_core::error::Error;
+    use ferrolock_core::Error;
     let server = RedisServer::start();
     let client = server.client("t");
     // The process's grant inbox listens (it also hears force releases).

@@ -10,13 +10,13 @@
 //!   a `sentinel` set names), and re-sending calls that certainly did not run.
 
 pub(crate) mod cluster;
-pub mod conn;
-pub mod endpoint;
+pub(crate) mod conn;
+pub(crate) mod endpoint;
 pub(crate) mod options;
 pub(crate) mod poll;
 pub(crate) mod pool;
 pub(crate) mod sentinel;
 pub mod slot;
-pub mod spin;
+pub(crate) mod spin;
 pub(crate) mod tls;
 pub(crate) mod topology;
