@@ -29,6 +29,12 @@ pub const DEFAULT_LOCAL_PASSES: u32 = 8;
 /// sections gives the lock back to Redis soon whatever `local_passes` says.
 pub const WINDOW: Duration = Duration::from_millis(10);
 
+/// The window of a primitive whose holds last `lease`: `WINDOW`, or a quarter of a shorter
+/// lease, so a cohort never keeps the lock from Redis' line for most of a lease.
+pub fn window(lease: Duration) -> Duration {
+    WINDOW.min(lease / 4)
+}
+
 /// `local_passes` (a primitive's option) within 0..=`MAX_LOCAL_PASSES`, else an argument error
 /// naming it.
 pub fn check_local_passes(local_passes: u32) -> Result<()> {

@@ -146,7 +146,7 @@ impl ConcurrentLimiter {
             lease: opts.lease,
             min_replicas_acked: 0,
             local_passes: opts.local_passes,
-            cohort_window: cohort::WINDOW.min(opts.lease / 4),
+            cohort_window: cohort::window(opts.lease),
             cut_short: CutShort::default(),
         })
     }
@@ -390,8 +390,8 @@ impl ConcurrentLimiter {
         if let Turn::Handed(baton) = turn {
             // A holder of this process passed us its slot (cohort.rs): no Redis.
             let Ok(mut slot) = baton.downcast::<Slot>() else {
-                return Err(Error::Redis(
-                    "ConcurrentLimiter: a foreign hold was passed".into(),
+                return Err(Error::internal(
+                    "ConcurrentLimiter: a foreign hold was passed",
                 ));
             };
             slot.member = Some(member);

@@ -74,7 +74,9 @@ pub struct DistMutex {
     waiters_key: String,
     /// `<ns>:{name}:grant:`, followed by a waiter's token.
     grant_prefix: String,
-    ttl: Duration,
+    /// How long a hold lasts unrenewed: `expire` when given (the fixed expiry of a hold that
+    /// is not released at unlock), else the options' `lease` (renewed while held).
+    lease: Duration,
     auto_release: bool,
     min_replicas_acked: u32,
     local_passes: u32,
@@ -122,7 +124,7 @@ impl DistMutex {
         let keys = client.keys(name)?;
         crate::seconds::check_span("lease", opts.lease)?;
         cohort::check_local_passes(opts.local_passes)?;
-        let ttl = match opts.expire {
+        let lease = match opts.expire {
             Some(e) => crate::seconds::check_span("expire", e)?,
             None if !opts.auto_release => {
                 return Err(Error::argument(
@@ -138,11 +140,11 @@ impl DistMutex {
             fence_key: keys.part("fence"),
             waiters_key: keys.part("waiters"),
             grant_prefix: keys.part("grant:"),
-            ttl,
+            lease,
             auto_release: opts.auto_release,
             min_replicas_acked: 0,
             local_passes: opts.local_passes,
-            cohort_window: cohort::WINDOW.min(ttl / 4),
+            cohort_window: cohort::window(lease),
             cut_short: CutShort::default(),
         })
     }
@@ -170,7 +172,7 @@ impl DistMutex {
     /// name's keys vanish soon while a busy name keeps its counter.
     pub fn fence_ttl(&self) -> Duration {
         // Capped like every span, so PX stays far from Redis' limit.
-        self.ttl
+        self.lease
             .saturating_mul(FENCE_TTL_FACTOR)
             .min(crate::seconds::MAX)
     }
@@ -180,7 +182,7 @@ impl DistMutex {
     /// entries without setting it again until a lock TTL + 1 s after T (see
     /// `local_line::line_refresh_needed`, lua/dist_mutex/acquire.lua).
     pub fn line_ttl(&self) -> Duration {
-        (self.ttl + WAIT_MARK_MARGIN)
+        (self.lease + WAIT_MARK_MARGIN)
             .saturating_mul(2)
             .min(crate::seconds::MAX)
     }
@@ -204,7 +206,7 @@ impl DistMutex {
             .key(&self.waiters_key)
             .key(self.grant_key(token))
             .arg(token)
-            .arg(crate::seconds::millis(self.ttl))
+            .arg(crate::seconds::millis(self.lease))
             .arg(wait_ms)
             .arg(crate::seconds::millis(self.fence_ttl()))
             .arg(queued.unwrap_or(""))
@@ -217,7 +219,7 @@ impl DistMutex {
             .arg(inbox.unwrap_or(""));
         let wanted = self.min_replicas_acked;
         let sent_at = Instant::now();
-        let (reply, acked) = eval_grant(&self.client, intr, &call, wanted, self.ttl)?;
+        let (reply, acked) = eval_grant(&self.client, intr, &call, wanted, self.lease)?;
         let unexpected = || Error::Redis(format!("dist_mutex/acquire: unexpected reply {reply:?}"));
         let Value::Array(items) = &reply else {
             return Err(unexpected());
@@ -227,7 +229,7 @@ impl DistMutex {
                 &self.client,
                 intr,
                 self.release_call(token, false),
-                self.ttl,
+                self.lease,
                 wanted,
                 acked,
             )),
@@ -253,7 +255,7 @@ impl DistMutex {
         ScriptCall::new(&RENEW_KEY)
             .key(&self.lock_key)
             .arg(token)
-            .arg(crate::seconds::millis(self.ttl))
+            .arg(crate::seconds::millis(self.lease))
     }
 
     fn grant_key(&self, token: &str) -> String {
@@ -267,7 +269,7 @@ impl DistMutex {
                 fencing_token: Some(fencing_token),
                 ..LostLease::new("dist_mutex", &self.name)
             };
-            Lease::start_reporting(&self.client, renew, self.ttl, report)
+            Lease::start_reporting(&self.client, renew, self.lease, report)
         });
         Held {
             token: token.to_string(),
@@ -371,13 +373,13 @@ impl DistMutex {
             match local_line::join(self.client.identity(), &self.lock_key, token, deadline) {
                 Joined::Active(member) => (Turn::Attempt { uncertain: false }, member),
                 Joined::Local(waiter) => waiter
-                    .wait(intr, self.ttl, None)
+                    .wait(intr, self.lease, None)
                     .map_err(|why| local_line::left_error(why, &self.name))?,
             };
         if let Turn::Handed(baton) = turn {
             // A holder of this process passed us the lock (cohort.rs): no Redis.
             let Ok(mut held) = baton.downcast::<Held>() else {
-                return Err(Error::Redis("DistMutex: a foreign hold was passed".into()));
+                return Err(Error::internal("DistMutex: a foreign hold was passed"));
             };
             held.member = Some(member);
             return Ok(*held);
@@ -385,7 +387,7 @@ impl DistMutex {
         // `member` lives until this returns: an error passes the turn on as it drops.
         let queued_by_release = turn.start(queued, || {
             let leave = self.release_call(token, true);
-            crate::lease::release_now(&self.client, intr, leave, self.ttl).map(drop)
+            crate::lease::release_now(&self.client, intr, leave, self.lease).map(drop)
         })?;
         let queued_at = queued_by_release.then_some(joined_at);
         let mut held = self.wait_in_line(intr, token, deadline, false, queued, queued_at)?;
@@ -430,7 +432,7 @@ impl DistMutex {
                 }
             };
             // -1 (a release queued this waiter): at most a lock TTL, as for a key without expiry.
-            let mut wait = retry_after(pttl_ms, self.ttl);
+            let mut wait = retry_after(pttl_ms, self.lease);
             if let Some(d) = deadline {
                 let now = Instant::now();
                 if now >= d {
@@ -456,7 +458,7 @@ impl DistMutex {
                 *queued = None;
                 let wanted = self.min_replicas_acked;
                 if wanted > 0 {
-                    let within = ack_timeout(&self.client, self.ttl);
+                    let within = ack_timeout(&self.client, self.lease);
                     let acked =
                         ack_grant(&self.client, intr, &self.renew_call(token), wanted, within)?;
                     if acked < i64::from(wanted) {
@@ -464,7 +466,7 @@ impl DistMutex {
                             &self.client,
                             intr,
                             self.release_call(token, false),
-                            self.ttl,
+                            self.lease,
                             wanted,
                             acked,
                         ));
@@ -482,8 +484,8 @@ impl DistMutex {
     /// which its entry in the line records.
     fn planned_wait_ms(&self, deadline: Option<Instant>) -> u64 {
         let planned_wait = match deadline {
-            Some(d) => d.saturating_duration_since(Instant::now()).min(self.ttl),
-            None => self.ttl,
+            Some(d) => d.saturating_duration_since(Instant::now()).min(self.lease),
+            None => self.lease,
         };
         // A caller out of time makes its last attempt without joining the line.
         if deadline.is_some_and(|d| d <= Instant::now()) {
@@ -526,7 +528,7 @@ impl DistMutex {
                 &self.client,
                 intr,
                 self.release_call(token, true),
-                self.ttl,
+                self.lease,
             );
         }
         Error::Timeout(format!(
@@ -546,7 +548,7 @@ impl DistMutex {
             match self.attempt(intr, token, 0, None, true, None)? {
                 Attempt::Acquired(fence) => return Ok(self.held(token, fence)),
                 Attempt::Busy { pttl_ms, .. } => {
-                    let retry = retry_after(pttl_ms, self.ttl);
+                    let retry = retry_after(pttl_ms, self.lease);
                     if !wait_turn(&self.client, intr, None, retry, deadline)? {
                         return Err(Error::Timeout(format!(
                             "DistMutex {:?}: not acquired before the timeout",
@@ -582,7 +584,7 @@ impl DistMutex {
                     &self.client,
                     intr,
                     self.release_call(&token, false),
-                    self.ttl,
+                    self.lease,
                 )?)? == 1
             }
         };
@@ -610,7 +612,7 @@ impl DistMutex {
             client: &self.client,
             lock_key: &self.lock_key,
             line_ttl: self.line_ttl(),
-            lease: self.ttl,
+            lease: self.lease,
             script: "dist_mutex/release",
         };
         let wait_ms = self.planned_wait_ms(successor.deadline);
@@ -638,7 +640,7 @@ impl DistMutex {
         crate::lease::release_in_background_announced(
             &self.client,
             self.release_call(token, true),
-            self.ttl,
+            self.lease,
             &self.lock_key,
         );
     }
@@ -667,7 +669,7 @@ impl DistMutex {
             .key(&self.waiters_key)
             .key(self.grant_key(token))
             .arg(token)
-            .arg(crate::seconds::millis(self.ttl))
+            .arg(crate::seconds::millis(self.lease))
             .arg(crate::seconds::millis(self.fence_ttl()))
             .arg(self.grant_prefix.as_str())
             .arg(if leave_line { "1" } else { "0" })

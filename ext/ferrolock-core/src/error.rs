@@ -17,6 +17,10 @@ pub enum Error {
     Argument(String),
     /// Redis answered with an error reply (or something we could not understand).
     Redis(String),
+    /// Not Redis' doing: an invariant of the core broke (a bug), or the system refused something
+    /// the core needs (a thread, an eventfd). Kept apart from `Redis` so nobody goes looking
+    /// at the server for it.
+    Internal(String),
     /// The blocking call was cancelled by the host runtime (Thread#kill, Thread#raise, Timeout).
     Interrupted,
     /// A grant reached fewer replicas than `min_replicas_acked` asked for (WAIT); it was released.
@@ -41,6 +45,10 @@ impl Error {
         Error::Argument(msg.into())
     }
 
+    pub fn internal(msg: impl fmt::Display) -> Self {
+        Error::Internal(msg.to_string())
+    }
+
     /// True when the failure says nothing about the lock state and the connection should be
     /// dropped rather than reused.
     pub fn is_io(&self) -> bool {
@@ -58,7 +66,8 @@ impl fmt::Display for Error {
             | Error::LockLost(m)
             | Error::OverLimit(m)
             | Error::Argument(m)
-            | Error::Redis(m) => f.write_str(m),
+            | Error::Redis(m)
+            | Error::Internal(m) => f.write_str(m),
             Error::Interrupted => f.write_str("interrupted"),
             Error::Replication {
                 addr,

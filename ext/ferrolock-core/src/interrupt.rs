@@ -111,7 +111,7 @@ impl Interrupt {
         // SAFETY: plain system call.
         let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
         if fd < 0 {
-            return Err(Error::Redis(format!(
+            return Err(Error::internal(format!(
                 "eventfd failed: {}",
                 std::io::Error::last_os_error()
             )));

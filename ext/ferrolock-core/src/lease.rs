@@ -281,8 +281,7 @@ impl Watchdog {
             let me = self.clone();
             let client = Arc::downgrade(client);
             spawn_thread(move || me.run(client)).map_err(|e| {
-                // Error::Redis: the binding's plain Ferrolock::Error.
-                Error::Redis(format!("could not start the lease watchdog thread: {e}"))
+                Error::internal(format!("could not start the lease watchdog thread: {e}"))
             })?;
             st.running = true;
         }
@@ -414,7 +413,7 @@ mod tests {
         REFUSE_THREADS.with(|r| r.set(false));
 
         let message = "could not start the lease watchdog thread: refused by the test";
-        assert_eq!(refused.map(|e| e.to_string()).as_deref(), Some(message));
+        assert_eq!(refused, Some(Error::Internal(message.into())));
         let panic = panic.expect("Lease::start panics");
         assert_eq!(
             panic.downcast_ref::<String>().map(String::as_str),

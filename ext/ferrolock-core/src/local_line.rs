@@ -112,8 +112,8 @@ impl Turn {
                 Ok(false)
             }
             // Taken by the primitive before it starts a turn.
-            Turn::Handed(_) => Err(Error::Redis(
-                "local line: a passed hold reached a Redis turn".to_string(),
+            Turn::Handed(_) => Err(Error::internal(
+                "local line: a passed hold reached a Redis turn",
             )),
         }
     }

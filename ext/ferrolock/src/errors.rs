@@ -31,7 +31,9 @@ pub fn core_error(ruby: &Ruby, e: CoreError) -> Error {
         CoreError::LockLost(_) => ferrolock_error(ruby, "LockLost", msg),
         CoreError::OverLimit(_) => ferrolock_error(ruby, "OverLimit", msg),
         CoreError::Argument(_) => new_error(ruby, ruby.exception_arg_error(), &msg),
-        CoreError::Redis(_) | CoreError::Interrupted => ferrolock_error(ruby, "Error", msg),
+        CoreError::Redis(_) | CoreError::Internal(_) | CoreError::Interrupted => {
+            ferrolock_error(ruby, "Error", msg)
+        }
     }
 }
 

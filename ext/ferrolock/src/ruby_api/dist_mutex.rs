@@ -99,8 +99,10 @@ impl RbDistMutex {
         Ok(held.map(RbMutexHold::new))
     }
 
-    fn lock(ruby: &Ruby, rb_self: &Self, timeout: Option<f64>) -> Result<RbMutexHold, Error> {
-        let deadline = deadline(ruby, "timeout", timeout)?;
+    /// Waits at most `wait_timeout` seconds (nil: as long as it takes), as DistMutex#lock's
+    /// keyword says (`timeout:` there is its deprecated name).
+    fn lock(ruby: &Ruby, rb_self: &Self, wait_timeout: Option<f64>) -> Result<RbMutexHold, Error> {
+        let deadline = deadline(ruby, "wait_timeout", wait_timeout)?;
         let token = DistMutex::new_token();
         // The deadline bounds a stalled Redis too (caller_deadline.rs).
         let held = acquire(ruby, |intr| {
