@@ -363,7 +363,8 @@ RSpec.describe Ferrolock::Shoryuken::Lock do
         end
         R.report(skipped: skipped, waited: $ran_at - killed_at)
       RUBY
-      log_path = File.join(Dir.mktmpdir("ferrolock-kill-"), "worker.log")
+      log_dir = Dir.mktmpdir("ferrolock-kill-")
+      log_path = File.join(log_dir, "worker.log")
       pid = FerrolockTest::RealShoryuken.spawn(victim, log_path: log_path)
       survivor_thread = scenario_thread(survivor, timeout: 90)
       begin
@@ -371,6 +372,7 @@ RSpec.describe Ferrolock::Shoryuken::Lock do
         sleep 0.8 # past a renewal: the lease lives on renewals, not on its first TTL
       ensure
         kill_group(pid)
+        FileUtils.rm_rf(log_dir)
         # CLOCK_MONOTONIC is the machine's: the survivor compares it with its own. Sent on failure
         # too, so the survivor ends.
         redis.rpush("killed-at", monotonic.to_s)
