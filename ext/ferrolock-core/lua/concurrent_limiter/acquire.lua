@@ -11,6 +11,12 @@
 -- list; see src/inbox.rs): its entry then ends in '|@' and the inbox id
 -- Returns {1, 0} when the token holds a slot, {0, ms until the earliest live slot expires, entry}
 -- when queued as entry, else {0, ms until the earliest live slot expires}.
+
+-- The arguments by name (their slots are listed above).
+local maybe_ours = ARGV[6]
+local line_ttl_ms = ARGV[7]
+local inbox = ARGV[8]
+
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token, limit, lease, wait_ms = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -24,7 +30,7 @@ local function held()
 end
 
 -- Only a caller that may hold a slot already asks (a fresh token's first attempt cannot).
-if ARGV[6] == '1' then
+if maybe_ours == '1' then
   local expiry = redis.call('ZSCORE', KEYS[1], token)
   if expiry and tonumber(expiry) > now then
     -- A hand-off may have left a grant nobody will pop now.
@@ -100,8 +106,8 @@ end
 -- Full: join the line. The entry's deadline (Redis time) is when this caller stops waiting for
 -- this turn: a release skips entries past it, so a waiter that died is never handed a slot later.
 local entry = token .. '|' .. string.format('%d', now + wait_ms)
-if ARGV[8] and ARGV[8] ~= '' then
-  entry = entry .. '|@' .. ARGV[8]
+if inbox and inbox ~= '' then
+  entry = entry .. '|@' .. inbox
 end
 -- A waiter coming back after its turn's wait ended keeps its place in the line.
 local at = false
@@ -122,5 +128,5 @@ end
 -- may see the line expire early after the other's write:
 -- at worst its entry is lost, then it attempts again after its turn's wait, as after a lost
 -- wake-up.
-redis.call('PEXPIRE', KEYS[2], ARGV[7])
+redis.call('PEXPIRE', KEYS[2], line_ttl_ms)
 return {0, expires_in, entry}

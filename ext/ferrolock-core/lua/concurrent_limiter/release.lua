@@ -41,6 +41,16 @@
 -- stands, so the grant push (a pcall) comes before every other write but the line's pop: if the
 -- key cannot be reached here, the popped waiter goes back to the head of the line and the script
 -- returns TRYAGAIN, and the client sends it again (to the new owner once the migration ends).
+
+-- The arguments by name (their slots are listed above).
+local grant_prefix = ARGV[3]
+local successor = ARGV[5]
+local successor_wait_ms = ARGV[6]
+local line_ttl_ms = ARGV[8]
+local refresh_line_ttl = ARGV[9]
+local successor_inbox = ARGV[10]
+local inbox_prefix = ARGV[11]
+
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token, lease = ARGV[1], tonumber(ARGV[2])
@@ -86,10 +96,10 @@ local function grant(who, deadline, inbox, value)
   if inbox then
     -- Refused (no channel rights) only where the waiter could not subscribe either: it then
     -- finds the slot its own at its next attempt.
-    redis.pcall('PUBLISH', ARGV[11] .. inbox, who .. '|' .. string.format('%d', value))
+    redis.pcall('PUBLISH', inbox_prefix .. inbox, who .. '|' .. string.format('%d', value))
     return true
   end
-  local list = ARGV[3] .. who
+  local list = grant_prefix .. who
   local pushed = redis.pcall('RPUSH', list, string.format('%d', value))
   if type(pushed) == 'table' and pushed.err then
     return false
@@ -124,11 +134,11 @@ end
 -- The local successor's entry, at the tail, as acquire.lua would queue it (checked above that
 -- this token holds a live slot, so it is never queued by a release that hands nothing over).
 local queued, length
-local successor_wait = tonumber(ARGV[6] or 0) or 0
-if ARGV[5] and ARGV[5] ~= '' and not leaving then
-  queued = ARGV[5] .. '|' .. string.format('%d', now + successor_wait)
-  if ARGV[10] and ARGV[10] ~= '' then
-    queued = queued .. '|@' .. ARGV[10]
+local successor_wait = tonumber(successor_wait_ms or 0) or 0
+if successor and successor ~= '' and not leaving then
+  queued = successor .. '|' .. string.format('%d', now + successor_wait)
+  if successor_inbox and successor_inbox ~= '' then
+    queued = queued .. '|@' .. successor_inbox
   end
   length = redis.call('RPUSH', KEYS[2], queued)
 end
@@ -168,7 +178,7 @@ if next_token then
       redis.call('LPUSH', KEYS[2], next_entry)
     end
     -- The LPUSH may make the list anew: it gets the TTL every writer sets.
-    redis.call('PEXPIRE', KEYS[2], ARGV[8])
+    redis.call('PEXPIRE', KEYS[2], line_ttl_ms)
     return redis.error_reply('TRYAGAIN the next waiter\'s grant key is not on this node yet')
   end
 end
@@ -207,7 +217,7 @@ if live then
       redis.call('LPUSH', KEYS[2], entry)
       popped = popped - 1
       -- The pop may have emptied the line: the list LPUSH made anew needs its TTL.
-      redis.call('PEXPIRE', KEYS[2], ARGV[8])
+      redis.call('PEXPIRE', KEYS[2], line_ttl_ms)
       break
     end
     redis.call('ZADD', KEYS[1], now + lease, who)
@@ -221,7 +231,7 @@ end
 -- The local waiter's entry outlives its wait, as acquire.lua keeps the line (only when others
 -- still wait: a line just emptied is gone), when the client asks, or when the RPUSH above made
 -- the list (then the pop reached its only entry, so it is gone again: kept as a guard).
-if queued and popped < length and (ARGV[9] == '1' or length == 1) then
-  redis.call('PEXPIRE', KEYS[2], ARGV[8])
+if queued and popped < length and (refresh_line_ttl == '1' or length == 1) then
+  redis.call('PEXPIRE', KEYS[2], line_ttl_ms)
 end
 return done()

@@ -12,6 +12,16 @@
 -- whose first reply was lost, or a hand-off this waiter has not popped yet), {0, holder's
 -- remaining ttl in ms, entry} when queued as entry, else {0, holder's remaining ttl in ms}.
 
+-- The arguments by name (their slots are listed above).
+local token = ARGV[1]
+local lease_ms = ARGV[2]
+local wait_ms = tonumber(ARGV[3])
+local fence_ttl_ms = ARGV[4]
+local queued = ARGV[5]
+local maybe_ours = ARGV[6]
+local line_ttl_ms = ARGV[7]
+local inbox = ARGV[8]
+
 -- The next fencing token is max(last + 1, Redis time in µs). The counter key expires, and once
 -- it has, "last" is forgotten: but the key expired at least its TTL after the last token was
 -- issued, and tokens run ahead of Redis time only while one name is acquired more than once per
@@ -31,31 +41,31 @@ local function issue()
   local now = block(tonumber(t[1]) * 1000000 + tonumber(t[2]))
   -- One round trip to the counter in the usual case: write Redis time, read what was there.
   -- %d keeps every digit (a plain number argument would be sent as "%.17g").
-  local last = tonumber(redis.call('SET', KEYS[2], string.format('%d', now), 'PX', ARGV[4], 'GET') or 0) or 0
+  local last = tonumber(redis.call('SET', KEYS[2], string.format('%d', now), 'PX', fence_ttl_ms, 'GET') or 0) or 0
   if last < now then
     return now
   end
   local fence = block(last + 1)
-  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[4])
+  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', fence_ttl_ms)
   return fence
 end
 
-if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-  if ARGV[5] ~= '' then
-    redis.call('LREM', KEYS[3], 1, ARGV[5])
+if redis.call('SET', KEYS[1], token, 'NX', 'PX', lease_ms) then
+  if queued ~= '' then
+    redis.call('LREM', KEYS[3], 1, queued)
   end
   return {1, issue()}
 end
 -- Only a caller that may hold it already asks (a first attempt by a fresh token cannot).
-if ARGV[6] == '1' and redis.call('GET', KEYS[1]) == ARGV[1] then
+if maybe_ours == '1' and redis.call('GET', KEYS[1]) == token then
   -- Ours already. A hand-off may have left a grant nobody will pop now.
   redis.call('DEL', KEYS[4])
   -- The lease starts now, and renewing it is a write of this call's own: the grant may have been
   -- written on another connection (an earlier attempt cut short, a releaser's hand-off), so only
   -- a write here makes the WAIT that follows (min_replicas_acked) cover it.
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  if ARGV[5] ~= '' then
-    redis.call('LREM', KEYS[3], 1, ARGV[5])
+  redis.call('PEXPIRE', KEYS[1], lease_ms)
+  if queued ~= '' then
+    redis.call('LREM', KEYS[3], 1, queued)
   end
   -- The counter may have expired under a long-renewed hold: issuing anew is still in order,
   -- as this token is the latest holder.
@@ -66,7 +76,6 @@ if ARGV[6] == '1' and redis.call('GET', KEYS[1]) == ARGV[1] then
   return {1, fence}
 end
 local pttl = redis.call('PTTL', KEYS[1])
-local wait_ms = tonumber(ARGV[3])
 if wait_ms <= 0 then
   return {0, pttl}
 end
@@ -74,14 +83,14 @@ end
 -- skips entries past it, so a waiter that died is never handed the lock later than that.
 local t = redis.call('TIME')
 local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local entry = ARGV[1] .. '|' .. string.format('%d', now_ms + wait_ms)
-if ARGV[8] and ARGV[8] ~= '' then
-  entry = entry .. '|@' .. ARGV[8]
+local entry = token .. '|' .. string.format('%d', now_ms + wait_ms)
+if inbox and inbox ~= '' then
+  entry = entry .. '|@' .. inbox
 end
 -- A waiter coming back after its wait for this turn ended keeps its place in the line.
 local at = false
-if ARGV[5] ~= '' then
-  at = redis.call('LPOS', KEYS[3], ARGV[5])
+if queued ~= '' then
+  at = redis.call('LPOS', KEYS[3], queued)
 end
 local function push()
   local length = redis.pcall('RPUSH', KEYS[3], entry)
@@ -105,5 +114,5 @@ end
 -- lease than another's (or an older version, which set lock TTL + 1 s) may see the line expire
 -- early after the other's write: at worst its entry is lost, and it attempts again after the
 -- holder's TTL, as after a lost wake-up.
-redis.call('PEXPIRE', KEYS[3], ARGV[7])
+redis.call('PEXPIRE', KEYS[3], line_ttl_ms)
 return {0, pttl, entry}

@@ -44,6 +44,20 @@
 -- died meanwhile may block up to one lease longer), the chosen entry at the head, the local
 -- waiter's entry out.
 
+-- The arguments by name (their slots are listed above).
+local own_token = ARGV[1]
+local lease_ms = ARGV[2]
+local fence_ttl_ms = ARGV[3]
+local grant_prefix = ARGV[4]
+local leaving = ARGV[5]
+local on_cluster = ARGV[6]
+local successor = ARGV[7]
+local successor_wait_ms = ARGV[8]
+local line_ttl_ms = ARGV[9]
+local refresh_line_ttl = ARGV[10]
+local successor_inbox = ARGV[11]
+local inbox_prefix = ARGV[12]
+
 -- An older version kept a string "someone waits" mark under the waiters key: read as no line.
 local function line_call(...)
   local reply = redis.pcall(...)
@@ -53,11 +67,11 @@ local function line_call(...)
   return reply
 end
 
-local mine = ARGV[1] .. '|'
+local mine = own_token .. '|'
 -- Only a waiter leaving the line reads the lock first (it must clean up whether it holds or not).
-local checked = ARGV[5] == '1'
+local checked = leaving == '1'
 if checked then
-  local holds = redis.call('GET', KEYS[1]) == ARGV[1]
+  local holds = redis.call('GET', KEYS[1]) == own_token
   -- Leaving the line (rare: a waiter that gave up): its entries and any grant not popped yet.
   for _, entry in ipairs(line_call('LRANGE', KEYS[3], 0, -1) or {}) do
     if string.sub(entry, 1, #mine) == mine then
@@ -78,11 +92,11 @@ end
 
 -- The local successor's entry, at the tail, as acquire.lua would queue it.
 local queued, length
-if ARGV[7] and ARGV[7] ~= '' then
+if successor and successor ~= '' then
   read_time()
-  queued = ARGV[7] .. '|' .. string.format('%d', math.floor(now_us / 1000) + tonumber(ARGV[8]))
-  if ARGV[11] and ARGV[11] ~= '' then
-    queued = queued .. '|@' .. ARGV[11]
+  queued = successor .. '|' .. string.format('%d', math.floor(now_us / 1000) + tonumber(successor_wait_ms))
+  if successor_inbox and successor_inbox ~= '' then
+    queued = queued .. '|@' .. successor_inbox
   end
   length = redis.pcall('RPUSH', KEYS[3], queued)
   if type(length) == 'table' and length.err then
@@ -132,9 +146,9 @@ if not next_token then
   -- not ours (the lease was lost) is put back, with a fresh lease of this name's TTL as for a
   -- hand-off found not ours below.
   local was = redis.call('GETDEL', KEYS[1])
-  if was ~= ARGV[1] then
+  if was ~= own_token then
     if was then
-      redis.call('SET', KEYS[1], was, 'PX', ARGV[2])
+      redis.call('SET', KEYS[1], was, 'PX', lease_ms)
     end
     return 0
   end
@@ -150,10 +164,10 @@ local function undo_line()
     redis.call('LPUSH', KEYS[3], next_entry)
   end
   -- The LPUSH may make the list anew: it gets the TTL every writer sets.
-  redis.call('PEXPIRE', KEYS[3], ARGV[9])
+  redis.call('PEXPIRE', KEYS[3], line_ttl_ms)
 end
-local grant = ARGV[4] .. next_token
-if ARGV[6] == '1' and not next_inbox then
+local grant = grant_prefix .. next_token
+if on_cluster == '1' and not next_inbox then
   local probe = redis.pcall('EXISTS', grant)
   if type(probe) == 'table' and probe.err then
     -- Undone as it was: the client sends the script again, queueing the local waiter anew.
@@ -163,12 +177,12 @@ if ARGV[6] == '1' and not next_inbox then
 end
 
 if checked then
-  redis.call('SET', KEYS[1], next_token, 'PX', ARGV[2])
+  redis.call('SET', KEYS[1], next_token, 'PX', lease_ms)
 else
-  local was = redis.call('SET', KEYS[1], next_token, 'PX', ARGV[2], 'GET')
-  if was ~= ARGV[1] then
+  local was = redis.call('SET', KEYS[1], next_token, 'PX', lease_ms, 'GET')
+  if was ~= own_token then
     if was then
-      redis.call('SET', KEYS[1], was, 'PX', ARGV[2])
+      redis.call('SET', KEYS[1], was, 'PX', lease_ms)
     else
       redis.call('DEL', KEYS[1])
     end
@@ -183,15 +197,15 @@ local function block(n)
   return n + (16 - n % 16) % 16
 end
 local fence = block(now_us)
-local last = tonumber(redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[3], 'GET') or 0) or 0
+local last = tonumber(redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', fence_ttl_ms, 'GET') or 0) or 0
 if last >= fence then
   fence = block(last + 1)
-  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', ARGV[3])
+  redis.call('SET', KEYS[2], string.format('%d', fence), 'PX', fence_ttl_ms)
 end
 if next_inbox then
   -- Refused (no channel rights) only where the waiter could not subscribe either: it then
   -- finds the lock its own at its next attempt.
-  redis.pcall('PUBLISH', ARGV[12] .. next_inbox, next_token .. '|' .. string.format('%d', fence))
+  redis.pcall('PUBLISH', inbox_prefix .. next_inbox, next_token .. '|' .. string.format('%d', fence))
 else
   redis.call('RPUSH', grant, string.format('%d', fence))
   -- The waiter pops it within its wait (or removes it when it gives up): the TTL only catches
@@ -201,7 +215,7 @@ end
 -- The local waiter's entry outlives its wait, as acquire.lua keeps the line (only when others
 -- still wait: a line just emptied is gone), when the client asks, or when the RPUSH above made
 -- the list (then the pop reached its only entry, so it is gone again: kept as a guard).
-if queued and popped < length and (ARGV[10] == '1' or length == 1) then
-  redis.call('PEXPIRE', KEYS[3], ARGV[9])
+if queued and popped < length and (refresh_line_ttl == '1' or length == 1) then
+  redis.call('PEXPIRE', KEYS[3], line_ttl_ms)
 end
 return done()

@@ -13,31 +13,37 @@
 -- Cluster slot being migrated, touching a key that is not on this node fails the script where it
 -- stands, so the reads come first and the grant push (a pcall) is the first write: if the key
 -- cannot be reached here, the script returns TRYAGAIN having changed nothing.
+
+-- The arguments by name (their slots are listed above).
+local exec_ttl_ms = ARGV[2]
+local grant_prefix = ARGV[3]
+local was_waiting = ARGV[4]
+
 local token = ARGV[1]
 local wait = redis.call('GET', KEYS[1])
 local exec = redis.call('GET', KEYS[2])
 local next_token = exec == token and wait and wait ~= token and wait
 if next_token then
-  local grant = ARGV[3] .. next_token
+  local grant = grant_prefix .. next_token
   local pushed = redis.pcall('RPUSH', grant, '1')
   if type(pushed) == 'table' and pushed.err then
     return redis.error_reply('TRYAGAIN the waiter\'s grant key is not on this node yet')
   end
   -- The waiter pops it at once (or finds EXEC its own at its next turn, which deletes it): the
   -- TTL only catches a waiter that died, whose EXEC expires with the same TTL.
-  redis.call('PEXPIRE', grant, ARGV[2])
+  redis.call('PEXPIRE', grant, exec_ttl_ms)
 end
 if wait == token then
   redis.call('DEL', KEYS[1])
 end
-if ARGV[4] == '1' then
+if was_waiting == '1' then
   redis.call('DEL', KEYS[3])
 end
 if exec ~= token then
   return 0
 end
 if next_token then
-  redis.call('SET', KEYS[2], next_token, 'PX', ARGV[2])
+  redis.call('SET', KEYS[2], next_token, 'PX', exec_ttl_ms)
   redis.call('DEL', KEYS[1])
 else
   redis.call('DEL', KEYS[2])

@@ -7,6 +7,12 @@
 -- threshold.
 -- Returns the index (1-based) of the LAST rule whose count within its window exceeds its
 -- threshold, or 0.
+
+-- The arguments by name (their slots are listed above).
+local jid = ARGV[1]
+local record = ARGV[2]
+local rule_count = ARGV[4]
+
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local key = KEYS[1]
@@ -14,13 +20,13 @@ local longest = tonumber(ARGV[3])
 -- Entries at or before now - longest can match no rule any more.
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now - longest)
 -- NX: a jid pushed again (retry, scheduled job) keeps its first time and counts once.
-if ARGV[2] == '1' and redis.call('ZADD', key, 'NX', now, ARGV[1]) == 1 then
+if record == '1' and redis.call('ZADD', key, 'NX', now, jid) == 1 then
   redis.call('PEXPIRE', key, longest)
 end
 -- After the trim the set holds exactly the longest window, so its size bounds every rule's
 -- count: a rule whose threshold it does not exceed needs no ZCOUNT (the usual case).
 local total = redis.call('ZCARD', key)
-for i = tonumber(ARGV[4]), 1, -1 do
+for i = tonumber(rule_count), 1, -1 do
   local threshold = tonumber(ARGV[4 + 2 * i])
   if total > threshold then
     local per = tonumber(ARGV[3 + 2 * i])

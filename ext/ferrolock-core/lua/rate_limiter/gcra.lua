@@ -12,6 +12,10 @@
 -- ARGV[4] longest wait (µs), ARGV[5] the call's id (for a refund, see refund.lua)
 -- Returns {1, calls left at the slot, slot, µs until the slot} when the call got a slot, else
 -- {0, µs until the next slot}; times are Redis time in µs.
+
+-- The arguments by name (their slots are listed above).
+local call_id = ARGV[5]
+
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local emission, tolerance = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -28,7 +32,7 @@ if wait > max_wait then
   return {0, wait}
 end
 -- %.17g: the exact double back from tonumber (Lua's own formatting keeps 14 digits).
-redis.call('HSET', KEYS[1], 't', string.format('%.17g', next_tat), 'id', ARGV[5])
+redis.call('HSET', KEYS[1], 't', string.format('%.17g', next_tat), 'id', call_id)
 -- Once TAT has passed, a missing key means the same (an idle limiter): let it expire then.
 redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil((next_tat - now) / 1000)))
 local slot = now + wait

@@ -9,6 +9,10 @@
 -- KEYS[1] the limiter's key, ARGV[1] kind ('gcra', 'window' or 'sliding_window'),
 -- ARGV[2] the call's id, ARGV[3] cost, ARGV[4] emission (µs, gcra)
 -- Returns 1 if a slot was given back, else 0.
+
+-- The arguments by name (their slots are listed above).
+local emission_us = ARGV[4]
+
 local kind, id, cost = ARGV[1], ARGV[2], tonumber(ARGV[3])
 
 if kind == 'sliding_window' then
@@ -18,7 +22,7 @@ if redis.call('HGET', KEYS[1], 'id') ~= id then
   return 0
 end
 if kind == 'gcra' then
-  local tat = tonumber(redis.call('HGET', KEYS[1], 't')) - cost * tonumber(ARGV[4])
+  local tat = tonumber(redis.call('HGET', KEYS[1], 't')) - cost * tonumber(emission_us)
   redis.call('HSET', KEYS[1], 't', string.format('%.17g', tat))
 else
   redis.call('HINCRBY', KEYS[1], 'n', -cost)

@@ -8,6 +8,10 @@
 -- ARGV[1] count, ARGV[2] interval (µs), ARGV[3] longest wait (µs), ARGV[4] the call's id
 -- Returns {1, calls left at the slot, slot, µs until the slot} when the call got a place, else
 -- {0, µs until the next place}; times are Redis time in µs.
+
+-- The arguments by name (their slots are listed above).
+local call_id = ARGV[4]
+
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local count, interval, max_wait = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -34,6 +38,6 @@ local before = used
 if wait > 0 then
   before = redis.call('ZCOUNT', KEYS[1], string.format('(%.0f', slot - interval), '+inf')
 end
-redis.call('ZADD', KEYS[1], slot, ARGV[4])
+redis.call('ZADD', KEYS[1], slot, call_id)
 redis.call('PEXPIRE', KEYS[1], math.ceil((slot + interval - now) / 1000))
 return {1, count - before - 1, slot, wait}

@@ -7,6 +7,10 @@
 -- ARGV[1] count, ARGV[2] interval (µs), ARGV[3] longest wait (µs), ARGV[4] the call's id
 -- Returns {1, calls left in its window, slot, µs until the slot} when the call got a place,
 -- else {0, µs until the next window with room}; times are Redis time in µs.
+
+-- The arguments by name (their slots are listed above).
+local call_id = ARGV[4]
+
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local count, interval, max_wait = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
@@ -24,7 +28,7 @@ local wait = math.max(0, window * interval - now)
 if wait > max_wait then
   return {0, wait}
 end
-redis.call('HSET', KEYS[1], 'w', window, 'n', used + 1, 'id', ARGV[4])
+redis.call('HSET', KEYS[1], 'w', window, 'n', used + 1, 'id', call_id)
 -- The counter means nothing once its window is over.
 redis.call('PEXPIRE', KEYS[1], math.ceil(((window + 1) * interval - now) / 1000))
 return {1, count - used - 1, now + wait, wait}
