@@ -2,6 +2,7 @@
 
 require "json"
 require "open3"
+require_relative "rails_version"
 
 module FerrolockTest
   # The versions one test stack runs (the host's; bin/modern's chroot when FERROLOCK_STACK=modern; its
@@ -39,7 +40,7 @@ module FerrolockTest
       ruby34 = stack == "ruby34"
       {
         "os" => os, "ruby" => RUBY_VERSION, "sidekiq" => sidekiq(vendored: !ruby34),
-        "rails" => ruby34 ? "#{gem_version("activejob")} (ActiveJob only)" : gem_version("railties"),
+        "rails" => ruby34 ? "#{gem_version("activejob")} (ActiveJob only)" : rails(vendored: stack == "modern"),
         "redis" => server_version("redis-server"), "valkey" => ruby34 ? "—" : server_version("valkey-server")
       }
     end
@@ -54,6 +55,14 @@ module FerrolockTest
     def sidekiq(vendored: true)
       vendored &&= File.exist?(SIDEKIQ7_VERSION_RB) && File.read(SIDEKIQ7_VERSION_RB)[/VERSION = "([^"]+)"/, 1]
       [gem_version("sidekiq"), ("#{vendored} (vendored)" if vendored)].compact.join(", ")
+    end
+
+    # The installed railties, and the vendored Rails 8.1 bin/modern-test's `rails81` step runs (Ruby >= 3.2).
+    def rails(vendored:)
+      version_rb = File.join(RailsVersion::VENDOR, "railties/lib/rails/gem_version.rb")
+      vendored &&= File.exist?(version_rb) &&
+                   File.read(version_rb).scan(/(?:MAJOR|MINOR|TINY|PRE)\s*=\s*"?(\w+)"?/).join(".")
+      [gem_version("railties"), ("#{vendored} (vendored)" if vendored)].compact.join(", ")
     end
 
     def gem_version(name)
