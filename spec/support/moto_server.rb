@@ -4,6 +4,7 @@ require "socket"
 require "tmpdir"
 require "fileutils"
 require_relative "redis_server"
+require_relative "server_process"
 
 module FerrolockTest
   # A throwaway moto server (a real SQS-compatible server, `moto_server -H 127.0.0.1 -p PORT`) on a
@@ -12,7 +13,10 @@ module FerrolockTest
   # the host's file system is at /host, so the host's moto runs there through `chroot /host`: the
   # root shares the host's network, and its loopback port is the same.
   class MotoServer
+    include ServerProcess
+
     HOST = "127.0.0.1"
+    NAME = "moto_server"
     VENV = ENV.fetch("FERROLOCK_MOTO_VENV", "/var/cache/ferrolock/moto-venv")
     BOOT_TIMEOUT = 30
 
@@ -42,10 +46,6 @@ module FerrolockTest
 
     def endpoint
       "http://#{HOST}:#{port}"
-    end
-
-    def running?
-      !@pid.nil?
     end
 
     # Starts moto on a free port (another one if the port was taken meanwhile).
@@ -89,52 +89,13 @@ module FerrolockTest
       start
     end
 
-    # SIGSTOP: moto keeps its socket and its queues, and answers nothing (connections hang until the
-    # client's timeout). #resume ends it.
-    def pause
-      signal("STOP")
-    end
-
-    def resume
-      signal("CONT")
-    end
-
     class PortTaken < StandardError; end
 
     private
 
-    def signal(name)
-      Process.kill(name, -@pid) if @pid
-      true
-    rescue Errno::ESRCH
-      false
-    end
-
-    def wait_for_exit(seconds)
-      deadline = now + seconds
-      while now < deadline
-        return true if Process.waitpid(@pid, Process::WNOHANG)
-
-        sleep 0.02
-      end
-      false
-    rescue Errno::ECHILD
-      true
-    end
-
-    def wait_until_ready
-      deadline = now + BOOT_TIMEOUT
-      until answering?
-        if Process.waitpid(@pid, Process::WNOHANG)
-          @pid = nil
-          raise PortTaken, log_tail if log_tail.include?("Address already in use")
-
-          raise "moto_server on port #{port} exited: #{log_tail}"
-        end
-        raise "moto_server on port #{port} did not start within #{BOOT_TIMEOUT}s: #{log_tail}" if now > deadline
-
-        sleep 0.1
-      end
+    # moto runs in its own process group (it may start children): signals go to the group.
+    def signal_target
+      -@pid
     end
 
     # moto answers GET /moto-api/ (its dashboard) once it serves.
@@ -151,10 +112,6 @@ module FerrolockTest
       File.read(File.join(@log, "moto.log")).lines.last(5).join
     rescue Errno::ENOENT, TypeError
       ""
-    end
-
-    def now
-      Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
   end
 end

@@ -4,12 +4,16 @@ require "fileutils"
 require "redis"
 require "socket"
 require "tmpdir"
+require_relative "server_process"
 
 module FerrolockTest
   # A throwaway redis-server on a free loopback port (never 6379), in its own
   # temp dir, with persistence off. Killed at exit, even when specs fail.
   class RedisServer
+    include ServerProcess
+
     HOST = "127.0.0.1"
+    NAME = "redis-server"
     BOOT_TIMEOUT = 10
 
     attr_reader :host, :port, :dir, :pid
@@ -107,20 +111,6 @@ module FerrolockTest
       start
     end
 
-    def running?
-      !@pid.nil?
-    end
-
-    # SIGSTOP: the server keeps its sockets open but answers nothing.
-    def pause
-      signal("STOP")
-    end
-
-    # SIGCONT after #pause.
-    def resume
-      signal("CONT")
-    end
-
     def flushall
       redis.call("FLUSHALL")
       redis.call("SCRIPT", "FLUSH")
@@ -139,43 +129,7 @@ module FerrolockTest
 
     private
 
-    def signal(name)
-      Process.kill(name, @pid) if @pid
-      true
-    rescue Errno::ESRCH
-      false
-    end
-
-    def wait_for_exit(seconds)
-      deadline = now + seconds
-      while now < deadline
-        return true if Process.waitpid(@pid, Process::WNOHANG)
-
-        sleep 0.01
-      end
-      false
-    rescue Errno::ECHILD
-      true
-    end
-
-    def wait_until_ready
-      deadline = now + BOOT_TIMEOUT
-      loop do
-        return if ping_ok?
-
-        if Process.waitpid(@pid, Process::WNOHANG)
-          @pid = nil
-          raise PortTaken, log_tail if log_tail.include?("Address already in use")
-
-          raise "redis-server on port #{port} exited: #{log_tail}"
-        end
-        raise "redis-server on port #{port} did not start: #{log_tail}" if now > deadline
-
-        sleep 0.02
-      end
-    end
-
-    def ping_ok?
+    def answering?
       TCPSocket.open(host, port) do |socket|
         socket.write("PING\r\n")
         socket.gets == "+PONG\r\n"
@@ -193,10 +147,6 @@ module FerrolockTest
       File.read(File.join(dir, "redis.log")).lines.last(5).join
     rescue Errno::ENOENT
       ""
-    end
-
-    def now
-      Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
   end
 end
