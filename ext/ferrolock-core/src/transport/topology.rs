@@ -97,6 +97,24 @@ impl Retry {
 }
 
 impl Topology {
+    /// The topology `opts` selects (see options.rs), what `redacted_url` shows for it, and
+    /// whether any of its servers is reached by TLS.
+    pub(crate) fn from_options(
+        opts: &crate::transport::options::ClientOptions,
+    ) -> Result<(Topology, String, bool)> {
+        let (selected, shown, tls) = options::select(opts)?;
+        let topology = match selected {
+            options::Selected::Single(endpoint) => Topology::Single(NodePool::new(endpoint)),
+            options::Selected::Cluster(seeds) => Topology::Cluster(Cluster::new(seeds)),
+            options::Selected::Sentinel {
+                master_name,
+                sentinels,
+                primary,
+            } => Topology::Sentinel(Sentinel::new(master_name, sentinels, primary)),
+        };
+        Ok((topology, shown, tls))
+    }
+
     pub(crate) fn display_addr(&self) -> String {
         match self {
             Topology::Single(pool) => pool.addr.clone(),

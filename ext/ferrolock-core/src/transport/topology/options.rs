@@ -1,40 +1,47 @@
 //! Which topology a `ClientOptions` selects, validated: one server, cluster seeds or sentinels.
+//! Only parsed here: topology.rs builds the pools (so this module imports none of the
+//! transport's routing, and nothing of it imports this back).
 
-use super::Topology;
 use crate::error::{Error, Result};
-use crate::transport::cluster::Cluster;
 use crate::transport::endpoint::{Addr, Endpoint, Secret};
 use crate::transport::options::{ClientOptions, SentinelOptions};
-use crate::transport::pool::NodePool;
-use crate::transport::sentinel::Sentinel;
 
-impl Topology {
-    /// The topology `opts` selects, what `redacted_url` shows for it, and whether any of its
-    /// servers is reached by TLS.
-    pub(crate) fn from_options(opts: &ClientOptions) -> Result<(Topology, String, bool)> {
-        if !opts.cluster.is_empty() && opts.sentinel.is_some() {
-            return Err(Error::argument(
-                "cluster, sentinels: give one of them, not both",
-            ));
-        }
-        if !opts.cluster.is_empty() {
-            let seeds = parse_tcp_urls("cluster", &opts.cluster)?;
-            let tls = seeds.iter().any(is_tls);
-            let shown = format!("cluster {}", shown_list(&seeds));
-            return Ok((Topology::Cluster(Cluster::new(seeds)), shown, tls));
-        }
-        if let Some(so) = &opts.sentinel {
-            return sentinel_from(so);
-        }
-        let endpoint = Endpoint::parse(&opts.url)?;
-        reject_insecure(&endpoint, "url")?;
-        let tls = is_tls(&endpoint);
-        let shown = endpoint.redacted_url().to_string();
-        Ok((Topology::Single(NodePool::new(endpoint)), shown, tls))
-    }
+/// The servers `ClientOptions` name, validated.
+pub(super) enum Selected {
+    Single(Endpoint),
+    Cluster(Vec<Endpoint>),
+    Sentinel {
+        master_name: String,
+        sentinels: Vec<Endpoint>,
+        primary: Endpoint,
+    },
 }
 
-fn sentinel_from(so: &SentinelOptions) -> Result<(Topology, String, bool)> {
+/// The servers `opts` selects, what `redacted_url` shows for them, and whether any of them is
+/// reached by TLS.
+pub(super) fn select(opts: &ClientOptions) -> Result<(Selected, String, bool)> {
+    if !opts.cluster.is_empty() && opts.sentinel.is_some() {
+        return Err(Error::argument(
+            "cluster, sentinels: give one of them, not both",
+        ));
+    }
+    if !opts.cluster.is_empty() {
+        let seeds = parse_tcp_urls("cluster", &opts.cluster)?;
+        let tls = seeds.iter().any(is_tls);
+        let shown = format!("cluster {}", shown_list(&seeds));
+        return Ok((Selected::Cluster(seeds), shown, tls));
+    }
+    if let Some(so) = &opts.sentinel {
+        return sentinel_from(so);
+    }
+    let endpoint = Endpoint::parse(&opts.url)?;
+    reject_insecure(&endpoint, "url")?;
+    let tls = is_tls(&endpoint);
+    let shown = endpoint.redacted_url().to_string();
+    Ok((Selected::Single(endpoint), shown, tls))
+}
+
+fn sentinel_from(so: &SentinelOptions) -> Result<(Selected, String, bool)> {
     if so.master_name.is_empty() {
         return Err(Error::argument(
             "name: the primary's name in Sentinel is empty",
@@ -63,8 +70,12 @@ fn sentinel_from(so: &SentinelOptions) -> Result<(Topology, String, bool)> {
         so.master_name,
         shown_list(&sentinels)
     );
-    let sentinel = Sentinel::new(so.master_name.clone(), sentinels, primary);
-    Ok((Topology::Sentinel(sentinel), shown, tls))
+    let selected = Selected::Sentinel {
+        master_name: so.master_name.clone(),
+        sentinels,
+        primary,
+    };
+    Ok((selected, shown, tls))
 }
 
 /// Cluster seeds and sentinels: TCP or TLS URLs (a unix socket cannot name other nodes).
