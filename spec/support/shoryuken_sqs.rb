@@ -8,6 +8,7 @@ require "fileutils"
 require_relative "processes"
 require_relative "moto_server"
 require_relative "tcp_gate"
+require_relative "rails_version"
 
 module FerrolockTest
   # Real Shoryuken 7.0.3 processes (vendored, unmodified; Ruby >= 3.2, so the modern root) consuming
@@ -20,6 +21,7 @@ module FerrolockTest
     SHORYUKEN = File.join(VENDOR, "shoryuken-7.0.3")
     SQS_LIB = File.join(VENDOR, "aws-sdk-sqs-1.87.0", "lib")
     APP = File.expand_path("shoryuken_sqs_app.rb", __dir__)
+    ACTIVE_JOB_APP = File.expand_path("shoryuken_sqs_active_job_app.rb", __dir__)
 
     module_function
 
@@ -99,20 +101,53 @@ module FerrolockTest
       end
 
       # Starts `shoryuken -r app -q QUEUE… -c concurrency` for `workers` (queue name => the worker's
-      # settings, see spec/support/shoryuken_sqs_app.rb); returns its pid.
-      def shoryuken(workers, concurrency: 10, endpoint: moto.endpoint, env: {})
+      # settings, see spec/support/shoryuken_sqs_app.rb); returns its pid. ActiveJob (ACTIVE_JOB_APP):
+      # no workers of the app's own, `queues` instead.
+      def shoryuken(workers, concurrency: 10, endpoint: moto.endpoint, env: {}, app: APP, queues: workers.keys)
         log = File.join(@logs, "shoryuken-#{@pids.size}.log")
-        env = { "REDIS_URL" => @redis_server.url, "FERROLOCK_RECORD_URL" => @redis_server.url,
-                "FERROLOCK_SQS_ENDPOINT" => endpoint, "FERROLOCK_SQS_WORKERS" => JSON.generate(workers),
-                "FERROLOCK_REDIS_URL" => nil, "RUBYLIB" => [SQS_LIB, File.join(SHORYUKEN, "lib"), LIB].join(":") }
-              .merge(env)
-        cmd = [RbConfig.ruby, File.join(SHORYUKEN, "bin", "shoryuken"), "start", "-r", APP, "-q", *workers.keys,
+        cmd = [RbConfig.ruby, File.join(SHORYUKEN, "bin", "shoryuken"), "start", "-r", app, "-q", *queues,
                "-c", concurrency.to_s, "-t", "8"]
         pid = ShoryukenSqs.unbundled do
-          Process.spawn(env, *cmd, chdir: ROOT, pgroup: true, out: log, err: %i[child out])
+          Process.spawn(app_env(workers, endpoint, queues).merge(env), *cmd, chdir: ROOT, pgroup: true, out: log,
+                                                                             err: %i[child out])
         end
         @pids << pid
         pid
+      end
+
+      # ACTIVE_JOB_APP as the producer: enqueues `jobs` ([[queue, name, steps, pause, times]…]) through
+      # Shoryuken's ActiveJob adapter, in a process of its own, and waits for it.
+      def enqueue_active_jobs(jobs, timeout: 30)
+        log = File.join(@logs, "producer.log")
+        env = app_env({}, moto.endpoint, []).merge("FERROLOCK_SQS_ENQUEUE" => JSON.generate(jobs))
+        pid = ShoryukenSqs.unbundled do
+          Process.spawn(env, RbConfig.ruby, ACTIVE_JOB_APP, chdir: ROOT, pgroup: true, out: log, err: %i[child out])
+        end
+        status = wait_exit(pid, timeout)
+        raise "the producer failed (#{status.inspect}):\n#{File.read(log)}" unless status&.success?
+      end
+
+      # The environment of the apps' processes. The vendored Rails 8.1 goes first on RUBYLIB under
+      # FERROLOCK_RAILS=8.1 (Shoryuken 7.0.3 runs on Rails 7.2 to 8.1; continuations need 8.1).
+      def app_env(workers, endpoint, queues)
+        { "REDIS_URL" => @redis_server.url, "FERROLOCK_RECORD_URL" => @redis_server.url,
+          "FERROLOCK_SQS_ENDPOINT" => endpoint, "FERROLOCK_SQS_WORKERS" => JSON.generate(workers),
+          "FERROLOCK_SQS_QUEUES" => queues.join(","), "FERROLOCK_REDIS_URL" => nil,
+          "RUBYLIB" => [*RailsVersion.libs, SQS_LIB, File.join(SHORYUKEN, "lib"), LIB].join(":") }
+      end
+
+      # The exit status of child `pid` within `timeout` seconds, or nil (it is killed then).
+      def wait_exit(pid, timeout)
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + timeout
+        until (status = Process.waitpid2(pid, Process::WNOHANG)&.last)
+          if Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+            Process.kill("KILL", -pid)
+            Process.waitpid(pid)
+            return nil
+          end
+          sleep 0.05
+        end
+        status
       end
 
       # Waits until the block is true (polling), failing after `timeout` seconds with `what` and the logs.
@@ -148,6 +183,14 @@ module FerrolockTest
         @pids.delete(pid)
       rescue Errno::ESRCH, Errno::ECHILD
         nil
+      end
+
+      # The exit status of Shoryuken process `pid` (after a TERM: Shoryuken's graceful shutdown), or nil
+      # when it did not exit within `timeout` seconds (it is killed then).
+      def reap(pid, timeout: 20)
+        status = wait_exit(pid, timeout)
+        @pids.delete(pid)
+        status
       end
 
       # TERM to every Shoryuken process (its graceful shutdown), KILL after 15 s.

@@ -21,10 +21,14 @@ module Ferrolock
         payload
       end
 
-      # The id the lock is taken on: the key's, else the message id.
+      # The id the lock is taken on: the key's (or, for a job resuming itself, the key's and the resumed
+      # message's: Resumption), else the message id.
       def lock_id_of(payload)
         key = payload[:idempotency_key]
-        key ? lock_id(key) : payload[:message_id]
+        return payload[:message_id] unless key
+
+        resumes = payload[:resumes]
+        resumes ? Resumption.lock_id(resumes, lock_id(key)) : lock_id(key)
       end
 
       # The key of sqs_msg under the option `source` (a Proc/Method, an attribute name, nil), or nil

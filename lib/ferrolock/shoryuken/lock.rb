@@ -17,10 +17,6 @@ module Ferrolock
     # - a copy of a processed message: not run, and deleted so it stops coming back;
     # - a copy of a message in progress: not run, left alone (if the run fails, it is the retry).
     class Lock
-      # How Shoryuken's ActiveJob adapter names the worker class that runs every ActiveJob job.
-      ACTIVE_JOB_WRAPPER = "ActiveJob::QueueAdapters::ShoryukenAdapter::JobWrapper"
-      private_constant :ACTIVE_JOB_WRAPPER
-
       # Shoryuken's chain keeps `chain.add LockMiddleware, lease: 120` as a positional Hash and calls
       # Lock.new(hash) for every message; plain keywords work too.
       def initialize(options = nil, **keywords)
@@ -42,11 +38,18 @@ module Ferrolock
 
         Placement.check!(worker)
 
-        job_class = worker_name(worker, body)
+        job_class = ActiveJobMessage.job_class(worker, body)
         payload = { primitive: :shoryuken_lock, queue: queue, message_id: message_id!(sqs_msg),
                     job_class: job_class, worker: job_class } # worker: deprecated
         IdempotencyKey.add_to(payload, settings.idempotency_key, sqs_msg, body)
-        process(settings, worker, sqs_msg, payload, &block)
+        job_id = ActiveJobMessage.job_id(worker, body)
+        return process(settings, worker, sqs_msg, payload, &block) unless job_id
+
+        # An ActiveJob job: it may enqueue itself again to go on (Resumption).
+        resumes = Resumption.resumed(sqs_msg)
+        payload[:resumes] = resumes if resumes && payload[:idempotency_key]
+        Resumption.install
+        Resumption.running(job_id, payload[:message_id]) { process(settings, worker, sqs_msg, payload, &block) }
       end
 
       private
@@ -74,16 +77,6 @@ module Ferrolock
 
         options = klass.get_shoryuken_options || {}
         options.fetch("ferrolock_lock") { options[:ferrolock_lock] }
-      end
-
-      # The worker's class name; under ActiveJob, the job's class (JobWrapper's body, parsed as
-      # JSON by Shoryuken, names it), as the Sidekiq middlewares do.
-      def worker_name(worker, body)
-        name = worker.class.name
-        return name unless name == ACTIVE_JOB_WRAPPER && body.is_a?(Hash)
-
-        job_class = body["job_class"]
-        job_class.is_a?(String) && !job_class.empty? ? job_class : name
       end
 
       # "<worker> message <id>", for log lines.

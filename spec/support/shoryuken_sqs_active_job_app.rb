@@ -1,0 +1,76 @@
+# frozen_string_literal: true
+
+# The app of a REAL Shoryuken 7.0.3 process running ActiveJob through Shoryuken's own adapter
+# (`shoryuken -r spec/support/shoryuken_sqs_active_job_app.rb -q QUEUE…`), with Rails 8.1's ActiveJob
+# (vendored; spec/support/shoryuken_sqs.rb puts it on RUBYLIB). It loads spec/support/shoryuken_sqs_app.rb
+# first (the README's set-up verbatim, the record in Redis), then defines a continuable job. Run by plain
+# `ruby` with FERROLOCK_SQS_ENQUEUE set, it is the producer instead: it enqueues and exits.
+#
+# Queues whose name starts with "ajkey-" lock on the ActiveJob job_id (an idempotency key: a producer
+# that enqueues the same job twice runs it once); the others on the SQS message id (the default).
+require "shoryuken"
+require_relative "shoryuken_sqs_app"
+require "active_job"
+# Shoryuken loads its adapter only when ActiveJob was loaded before it (Rails apps' order); here, after.
+require "active_job/extensions"
+require "active_job/queue_adapters/shoryuken_adapter"
+
+ActiveJob::Base.queue_adapter = :shoryuken
+ActiveJob::Base.logger = Logger.new($stdout, level: :warn)
+
+Shoryuken::ActiveJob::JobWrapper.shoryuken_options(
+  ferrolock_lock: { idempotency_key: ->(sqs_msg, body) { body["job_id"] if sqs_msg.queue_name.start_with?("ajkey-") } }
+)
+ENV.fetch("FERROLOCK_SQS_QUEUES", "").split(",").each do |queue|
+  Shoryuken.register_worker(queue, Shoryuken::ActiveJob::JobWrapper)
+end
+
+# Which job class each lock saw (the record: ferrolock names the job, not Shoryuken's wrapper).
+Ferrolock.subscribe do |event, payload|
+  ShoryukenSqsApp.redis.rpush("rec:aj:locked_as", payload[:job_class]) if event == :locked
+rescue StandardError
+  nil
+end
+
+Shoryuken.configure_server do |config|
+  config.on(:startup) { ShoryukenSqsApp.redis.rpush("rec:aj:booted", Process.pid) }
+end
+
+# `steps` steps of `pause` seconds, each recorded once done; a checkpoint after each, where Rails 8.1
+# interrupts the job when Shoryuken stops (ShoryukenAdapter#stopping?) and enqueues it again to resume.
+class StepsJob < ActiveJob::Base
+  include ActiveJob::Continuable
+
+  # Resume at once (the default waits 5 s).
+  self.resume_options = { wait: 0 }
+
+  def perform(name, steps, pause)
+    redis = ShoryukenSqsApp.redis
+    me = "#{Process.pid}:#{Thread.current.object_id}"
+    running = "rec:running:#{name}"
+    others = redis.smembers(running).select { |who| ShoryukenSqsApp.alive?(Integer(who.split(":").first)) }
+    redis.rpush("rec:overlaps", name) unless others.empty?
+    redis.sadd(running, me)
+    redis.rpush("rec:aj:performs", JSON.generate([name, resumptions, Process.pid]))
+    begin
+      step :work, start: 0 do |work|
+        (work.cursor...steps).each do |i|
+          sleep pause
+          redis.rpush("rec:aj:steps", JSON.generate([name, i, Process.pid]))
+          work.advance!
+        end
+      end
+    ensure
+      redis.srem(running, me)
+    end
+  end
+end
+
+# The producer: FERROLOCK_SQS_ENQUEUE is [[queue, name, steps, pause, times]…]; a job enqueued `times`
+# times is one job (one job_id) sent again, as a producer retrying its send does.
+if ENV["FERROLOCK_SQS_ENQUEUE"]
+  JSON.parse(ENV.fetch("FERROLOCK_SQS_ENQUEUE")).each do |queue, name, steps, pause, times|
+    job = StepsJob.new(name, steps, pause)
+    times.times { job.enqueue(queue: queue) or raise "enqueue of #{name} failed" }
+  end
+end
