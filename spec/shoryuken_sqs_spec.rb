@@ -177,53 +177,56 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
 
   # Rails 8.1's ActiveJob::Continuable through Shoryuken 7's own adapter (its JobWrapper, locked by the
   # README's chain with `ferrolock_lock:`; spec/support/shoryuken_sqs_active_job_app.rb). A TERM makes
-  # the adapter's stopping? true; the job stops at its next checkpoint and enqueues itself again (a
-  # new SQS message, the same job_id), and the next Shoryuken process resumes it. One job is locked on
-  # its job_id (an idempotency key), and its producer sent it twice; the other on the message id.
+  # the adapter's stopping? true; each job stops at its next checkpoint and enqueues itself again (a
+  # new SQS message, the same job_id), and the next Shoryuken process resumes it. Jobs locked on their
+  # job_id (an idempotency key; one sent twice by its producer; one on a FIFO queue, whose dedup id
+  # Shoryuken's adapter makes) and one on the message id (the default).
   it "resumes a Rails 8.1 continuable job interrupted by a Shoryuken shutdown in the next process, each step once",
      time_limit: 120 do
     raise "needs FERROLOCK_RAILS=8.1 (bin/modern-test's shoryuken_sqs step sets it)" unless
       FerrolockTest::RailsVersion.eight_one?
 
     steps = 12
-    keyed = uniq_name("ajkey")
-    plain = uniq_name("ajmsg")
-    urls = [keyed, plain].to_h { |queue| [queue, run.queue(queue, VisibilityTimeout: 1)] }
+    # name => [queue, times its producer sends it, what locks it]
+    jobs = { "keyed" => [uniq_name("ajkey"), 2, "the job_id"], "plain" => [uniq_name("ajmsg"), 1, "the message id"],
+             "fifo" => ["#{uniq_name("ajkey")}.fifo", 1, "the job_id, FIFO queue"] }
+    urls = jobs.values.to_h do |queue, _, _|
+      [queue, run.queue(queue, VisibilityTimeout: 1, **(queue.end_with?(".fifo") ? { FifoQueue: true } : {}))]
+    end
     app = { app: FerrolockTest::ShoryukenSqs::ACTIVE_JOB_APP, queues: urls.keys }
     first = run.shoryuken({}, **app)
-    run.enqueue_active_jobs([[keyed, "keyed", steps, 0.3, 2], [plain, "plain", steps, 0.3, 1]])
+    run.enqueue_active_jobs(jobs.map { |name, (queue, times, _)| [queue, name, steps, 0.3, times] })
     done_steps = -> { run.redis.lrange("rec:aj:steps", 0, -1).map { |entry| JSON.parse(entry) } }
-    run.wait_for("both jobs 3 steps in", timeout: 40) do
-      done_steps.call.map(&:first).tally.values_at("keyed", "plain").all? { |count| count.to_i >= 3 }
+    run.wait_for("every job 3 steps in", timeout: 40) do
+      done_steps.call.map(&:first).tally.values_at(*jobs.keys).all? { |count| count.to_i >= 3 }
     end
     run.kill(first, "TERM")
     second = run.shoryuken({}, **app)
     first_exit = run.reap(first)
-    run.wait_for("every step done", timeout: 30) { done_steps.call.size >= 2 * steps }
+    run.wait_for("every step done", timeout: 30) { done_steps.call.size >= jobs.size * steps }
     run.wait_for("every copy deleted", timeout: 30) { urls.values.all? { |url| run.depth(url) == [0, 0] } }
     sleep 1.5 # a copy still on its way would come back after the 1 s visibility timeout
     record = run.record
     performs = run.redis.lrange("rec:aj:performs", 0, -1).map { |entry| JSON.parse(entry) }
     by_job = done_steps.call.group_by(&:first)
-    %w[keyed plain].each do |name|
-      report("(6) ActiveJob continuation, locked on #{name == "keyed" ? "the job_id" : "the message id"}",
-             steps: steps, steps_run: by_job[name].size,
+    jobs.each do |name, (queue, times, locked_on)|
+      report("(6) ActiveJob continuation, locked on #{locked_on}",
+             messages_sent: times, steps: steps, steps_run: by_job[name].size,
              steps_in_first_process: by_job[name].count { |_, _, pid| pid == first },
              steps_in_second_process: by_job[name].count { |_, _, pid| pid == second },
-             performs: performs.count { |job, _, _| job == name },
-             left: run.depth(urls.fetch(name == "keyed" ? keyed : plain)).sum)
+             performs: performs.count { |job, _, _| job == name }, left: run.depth(urls.fetch(queue)).sum)
     end
     report("(6) ActiveJob continuation, copies", skipped_in_progress: record[:events]["skipped_in_progress"].to_i,
                                                  deleted_as_processed: record[:events]["skipped_processed"].to_i)
     expect(first_exit).to be_success
-    %w[keyed plain].each do |name|
+    jobs.each_key do |name|
       expect(by_job[name].map { |_, step, _| step }).to eq((0...steps).to_a)
-      # Interrupted in the first process, resumed (Continuable's resumptions: 1) in the second.
+      # Interrupted in the first process, resumed (Continuable's resumptions: 1) in the second; the
+      # producer's second send of "keyed" never ran.
       expect(performs.select { |job, _, _| job == name }).to eq([[name, 0, first], [name, 1, second]])
       expect(by_job[name].map(&:last).uniq).to eq([first, second])
     end
     expect(record[:overlaps]).to eq([])
-    # The keyed job's second message (its producer's retry) and SQS's redeliveries were not run.
     expect(record[:events]["skipped_in_progress"].to_i + record[:events]["skipped_processed"].to_i).to be > 0
     expect(run.redis.lrange("rec:aj:locked_as", 0, -1).uniq).to eq(["StepsJob"])
   end
