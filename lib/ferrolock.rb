@@ -40,6 +40,8 @@ module Ferrolock
     require path if File.exist?(path)
   end
 
+  # limits_concurrency for ActiveJob on any adapter (Ferrolock::ActiveJob::Concurrency).
+  autoload :ActiveJob, File.join(__dir__, "ferrolock", "active_job")
   # The operators' read model and force release (Sidekiq Web tab, `ferrolock` command).
   autoload :Admin, File.join(__dir__, "ferrolock", "admin")
   # The Sidekiq Web tab's module (registered with Sidekiq Web by `require "ferrolock/web"`).

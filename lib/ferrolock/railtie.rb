@@ -15,6 +15,11 @@ module Ferrolock
       Ferrolock::Railtie.default_logger(::Rails.logger)
     end
 
+    # limits_concurrency on every ActiveJob class, whatever the adapter.
+    initializer "ferrolock.active_job_concurrency" do
+      ::ActiveSupport.on_load(:active_job) { include Ferrolock::ActiveJob::Concurrency }
+    end
+
     # Registered at boot, fired by Sidekiq once the app is loaded; a no-op outside a Sidekiq server.
     initializer "ferrolock.sidekiq_boot_checks", after: :load_config_initializers do
       next unless defined?(::Sidekiq) && ::Sidekiq.respond_to?(:configure_server)

@@ -37,6 +37,7 @@ pub(crate) mod handoff;
 pub mod holder;
 pub(crate) mod inbox;
 pub(crate) mod interrupt;
+pub mod job_concurrency;
 pub(crate) mod keys;
 pub(crate) mod lease;
 pub(crate) mod local_line;

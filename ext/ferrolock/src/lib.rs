@@ -46,6 +46,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     ruby_api::dist_mutex::init(ruby, native)?;
     ruby_api::fair_tenant::init(ruby, native)?;
     ruby_api::fork::init(ruby, native)?;
+    ruby_api::job_concurrency::init(ruby, native)?;
     ruby_api::dual_lock::init(ruby, native)?;
     ruby_api::message_lock::init(ruby, native)?;
     ruby_api::lost_leases::init(ruby, native)?;

@@ -5,6 +5,7 @@ pub mod dist_mutex;
 pub mod dual_lock;
 pub mod fair_tenant;
 pub mod fork;
+pub mod job_concurrency;
 pub mod lost_leases;
 pub mod message_lock;
 pub mod rate_limiter;
@@ -29,6 +30,8 @@ pub fn resolve_wrapped_classes(ruby: &Ruby) {
     dual_lock::RbDualLock::class(ruby);
     dual_lock::RbDualTicket::class(ruby);
     fair_tenant::RbRules::class(ruby);
+    job_concurrency::RbJobConcurrency::class(ruby);
+    job_concurrency::RbJobSlot::class(ruby);
     message_lock::RbMessageLock::class(ruby);
     message_lock::RbMessageLease::class(ruby);
     rate_limiter::RbRateLimiter::class(ruby);

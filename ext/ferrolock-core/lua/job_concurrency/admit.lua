@@ -1,0 +1,142 @@
+-- Admits an ActiveJob job under limits_concurrency (lib/ferrolock/active_job/concurrency.rb), at
+-- enqueue or at perform: it takes a slot, or is blocked (parked here, FIFO) or discarded. Slots
+-- whose lease ran out are freed first and the oldest blocked jobs promoted into free slots, so a
+-- new job never overtakes a blocked one; the promoted jobs come back for the caller to enqueue.
+-- KEYS[1] slots (zset job_id -> lease expiry, ms of Redis time), KEYS[2] blocked (list of
+-- job_ids, oldest first), KEYS[3] jobs (hash job_id -> "lease ms|payload" of a blocked job, and
+-- of a promoted one until it starts: a promoted job whose lease runs out before it started goes
+-- back to the head of the line, so an enqueue lost between promotion and the queue is not a lost
+-- job; and '{limit}' -> the limit, for promotions by a caller that does not know it),
+-- KEYS[4] fencing counter
+-- ARGV[1] job_id, ARGV[2] limit, ARGV[3] lease (ms), ARGV[4] on a conflict: 'block' or
+-- 'discard', ARGV[5] the serialized job (kept when blocked), ARGV[6] max_blocked (0: none),
+-- ARGV[7] '1' at perform (the job starts: its payload goes and a fencing token is issued),
+-- ARGV[8] the fencing counter's TTL (ms), ARGV[9] the TTL of blocked and jobs (ms; refreshed by
+-- every write, so only a key idle that long expires)
+-- Returns {outcome, fencing token (0 at enqueue), earliest live slot expiry (ms, -1: none),
+-- blocked count, promoted job_id, its payload, ...}; outcome: 'held' (the job holds a slot),
+-- 'blocked' (parked now), 'waiting' (parked already: left in its place), 'discarded', 'full'
+-- (max_blocked reached: nothing stored).
+
+-- The arguments by name (their slots are listed above).
+local job_id = ARGV[1]
+local limit = tonumber(ARGV[2])
+local lease = tonumber(ARGV[3])
+local on_conflict = ARGV[4]
+local payload = ARGV[5]
+local max_blocked = tonumber(ARGV[6])
+local at_perform = ARGV[7] == '1'
+local fence_ttl_ms = ARGV[8]
+local blocked_ttl_ms = ARGV[9]
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+-- The slots key outlives every live slot.
+local function cover(ms)
+  if redis.call('PTTL', KEYS[1]) < ms then
+    redis.call('PEXPIRE', KEYS[1], ms)
+  end
+end
+
+-- Slots whose lease ran out are free (their holder stopped renewing: it crashed, or was paused
+-- past its lease). A promoted job that never started goes back to the head of the line.
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+if #expired > 0 then
+  for i = #expired, 1, -1 do
+    if redis.call('HEXISTS', KEYS[3], expired[i]) == 1 then
+      redis.call('LPUSH', KEYS[2], expired[i])
+    end
+  end
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+end
+
+-- The oldest blocked jobs take the free slots (each with its own class's lease).
+local live = redis.call('ZCARD', KEYS[1])
+local promoted = {}
+while live < limit do
+  local next_id = redis.call('LPOP', KEYS[2])
+  if not next_id then
+    break
+  end
+  local entry = redis.call('HGET', KEYS[3], next_id)
+  if entry then
+    local ms, body = string.match(entry, '^(%d+)|(.*)$')
+    ms = tonumber(ms)
+    redis.call('ZADD', KEYS[1], now + ms, next_id)
+    cover(ms)
+    live = live + 1
+    if next_id == job_id and at_perform then
+      -- A copy of this very job runs now (the queue delivered it twice): it takes the slot itself.
+      redis.call('HDEL', KEYS[3], next_id)
+    else
+      promoted[#promoted + 1] = next_id
+      promoted[#promoted + 1] = body
+    end
+  end
+end
+
+local function earliest()
+  local first = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if first[2] then
+    return tonumber(first[2])
+  end
+  return -1
+end
+
+local function reply(outcome, fence)
+  local r = {outcome, fence, earliest(), redis.call('LLEN', KEYS[2])}
+  for i = 1, #promoted do
+    r[#r + 1] = promoted[i]
+  end
+  return r
+end
+
+-- The next fencing token: max(last + 1, Redis time in µs), so tokens never go back, even after
+-- the counter expired (see dist_mutex/acquire.lua).
+local function issue()
+  local now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  local last = tonumber(redis.call('SET', KEYS[4], string.format('%d', now_us), 'PX', fence_ttl_ms, 'GET') or 0) or 0
+  if last < now_us then
+    return now_us
+  end
+  redis.call('SET', KEYS[4], string.format('%d', last + 1), 'PX', fence_ttl_ms)
+  return last + 1
+end
+
+local function hold()
+  if at_perform then
+    -- Started: a promoted job's payload is no longer needed to bring it back.
+    redis.call('HDEL', KEYS[3], job_id)
+    redis.call('ZADD', KEYS[1], now + lease, job_id)
+    cover(lease)
+    return reply('held', issue())
+  end
+  -- At enqueue (a resumption of a job holding its slot): the lease covers its wait in the queue.
+  local expiry = tonumber(redis.call('ZSCORE', KEYS[1], job_id) or 0)
+  redis.call('ZADD', KEYS[1], math.max(expiry, now + lease), job_id)
+  cover(lease)
+  return reply('held', 0)
+end
+
+local score = redis.call('ZSCORE', KEYS[1], job_id)
+if score and tonumber(score) > now then
+  return hold()
+end
+if redis.call('HEXISTS', KEYS[3], job_id) == 1 then
+  return reply('waiting', 0)
+end
+if live < limit then
+  return hold()
+end
+if on_conflict == 'discard' then
+  return reply('discarded', 0)
+end
+if max_blocked > 0 and redis.call('LLEN', KEYS[2]) >= max_blocked then
+  return reply('full', 0)
+end
+redis.call('RPUSH', KEYS[2], job_id)
+redis.call('HSET', KEYS[3], job_id, string.format('%d', lease) .. '|' .. payload, '{limit}', limit)
+redis.call('PEXPIRE', KEYS[2], blocked_ttl_ms)
+redis.call('PEXPIRE', KEYS[3], blocked_ttl_ms)
+return reply('blocked', 0)

@@ -1,0 +1,76 @@
+-- Gives a job's slot back and promotes the oldest blocked jobs into the free slots, in one step
+-- (FIFO); with no job_id it only frees slots whose lease ran out and promotes (the timer's
+-- visit to a key whose earliest lease is due, lib/ferrolock/active_job/expiry_timer.rb).
+-- KEYS[1] slots, KEYS[2] blocked, KEYS[3] jobs (as in admit.lua)
+-- ARGV[1] job_id ('' : none), ARGV[2] limit ('' : the one stored by the last job blocked),
+-- ARGV[3] the TTL of blocked and jobs (ms)
+-- Returns {1 when the job held a live slot (0: its lease had run out, so its slot was counted as
+-- free already and is not freed again; -1: no job_id), earliest live slot expiry (ms, -1: none),
+-- blocked count, promoted job_id, its payload, ...}. The member goes at most once, so a late or
+-- repeated release never frees a slot someone else holds now.
+
+-- The arguments by name (their slots are listed above).
+local job_id = ARGV[1]
+local limit_arg = ARGV[2]
+local blocked_ttl_ms = ARGV[3]
+
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+
+local held = -1
+if job_id ~= '' then
+  local score = redis.call('ZSCORE', KEYS[1], job_id)
+  held = (score and tonumber(score) > now) and 1 or 0
+  if score then
+    redis.call('ZREM', KEYS[1], job_id)
+  end
+end
+
+local limit = tonumber(limit_arg) or tonumber(redis.call('HGET', KEYS[3], '{limit}') or '') or 1
+
+local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+if #expired > 0 then
+  for i = #expired, 1, -1 do
+    if redis.call('HEXISTS', KEYS[3], expired[i]) == 1 then
+      redis.call('LPUSH', KEYS[2], expired[i])
+    end
+  end
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+end
+
+local live = redis.call('ZCARD', KEYS[1])
+local promoted = {}
+while live < limit do
+  local next_id = redis.call('LPOP', KEYS[2])
+  if not next_id then
+    break
+  end
+  local entry = redis.call('HGET', KEYS[3], next_id)
+  if entry then
+    local ms, body = string.match(entry, '^(%d+)|(.*)$')
+    ms = tonumber(ms)
+    redis.call('ZADD', KEYS[1], now + ms, next_id)
+    if redis.call('PTTL', KEYS[1]) < ms then
+      redis.call('PEXPIRE', KEYS[1], ms)
+    end
+    live = live + 1
+    promoted[#promoted + 1] = next_id
+    promoted[#promoted + 1] = body
+  end
+end
+
+local waiting = redis.call('LLEN', KEYS[2])
+if waiting > 0 then
+  redis.call('PEXPIRE', KEYS[2], blocked_ttl_ms)
+  redis.call('PEXPIRE', KEYS[3], blocked_ttl_ms)
+elseif redis.call('HLEN', KEYS[3]) <= 1 and redis.call('HEXISTS', KEYS[3], '{limit}') == 1 then
+  -- Nobody blocked and no promoted job pending: only the limit is left, which nobody needs.
+  redis.call('DEL', KEYS[3])
+end
+
+local first = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
+local r = {held, first[2] and tonumber(first[2]) or -1, waiting}
+for i = 1, #promoted do
+  r[#r + 1] = promoted[i]
+end
+return r

@@ -1,0 +1,360 @@
+//! JobConcurrency: `limits_concurrency` for ActiveJob (lib/ferrolock/active_job/concurrency.rb).
+//! At most `limit` jobs of one key hold a slot at once; a job over the limit is blocked (its
+//! serialized payload parked in Redis, FIFO) and promoted into the first slot that frees, by
+//! the release that frees it or, for a holder that died, when its lease runs out.
+//!
+//! Keys of one concurrency key (`<ns>:{concurrency:<key>}:…`): `slots` (zset job_id -> lease
+//! expiry), `blocked` (list of job_ids), `jobs` (hash job_id -> payload), `fence` (the fencing
+//! counter). The slot token is the ActiveJob job_id, so a job that enqueues itself again (a
+//! continuation's resumption) finds its own slot instead of queueing behind itself.
+//!
+//! A holder that died frees its slot when its lease runs out; the blocked jobs behind it must
+//! then be promoted by somebody. Every key with blocked jobs is listed in one index per namespace
+//! (`<ns>:{concurrency}:due`, scored by the key's earliest lease expiry), which each process's
+//! timer reads once per wake-up (`due`), sleeping until the earliest entry: no worker polls the
+//! keys themselves. Admissions and releases of a key free and promote as they go, too.
+
+use crate::client::{int, Client};
+use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
+use crate::keys::Keys;
+use crate::lease::Lease;
+use crate::lost_leases::LostLease;
+use crate::lua_script;
+use crate::script::ScriptCall;
+use redis::Value;
+use std::time::Duration;
+
+lua_script!(ADMIT = "job_concurrency/admit");
+lua_script!(RELEASE = "job_concurrency/release");
+lua_script!(DUE = "job_concurrency/due");
+// Slots are a zset of token -> expiry, as the limiter's: its renewal fits them.
+lua_script!(RENEW = "concurrent_limiter/renew");
+
+/// The fencing counter's TTL in leases (as DistMutex's).
+const FENCE_TTL_FACTOR: u32 = 10;
+/// How long blocked jobs and the index outlive their last write: a week, so jobs wait out any
+/// real outage of the workers, yet keys of a key nobody uses any more go.
+const BLOCKED_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Keys one timer visit claims at most.
+const DUE_BATCH: u32 = 100;
+
+/// What to do with a job over the limit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnConflict {
+    Block,
+    Discard,
+}
+
+/// What an admission decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The job holds a slot.
+    Held,
+    /// Parked now, behind `blocked - 1` others.
+    Blocked,
+    /// Parked already (a second delivery of a blocked job): left in its place.
+    Waiting,
+    Discarded,
+    /// max_blocked jobs wait already: nothing stored.
+    Full,
+}
+
+/// A blocked job given a slot: its caller enqueues `payload` (the serialized ActiveJob job).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Promoted {
+    pub job_id: String,
+    pub payload: String,
+}
+
+#[derive(Debug)]
+pub struct Admitted {
+    pub outcome: Outcome,
+    /// At perform, the slot's fencing token (0 at enqueue, or when not held).
+    pub fence: i64,
+    /// Jobs waiting on this key after this call.
+    pub blocked: i64,
+    pub promoted: Vec<Promoted>,
+}
+
+#[derive(Debug)]
+pub struct Released {
+    /// False when the job's lease had run out: its slot had been counted free already, so
+    /// nothing was freed now.
+    pub held: bool,
+    pub promoted: Vec<Promoted>,
+}
+
+/// What one admission asks for.
+pub struct Request<'a> {
+    pub key: &'a str,
+    pub job_id: &'a str,
+    pub limit: u32,
+    pub lease: Duration,
+    pub on_conflict: OnConflict,
+    pub payload: &'a str,
+    /// 0: no bound.
+    pub max_blocked: u32,
+    /// At perform: the job starts, and is issued a fencing token.
+    pub at_perform: bool,
+}
+
+#[derive(Clone)]
+pub struct JobConcurrency {
+    client: Client,
+    due_key: String,
+}
+
+/// A performing job's slot: renewed every third of its lease until dropped.
+pub struct Running {
+    pub key: String,
+    pub job_id: String,
+    pub fence: i64,
+    duration: Duration,
+    lease: Lease,
+}
+
+impl Running {
+    /// Stops renewing and leaves the slot held until its lease runs out: the job enqueued itself
+    /// again (a continuation's resumption), and that admission gave the slot a fresh lease.
+    pub fn hand_to_resumption(self) {}
+
+    /// True once a renewal found the slot gone (its lease ran out, e.g. the process was paused).
+    pub fn is_lost(&self) -> bool {
+        self.lease.is_lost()
+    }
+}
+
+impl JobConcurrency {
+    pub fn new(client: &Client) -> Result<JobConcurrency> {
+        Ok(JobConcurrency {
+            client: client.clone(),
+            due_key: client.keys("concurrency")?.part("due"),
+        })
+    }
+
+    fn keys(&self, key: &str) -> Result<Keys> {
+        crate::keys::check_name("key", key)?;
+        self.client.keys(&format!("concurrency:{key}"))
+    }
+
+    /// The index of keys with blocked jobs.
+    pub fn due_key(&self) -> &str {
+        &self.due_key
+    }
+
+    /// `<ns>:{concurrency:<key>}:<part>` (slots, blocked, jobs, fence).
+    pub fn key_part(&self, key: &str, part: &str) -> Result<String> {
+        Ok(self.keys(key)?.part(part))
+    }
+
+    pub fn admit(&self, intr: &Interrupt, req: &Request) -> Result<Admitted> {
+        if req.job_id.is_empty() {
+            return Err(Error::argument("job_id: must not be empty"));
+        }
+        if req.limit == 0 {
+            return Err(Error::argument("to: must be at least 1"));
+        }
+        let lease = crate::seconds::check_span("duration", req.lease)?;
+        let keys = self.keys(req.key)?;
+        let call = ScriptCall::new(&ADMIT)
+            .key(keys.part("slots"))
+            .key(keys.part("blocked"))
+            .key(keys.part("jobs"))
+            .key(keys.part("fence"))
+            .arg(req.job_id)
+            .arg(req.limit)
+            .arg(crate::seconds::millis(lease))
+            .arg(match req.on_conflict {
+                OnConflict::Block => "block",
+                OnConflict::Discard => "discard",
+            })
+            .arg(req.payload)
+            .arg(req.max_blocked)
+            .arg(if req.at_perform { "1" } else { "0" })
+            .arg(crate::seconds::millis(fence_ttl(lease)))
+            .arg(crate::seconds::millis(BLOCKED_TTL));
+        let reply = self.client.eval(intr, &call)?;
+        let items = list(&reply, "admit")?;
+        if items.len() < 4 {
+            return Err(unexpected("admit", &reply));
+        }
+        let outcome = match text(&items[0]).as_deref() {
+            Some("held") => Outcome::Held,
+            Some("blocked") => Outcome::Blocked,
+            Some("waiting") => Outcome::Waiting,
+            Some("discarded") => Outcome::Discarded,
+            Some("full") => Outcome::Full,
+            _ => return Err(unexpected("admit", &reply)),
+        };
+        let earliest = int(&items[2])?;
+        let blocked = int(&items[3])?;
+        if outcome == Outcome::Blocked && earliest > 0 {
+            // LT: an entry only ever moves earlier here, so a due visit is never put off.
+            self.index(
+                intr,
+                &["ZADD", &self.due_key, "LT", &earliest.to_string(), req.key],
+            )?;
+        }
+        Ok(Admitted {
+            outcome,
+            fence: int(&items[1])?,
+            blocked,
+            promoted: promoted(&items[4..])?,
+        })
+    }
+
+    /// Starts renewing a performing job's slot (after an admission at perform said Held).
+    pub fn running(&self, key: &str, job_id: &str, lease: Duration, fence: i64) -> Result<Running> {
+        let lease = crate::seconds::check_span("duration", lease)?;
+        let slots = self.keys(key)?.part("slots");
+        let renew = ScriptCall::new(&RENEW)
+            .key(&slots)
+            .arg(job_id)
+            .arg(crate::seconds::millis(lease));
+        let report = LostLease {
+            fencing_token: Some(fence),
+            ..LostLease::new("limits_concurrency", key)
+        };
+        Ok(Running {
+            key: key.to_string(),
+            job_id: job_id.to_string(),
+            fence,
+            duration: lease,
+            lease: Lease::start_reporting(&self.client, renew, lease, report),
+        })
+    }
+
+    /// Gives the slot back and promotes the next blocked jobs. When Redis does not answer, the
+    /// release is retried in the background (for at most the lease) and the error returned.
+    pub fn release(
+        &self,
+        intr: &Interrupt,
+        running: Running,
+        limit: Option<u32>,
+    ) -> Result<Released> {
+        let Running {
+            key,
+            job_id,
+            duration,
+            lease,
+            ..
+        } = running;
+        // Stop renewing first: a renewal after the release would find the slot gone.
+        drop(lease);
+        let call = self.release_call(&key, &job_id, limit)?;
+        let reply = crate::lease::release_now(&self.client, intr, call, duration)?;
+        self.released(intr, &key, &reply)
+    }
+
+    /// Frees the key's slots whose lease ran out and promotes blocked jobs into free slots.
+    pub fn reap(&self, intr: &Interrupt, key: &str) -> Result<Vec<Promoted>> {
+        let call = self.release_call(key, "", None)?;
+        let reply = self.client.eval(intr, &call)?;
+        Ok(self.released(intr, key, &reply)?.promoted)
+    }
+
+    fn release_call(&self, key: &str, job_id: &str, limit: Option<u32>) -> Result<ScriptCall> {
+        let keys = self.keys(key)?;
+        Ok(ScriptCall::new(&RELEASE)
+            .key(keys.part("slots"))
+            .key(keys.part("blocked"))
+            .key(keys.part("jobs"))
+            .arg(job_id)
+            .arg(limit.map(|l| l.to_string()).unwrap_or_default())
+            .arg(crate::seconds::millis(BLOCKED_TTL)))
+    }
+
+    fn released(&self, intr: &Interrupt, key: &str, reply: &Value) -> Result<Released> {
+        let items = list(reply, "release")?;
+        if items.len() < 3 {
+            return Err(unexpected("release", reply));
+        }
+        let earliest = int(&items[1])?;
+        let blocked = int(&items[2])?;
+        let promoted = promoted(&items[3..])?;
+        if blocked > 0 && earliest > 0 {
+            self.index(intr, &["ZADD", &self.due_key, &earliest.to_string(), key])?;
+        } else if blocked == 0 {
+            // Nothing left to promote. (A job blocked between the script and this ZREM loses its
+            // entry: it is still promoted by the next release or admission of its key.)
+            self.index(intr, &["ZREM", &self.due_key, key])?;
+        }
+        Ok(Released {
+            held: int(&items[0])? == 1,
+            promoted,
+        })
+    }
+
+    /// Claims the keys whose earliest lease is due (each put off by `recheck` meanwhile); also
+    /// how long until the next entry is due (None: the index is empty).
+    pub fn due(
+        &self,
+        intr: &Interrupt,
+        recheck: Duration,
+    ) -> Result<(Vec<String>, Option<Duration>)> {
+        let call = ScriptCall::new(&DUE)
+            .key(&self.due_key)
+            .arg(crate::seconds::millis(recheck).max(1))
+            .arg(DUE_BATCH)
+            .arg(crate::seconds::millis(BLOCKED_TTL));
+        let reply = self.client.eval(intr, &call)?;
+        let items = list(&reply, "due")?;
+        let Some(first) = items.first() else {
+            return Err(unexpected("due", &reply));
+        };
+        let next = int(first)?;
+        let next = (next >= 0).then(|| Duration::from_millis(next.unsigned_abs()));
+        let names = items[1..]
+            .iter()
+            .map(|v| text(v).ok_or_else(|| unexpected("due", &reply)))
+            .collect::<Result<Vec<_>>>()?;
+        Ok((names, next))
+    }
+
+    fn index(&self, intr: &Interrupt, args: &[&str]) -> Result<()> {
+        let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        self.client.command(intr, &args)?;
+        Ok(())
+    }
+}
+
+fn fence_ttl(lease: Duration) -> Duration {
+    lease
+        .saturating_mul(FENCE_TTL_FACTOR)
+        .min(crate::seconds::MAX)
+}
+
+fn promoted(items: &[Value]) -> Result<Vec<Promoted>> {
+    items
+        .chunks(2)
+        .map(|pair| match pair {
+            [id, body] => Ok(Promoted {
+                job_id: text(id).ok_or_else(|| unexpected("promote", id))?,
+                payload: text(body).ok_or_else(|| unexpected("promote", body))?,
+            }),
+            _ => Err(Error::Redis(
+                "job_concurrency: promoted jobs come in pairs".into(),
+            )),
+        })
+        .collect()
+}
+
+fn list<'a>(v: &'a Value, op: &str) -> Result<&'a [Value]> {
+    match v {
+        Value::Array(items) => Ok(items),
+        other => Err(unexpected(op, other)),
+    }
+}
+
+fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
+fn unexpected(op: &str, reply: &Value) -> Error {
+    Error::Redis(format!("job_concurrency/{op}: unexpected reply {reply:?}"))
+}

@@ -1,0 +1,185 @@
+//! `Ferrolock::Native::JobConcurrency` and the performing job's slot it hands out (see
+//! lib/ferrolock/active_job/slots.rb, which checks the arguments the Ruby way first).
+
+use crate::errors::{core_error, seconds};
+use crate::guard;
+use crate::held_cell::HeldCell;
+use crate::nogvl::{release_once, run, Retry};
+use crate::ruby_api::client::RbClient;
+use ferrolock_core::job_concurrency::{
+    JobConcurrency, OnConflict, Outcome, Promoted, Request, Running,
+};
+use magnus::{function, method, prelude::*, Error, IntoValue, RArray, RModule, Ruby, Value};
+
+#[magnus::wrap(class = "Ferrolock::Native::JobConcurrency", free_immediately, size)]
+pub struct RbJobConcurrency(JobConcurrency);
+
+/// A performing job's slot. Garbage-collected without release (a crash of the Ruby code around
+/// it), it stops being renewed and frees itself after its lease.
+#[magnus::wrap(class = "Ferrolock::Native::JobSlot", free_immediately, size)]
+pub struct RbJobSlot(HeldCell<Running>);
+
+impl RbJobSlot {
+    fn is_lost(&self) -> bool {
+        self.0.lock().as_ref().is_some_and(Running::is_lost)
+    }
+
+    fn fence(&self) -> Option<i64> {
+        self.0.lock().as_ref().map(|r| r.fence)
+    }
+}
+
+fn promoted_array(ruby: &Ruby, promoted: Vec<Promoted>) -> RArray {
+    let out = ruby.ary_new_capa(promoted.len());
+    for p in promoted {
+        // (push to a fresh array cannot fail)
+        let _ = out.push((p.job_id, p.payload));
+    }
+    out
+}
+
+impl RbJobConcurrency {
+    fn new(ruby: &Ruby, client: &RbClient) -> Result<Self, Error> {
+        JobConcurrency::new(&client.0)
+            .map(RbJobConcurrency)
+            .map_err(|e| core_error(ruby, e))
+    }
+
+    /// [outcome, fencing token, blocked count, [[job_id, payload], ...]]; outcome is :held,
+    /// :blocked, :waiting, :discarded or :full. `policy` is [to, duration, on_conflict,
+    /// max_blocked]. Idempotent: sent again after an interruption, a job finds the slot or the
+    /// place it was given.
+    fn admit(
+        ruby: &Ruby,
+        rb_self: &Self,
+        key: String,
+        job_id: String,
+        payload: String,
+        at_perform: bool,
+        policy: (u32, f64, String, u32),
+    ) -> Result<RArray, Error> {
+        let (limit, lease, on_conflict, max_blocked) = policy;
+        let lease = seconds(ruby, "duration", lease)?;
+        let on_conflict = match on_conflict.as_str() {
+            "block" => OnConflict::Block,
+            "discard" => OnConflict::Discard,
+            other => {
+                return Err(Error::new(
+                    ruby.exception_arg_error(),
+                    format!("on_conflict must be :block or :discard, got {other:?}"),
+                ))
+            }
+        };
+        let req = Request {
+            key: &key,
+            job_id: &job_id,
+            limit,
+            lease,
+            on_conflict,
+            payload: &payload,
+            max_blocked,
+            at_perform,
+        };
+        let admitted = run(ruby, Retry::Idempotent, |intr| rb_self.0.admit(intr, &req))?;
+        let outcome = match admitted.outcome {
+            Outcome::Held => "held",
+            Outcome::Blocked => "blocked",
+            Outcome::Waiting => "waiting",
+            Outcome::Discarded => "discarded",
+            Outcome::Full => "full",
+        };
+        let out = ruby.ary_new_capa(4);
+        out.push(ruby.to_symbol(outcome))?;
+        out.push(admitted.fence)?;
+        out.push(admitted.blocked)?;
+        out.push(promoted_array(ruby, admitted.promoted))?;
+        Ok(out)
+    }
+
+    /// Starts renewing the slot of a job admitted at perform.
+    fn running(
+        ruby: &Ruby,
+        rb_self: &Self,
+        key: String,
+        job_id: String,
+        lease: f64,
+        fence: i64,
+    ) -> Result<Value, Error> {
+        let lease = seconds(ruby, "duration", lease)?;
+        let running = rb_self
+            .0
+            .running(&key, &job_id, lease, fence)
+            .map_err(|e| core_error(ruby, e))?;
+        Ok(RbJobSlot(HeldCell::new(running)).into_value_with(ruby))
+    }
+
+    /// [held, [[job_id, payload], ...]]; nil when this slot was released or kept already.
+    fn release(
+        ruby: &Ruby,
+        rb_self: &Self,
+        slot: &RbJobSlot,
+        limit: Option<u32>,
+    ) -> Result<Option<RArray>, Error> {
+        let released = release_once(ruby, &slot.0, |intr, r| rb_self.0.release(intr, r, limit))?;
+        released
+            .map(|r| {
+                let out = ruby.ary_new_capa(2);
+                out.push(r.held)?;
+                out.push(promoted_array(ruby, r.promoted))?;
+                Ok(out)
+            })
+            .transpose()
+    }
+
+    /// Stops renewing and leaves the slot held for its resumption (see Running).
+    fn keep(_ruby: &Ruby, _rb_self: &Self, slot: &RbJobSlot) -> Result<bool, Error> {
+        Ok(slot.0.take_own().map(Running::hand_to_resumption).is_some())
+    }
+
+    /// [[job_id, payload], ...]: blocked jobs promoted into slots whose lease ran out.
+    fn reap(ruby: &Ruby, rb_self: &Self, key: String) -> Result<RArray, Error> {
+        let promoted = run(ruby, Retry::Once, |intr| rb_self.0.reap(intr, &key))?;
+        Ok(promoted_array(ruby, promoted))
+    }
+
+    /// [key names due, seconds until the next entry is due or nil].
+    fn due(ruby: &Ruby, rb_self: &Self, recheck: f64) -> Result<(Vec<String>, Option<f64>), Error> {
+        let recheck = seconds(ruby, "recheck", recheck)?;
+        let (names, next) = run(ruby, Retry::Once, |intr| rb_self.0.due(intr, recheck))?;
+        Ok((names, next.map(|d| d.as_secs_f64())))
+    }
+
+    fn key_part(ruby: &Ruby, rb_self: &Self, key: String, part: String) -> Result<String, Error> {
+        rb_self
+            .0
+            .key_part(&key, &part)
+            .map_err(|e| core_error(ruby, e))
+    }
+
+    fn due_key(&self) -> String {
+        self.0.due_key().to_string()
+    }
+}
+
+pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
+    let class = native.define_class("JobConcurrency", ruby.class_object())?;
+    class.define_singleton_method("new", function!(guard::f1(RbJobConcurrency::new), 1))?;
+    class.define_method("admit", method!(guard::f6(RbJobConcurrency::admit), 5))?;
+    class.define_method("running", method!(guard::f5(RbJobConcurrency::running), 4))?;
+    class.define_method("release", method!(guard::f3(RbJobConcurrency::release), 2))?;
+    class.define_method("keep", method!(guard::f2(RbJobConcurrency::keep), 1))?;
+    class.define_method("reap", method!(guard::f2(RbJobConcurrency::reap), 1))?;
+    class.define_method("due", method!(guard::f2(RbJobConcurrency::due), 1))?;
+    class.define_method(
+        "key_part",
+        method!(guard::f3(RbJobConcurrency::key_part), 2),
+    )?;
+    class.define_method(
+        "due_key",
+        method!(guard::plain1(RbJobConcurrency::due_key), 0),
+    )?;
+    let slot = native.define_class("JobSlot", ruby.class_object())?;
+    slot.define_method("lost?", method!(guard::plain1(RbJobSlot::is_lost), 0))?;
+    slot.define_method("fence", method!(guard::plain1(RbJobSlot::fence), 0))?;
+    Ok(())
+}

@@ -1,0 +1,203 @@
+# frozen_string_literal: true
+
+require_relative "concurrency_policy"
+require_relative "slots"
+require_relative "promotion"
+require_relative "expiry_timer"
+require_relative "parked_adapter"
+
+module Ferrolock
+  module ActiveJob
+    # Solid Queue's `limits_concurrency` for any ActiveJob adapter, on Redis:
+    #
+    #   class DeliverJob < ApplicationJob
+    #     limits_concurrency to: 2, key: ->(account) { account }, duration: 5.minutes
+    #   end
+    #
+    # At most `to:` jobs of one key hold a slot at once, from enqueue until their perform ends. A
+    # job over the limit is blocked (on_conflict: :block, the default): its payload is parked in
+    # Redis, and when a slot frees the oldest blocked job of the key is enqueued at once (FIFO),
+    # by the release that freed it. A slot is a lease of `duration`, renewed while the job
+    # performs, so a job outliving `duration` keeps its slot and a dead holder's slot frees when
+    # the lease runs out (each process's ExpiryTimer promotes the next job then).
+    #
+    # A job checks its slot again when it performs (the slot token is its job_id): a job that got
+    # there without one (an adapter's own retry, perform_all_later, a scheduled job now due, a
+    # lease that ran out while it queued) takes a free slot or is blocked then. perform_now is not
+    # limited (as in Solid Queue). A job that enqueues itself again while it holds its slot (a
+    # continuation's resumption) keeps it: it never waits behind itself.
+    #
+    # The Railtie includes this into ActiveJob::Base; without Rails, `include` it into a job class
+    # (or ActiveJob::Base) yourself.
+    module Concurrency
+      # max_blocked reached, with on_max_blocked: :raise (the default).
+      class TooManyBlocked < Ferrolock::Error; end
+
+      def self.included(base)
+        # Included already higher up (the Railtie's ActiveJob::Base): its callbacks serve.
+        return if base.respond_to?(:ferrolock_concurrency)
+
+        base.extend(ClassMethods)
+        base.prepend(Hooks)
+        base.around_enqueue { |job, block| Concurrency.around_enqueue(job, block) }
+        base.around_perform { |job, block| Concurrency.around_perform(job, block) }
+      end
+
+      # Class-level API.
+      module ClassMethods
+        # Solid Queue's options (key:, to:, group:, duration:, on_conflict:) and max_blocked: /
+        # on_max_blocked: (:raise or :discard). Bad options raise ArgumentError naming the option.
+        def limits_concurrency(**options)
+          @ferrolock_concurrency = ConcurrencyPolicy.new(**options)
+        end
+
+        # The policy in force (a subclass inherits its parent's).
+        def ferrolock_concurrency
+          return @ferrolock_concurrency if instance_variable_defined?(:@ferrolock_concurrency)
+
+          superclass.respond_to?(:ferrolock_concurrency) ? superclass.ferrolock_concurrency : nil
+        end
+      end
+
+      # Prepended: notes jobs read back from a queue, and sends a blocked job's enqueue nowhere.
+      module Hooks
+        def deserialize(job_data)
+          super
+          @ferrolock_from_queue = true
+        end
+
+        def queue_adapter
+          @ferrolock_parked ? ParkedAdapter : super
+        end
+      end
+
+      # The slot's fencing token while this job performs (nil outside, or when not limited). It
+      # grows with every admission of the key: a store that remembers the highest token it saw can
+      # refuse the writes of a job that outlived its lease (a paused process).
+      def ferrolock_fence
+        @ferrolock_slot&.fence
+      end
+
+      # True once the slot's renewal found it gone: its lease ran out (the process was paused or
+      # cut off from Redis longer than `duration`) and another job may hold it now.
+      def ferrolock_slot_lost?
+        slot = @ferrolock_slot
+        slot ? slot.lost? : false
+      end
+
+      # One job under its policy: its key and the Slots of the client in use.
+      Admission = Struct.new(:job, :policy, :key, :slots) do
+        def admit(at_perform:) = slots.admit(job, policy, key, at_perform: at_perform)
+
+        def log(message)
+          Ferrolock.logger.info("ferrolock: #{job.class.name} #{job.job_id}: #{message}")
+        end
+      end
+      private_constant :Admission
+
+      class << self
+        def around_enqueue(job, block)
+          policy = job.class.ferrolock_concurrency
+          return block.call if skip?(policy) || job.instance_variable_get(:@ferrolock_promoted)
+
+          slot = job.instance_variable_get(:@ferrolock_slot)
+          # Checked when it runs (Solid Queue checks when it is due), unless it is this very job
+          # going on (resumption): that keeps its slot.
+          return block.call if job.scheduled_at && !slot
+
+          admission = admission(job, policy)
+          outcome, _fence, blocked = admission.admit(at_perform: false)
+          job.instance_variable_set(:@ferrolock_resumed, true) if slot && outcome == :held
+          enqueue_outcome(admission, outcome, blocked, block)
+        end
+
+        def around_perform(job, block)
+          policy = job.class.ferrolock_concurrency
+          return block.call if skip?(policy) || !job.instance_variable_get(:@ferrolock_from_queue)
+
+          admission = admission(job, policy)
+          outcome, fence, blocked = admission.admit(at_perform: true)
+          return not_performed(admission, outcome, blocked) unless outcome == :held
+
+          perform_holding(admission, admission.slots.running(admission.key, job, policy, fence), block)
+        end
+
+        private
+
+        def admission(job, policy)
+          Admission.new(job, policy, policy.key_for(job), Slots.for(Ferrolock.client))
+        end
+
+        def skip?(policy)
+          policy.nil? || Backend.pass_through? || fake?
+        end
+
+        # Ferrolock::Testing's fake mode keeps no Redis: limits are not applied there.
+        def fake?
+          Backend.factory && !Ferrolock::Testing.real?
+        end
+
+        def enqueue_outcome(admission, outcome, blocked, block)
+          case outcome
+          when :held then block.call
+          when :blocked, :waiting then park(admission, blocked, block)
+          when :full
+            message = "#{blocked} jobs blocked already on limits_concurrency key #{admission.key} (max_blocked)"
+            if admission.policy.on_max_blocked == :raise
+              raise TooManyBlocked, "#{admission.job.class.name} #{admission.job.job_id}: #{message}"
+            end
+
+            admission.log("discarded: #{message}")
+            false
+          else
+            admission.log("discarded: limits_concurrency key #{admission.key} is at its limit (on_conflict: :discard)")
+            false
+          end
+        end
+
+        # Stored in Redis already: ActiveJob's enqueue goes on, to ParkedAdapter.
+        def park(admission, blocked, block)
+          admission.log("blocked by limits_concurrency key #{admission.key} (#{blocked} waiting)")
+          admission.job.instance_variable_set(:@ferrolock_parked, true)
+          block.call
+        ensure
+          admission.job.instance_variable_set(:@ferrolock_parked, false)
+        end
+
+        def not_performed(admission, outcome, blocked)
+          what = outcome == :discarded ? "discarded at perform" : "blocked at perform (#{blocked} waiting)"
+          admission.log("#{what}: limits_concurrency key #{admission.key} is at its limit")
+          nil
+        end
+
+        def perform_holding(admission, slot, block)
+          admission.job.instance_variable_set(:@ferrolock_slot, slot)
+          block.call
+        ensure
+          admission.job.instance_variable_set(:@ferrolock_slot, nil)
+          finish(admission, slot)
+        end
+
+        def finish(admission, slot)
+          job = admission.job
+          return admission.slots.keep(slot) if job.instance_variable_get(:@ferrolock_resumed)
+
+          held = admission.slots.release(slot, admission.policy.limit_for(job))
+          lost(admission, slot) if held == false
+        rescue Ferrolock::Error => e
+          ReleaseFailure.report(e, what: "limits_concurrency #{admission.key}", finished: true,
+                                   primitive: :limits_concurrency, name: admission.key)
+        end
+
+        def lost(admission, slot)
+          job = admission.job
+          Ferrolock.logger.warn("ferrolock: #{job.class.name} #{job.job_id}: its limits_concurrency slot on " \
+                                "#{admission.key} was lost before the job ended (its lease of " \
+                                "#{admission.policy.duration} s ran out); the late release freed nothing")
+          Ferrolock.instrument(:lock_lost, primitive: :limits_concurrency, name: admission.key, job_id: job.job_id,
+                                           fencing_token: slot.fence, detected: :release)
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,86 @@
+# frozen_string_literal: true
+
+require "json"
+
+module Ferrolock
+  module ActiveJob
+    # The Redis side of limits_concurrency for one client (Ferrolock::Native::JobConcurrency): a
+    # job's admission at enqueue and at perform, its slot's release, and the promotion of blocked
+    # jobs (enqueued here through their own adapter as their slot is granted).
+    class Slots
+      LOCK = Mutex.new
+      private_constant :LOCK
+
+      # The one for this client (Ferrolock.client), made on first use; a reconfigured client gets
+      # a new one and the old one's timer ends.
+      def self.for(client)
+        current = @current
+        return current if current&.client.equal?(client)
+
+        LOCK.synchronize do
+          @current = new(client) unless @current&.client.equal?(client)
+          @current
+        end
+      end
+
+      # False once another client's Slots replaced this one.
+      def self.current?(slots)
+        @current.equal?(slots)
+      end
+
+      attr_reader :client, :native, :timer
+
+      def initialize(client)
+        @client = client
+        @native = Native::JobConcurrency.new(client.native)
+        @timer = ExpiryTimer.new(self)
+      end
+
+      # [outcome, fencing token, blocked count]; promoted jobs are enqueued before it returns.
+      def admit(job, policy, key, at_perform:)
+        @timer.ensure_started
+        limit = policy.limit_for(job)
+        outcome, fence, blocked, promoted = @native.admit(
+          key, job.job_id, JSON.generate(job.serialize), at_perform,
+          # A job already running is parked whatever max_blocked says: it is never dropped.
+          [limit, policy.duration, policy.on_conflict.to_s, at_perform ? 0 : policy.max_blocked.to_i]
+        )
+        Promotion.enqueue(promoted)
+        [outcome, fence, blocked]
+      end
+
+      # The slot of a job admitted at perform, renewed until released.
+      def running(key, job, policy, fence)
+        @native.running(key, job.job_id, policy.duration, fence)
+      end
+
+      # Gives the slot back: true when it was still held (false: its lease had run out, so it was
+      # counted free already and nothing was freed now). nil when released already.
+      def release(slot, limit)
+        held, promoted = @native.release(slot, limit)
+        Promotion.enqueue(promoted) if promoted
+        held
+      end
+
+      # The job enqueued itself again while holding its slot (a continuation's resumption).
+      def keep(slot)
+        @native.keep(slot)
+      end
+
+      # The timer's visit: frees the key's expired slots and enqueues the jobs promoted into them.
+      def reap(key)
+        Promotion.enqueue(@native.reap(key))
+      end
+
+      # [keys due, seconds until the next is due or nil]
+      def due(recheck)
+        @native.due(recheck)
+      end
+
+      # "<namespace>:{concurrency:<key>}:<part>" (slots, blocked, jobs, fence)
+      def key_part(key, part)
+        @native.key_part(key, part)
+      end
+    end
+  end
+end

@@ -1,0 +1,251 @@
+# frozen_string_literal: true
+
+require "active_job"
+require "logger"
+
+# What the jobs of these examples ran, in order.
+LC_RAN = Queue.new
+
+# limits_concurrency (Ferrolock::ActiveJob::Concurrency) in this process against the test Redis, on
+# ActiveJob's :test adapter (its queue is read and run here, as a worker would: ActiveJob::Base.execute
+# on the payload) and on :async and :inline. The Sidekiq processes' proofs are in
+# spec/active_job_concurrency_processes_spec.rb.
+RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
+  let(:redis) { FerrolockTest.redis_server.redis }
+  let(:log) { StringIO.new }
+
+  around do |example|
+    previous = [ActiveJob::Base.logger, Ferrolock.config.logger]
+    ActiveJob::Base.logger = Logger.new(nil)
+    Ferrolock.config.logger = Logger.new(log)
+    LC_RAN.clear
+    example.run
+  ensure
+    ActiveJob::Base.logger, Ferrolock.config.logger = previous
+  end
+
+  # A job class on the :test adapter with `limits` (none: not limited) and `body` as its class body.
+  def job_class(name, adapter: :test, **limits, &body)
+    klass = Class.new(ActiveJob::Base) do
+      include Ferrolock::ActiveJob::Concurrency
+      self.queue_adapter = adapter
+    end
+    stub_const(name, klass)
+    klass.limits_concurrency(**limits) unless limits.empty?
+    klass.class_eval(&body) if body
+    klass
+  end
+
+  def queue(klass) = klass.queue_adapter.enqueued_jobs
+
+  # Runs the queued jobs, oldest first, as a worker would, until none is left (jobs that a release
+  # promotes are queued meanwhile, and run in turn).
+  def work_off(klass)
+    ::ActiveJob::Base.execute(queue(klass).shift.transform_keys(&:to_s)) until queue(klass).empty?
+  end
+
+  def ran
+    out = []
+    out << LC_RAN.pop until LC_RAN.empty?
+    out
+  end
+
+  def recording(name, **limits)
+    job_class(name, **limits) do
+      define_method(:perform) { |account, num| LC_RAN << [account, num, ferrolock_fence] }
+    end
+  end
+
+  it "parks the jobs over the limit in Redis and enqueues them FIFO as slots free, one fencing token each" do
+    klass = recording("LcFifoJob", to: 1, key: ->(account, _n) { account })
+    jobs = Array.new(4) { |n| klass.perform_later("a", n) } << klass.perform_later("b", 9)
+
+    # A blocked job is stored: perform_later returns it (not false), yet the adapter got only the first.
+    expect(jobs).to all(be_a(klass))
+    expect(queue(klass).map { |job| job["arguments"] }).to eq([["a", 0], ["b", 9]])
+    expect(redis.lrange("ferrolock:{concurrency:LcFifoJob/a}:blocked", 0, -1)).to eq(jobs[1, 3].map(&:job_id))
+
+    work_off(klass)
+    runs = ran
+    expect(runs.map { |account, n, _| [account, n] }).to eq([["a", 0], ["b", 9], ["a", 1], ["a", 2], ["a", 3]])
+    fences = runs.select { |account, _, _| account == "a" }.map(&:last)
+    expect(fences).to all(be_a(Integer))
+    expect(fences).to eq(fences.sort.uniq)
+    # Idle: nothing held, and every key left expires.
+    expect(redis.keys("*ferrolock:{concurrency:LcFifoJob/a}:slots")).to be_empty
+    redis.keys("*").each { |key| expect(redis.pttl(key)).to be_positive, key }
+  end
+
+  it "groups classes under one limit and keys a record by its GlobalID" do
+    record = Struct.new(:id) { def to_global_id = "gid://app/Account/#{id}" }
+    stub_const("LcAccount", record)
+    limits = { to: 1, key: ->(id) { LcAccount.new(id) }, group: "accounts" }
+    one = job_class("LcGroupOneJob", **limits) { def perform(_) = nil }
+    two = job_class("LcGroupTwoJob", **limits) { def perform(_) = nil }
+    one.perform_later(7)
+    two.perform_later(7)
+    expect(queue(one).size + queue(two).size).to eq(1)
+    expect(redis.llen("ferrolock:{concurrency:accounts/gid://app/Account/7}:blocked")).to eq(1)
+  end
+
+  it "discards a job over the limit with on_conflict: :discard (perform_later false), storing nothing" do
+    klass = recording("LcDiscardJob", to: 1, key: ->(account, _n) { account }, on_conflict: :discard)
+    expect(klass.perform_later("a", 0)).to be_a(klass)
+    expect(klass.perform_later("a", 1)).to be(false)
+    expect(redis.exists?("ferrolock:{concurrency:LcDiscardJob/a}:blocked")).to be(false)
+    work_off(klass)
+    expect(ran.map { |_, n, _| n }).to eq([0])
+    expect(log.string).to include("on_conflict: :discard")
+  end
+
+  it "refuses the push past max_blocked: TooManyBlocked, or a discard with on_max_blocked: :discard" do
+    raising = recording("LcMaxJob", to: 1, key: ->(account, _n) { account }, max_blocked: 1)
+    raising.perform_later("a", 0)
+    raising.perform_later("a", 1)
+    expect { raising.perform_later("a", 2) }
+      .to raise_error(Ferrolock::ActiveJob::Concurrency::TooManyBlocked, /1 jobs blocked already.*max_blocked/)
+    dropping = recording("LcMaxDropJob", to: 1, key: ->(account, _n) { account }, max_blocked: 1,
+                                         on_max_blocked: :discard)
+    2.times { |n| dropping.perform_later("a", n) }
+    expect(dropping.perform_later("a", 2)).to be(false)
+    work_off(dropping)
+    expect(ran.map { |_, n, _| n }).to eq([0, 1])
+  end
+
+  it "frees a dead holder's slot when its lease runs out and enqueues the next blocked job then" do
+    klass = recording("LcDeadHolderJob", to: 1, key: ->(account, _n) { account }, duration: 0.5)
+    klass.perform_later("a", 0)
+    klass.perform_later("a", 1)
+    queue(klass).clear # the holder's worker died with it: it never performs nor releases
+    enqueued_at = Ferrolock.monotonic
+    wait_until(timeout: 5, interval: 0.01, what: "the blocked job promoted") { queue(klass).any? }
+    # The lease (0.5 s) plus at most the timer's wake-up (1 s): never a sweep period of its own.
+    expect(Ferrolock.monotonic - enqueued_at).to be_between(0.4, 1.8)
+    work_off(klass)
+    expect(ran.map { |_, n, _| n }).to eq([1])
+  end
+
+  it "checks the slot at perform: a job run without one (an adapter's retry) is blocked then, and runs when promoted" do
+    klass = recording("LcRetryJob", to: 1, key: ->(account, _n) { account })
+    klass.perform_later("a", 0)
+    holder = queue(klass).shift.transform_keys(&:to_s)
+    # A retry of an earlier job of the key, delivered by the adapter (no enqueue callbacks ran).
+    retry_payload = klass.new("a", 1).serialize
+    ::ActiveJob::Base.execute(retry_payload)
+    expect(ran).to be_empty
+    expect(log.string).to include("blocked at perform")
+    ::ActiveJob::Base.execute(holder)
+    work_off(klass)
+    expect(ran.map { |_, n, _| n }).to eq([0, 1])
+  end
+
+  it "lets a job that enqueues itself again while it performs keep its slot (no queueing behind itself)" do
+    klass = job_class("LcResumeJob", to: 1, key: ->(account, _n) { account }) do
+      def perform(account, num)
+        LC_RAN << [account, num, ferrolock_fence]
+        retry_job if num.zero? && executions == 1 # a continuation's resumption: same job_id, queued again
+      end
+    end
+    first = klass.perform_later("a", 0)
+    ::ActiveJob::Base.execute(queue(klass).shift.transform_keys(&:to_s))
+    other = klass.perform_later("a", 1) # blocked: the resumption holds the slot
+    expect(queue(klass).map { |job| job["job_id"] }).to eq([first.job_id])
+    expect(redis.lrange("ferrolock:{concurrency:LcResumeJob/a}:blocked", 0, -1)).to eq([other.job_id])
+    work_off(klass)
+    runs = ran
+    expect(runs.map { |_, n, _| n }).to eq([0, 0, 1])
+    expect(runs.map(&:last)).to eq(runs.map(&:last).sort.uniq)
+  end
+
+  it "tells a job whose slot was taken from it (ferrolock_slot_lost?, :lock_lost) and its late release frees nothing" do
+    events = []
+    subscription = Ferrolock.subscribe(:lock_lost) { |_, payload| events << payload }
+    klass = job_class("LcLostJob", to: 1, key: ->(_) { "k" }, duration: 0.3) do
+      def perform(_)
+        redis = FerrolockTest.redis_server.redis
+        redis.del("ferrolock:{concurrency:LcLostJob/k}:slots") # the lease ran out and someone took the slot
+        redis.zadd("ferrolock:{concurrency:LcLostJob/k}:slots", (Time.now.to_i * 1000) + 60_000, "someone-else")
+        deadline = Ferrolock.monotonic + 2
+        sleep 0.01 until ferrolock_slot_lost? || Ferrolock.monotonic > deadline
+        LC_RAN << ferrolock_slot_lost?
+      end
+    end
+    klass.perform_later(1)
+    work_off(klass)
+    expect(ran).to eq([true])
+    expect(redis.zrange("ferrolock:{concurrency:LcLostJob/k}:slots", 0, -1)).to eq(["someone-else"])
+    wait_until(timeout: 2, what: "the :lock_lost events") { events.size >= 2 }
+    expect(events.map { |e| e[:detected] }).to include(:renewal, :release)
+    expect(events).to all(include(primitive: :limits_concurrency, name: "LcLostJob/k"))
+  ensure
+    Ferrolock.unsubscribe(subscription) if subscription
+  end
+
+  it "holds to: at every instant on the :async adapter, with promoted jobs run by its threads" do
+    stub_const("LC_NOW", Concurrent::AtomicFixnum.new(0))
+    stub_const("LC_MAX", Concurrent::AtomicFixnum.new(0))
+    klass = job_class("LcAsyncJob", adapter: ActiveJob::QueueAdapters::AsyncAdapter.new(min_threads: 6, max_threads: 6),
+                                    to: 2, key: ->(_n) { "k" }) do
+      def perform(num)
+        now = LC_NOW.increment
+        LC_MAX.update { |max| [max, now].max }
+        sleep 0.02
+        LC_NOW.decrement
+        LC_RAN << num
+      end
+    end
+    30.times { |n| klass.perform_later(n) }
+    wait_until(timeout: 20, interval: 0.02, what: "30 jobs") { LC_RAN.size == 30 }
+    expect(LC_MAX.value).to eq(2)
+    expect(ran.sort).to eq((0...30).to_a)
+  end
+
+  it "runs :inline jobs at once while a slot is free, blocking the ones over the limit" do
+    klass = job_class("LcInlineJob", adapter: :inline, to: 1, key: ->(_n) { "k" }) do
+      def perform(num)
+        LC_RAN << num
+        self.class.perform_later(num + 10) if num < 2 # enqueued while this job holds the only slot
+      end
+    end
+    klass.perform_later(0)
+    expect(ran).to eq([0, 10])
+  end
+
+  describe "bad options" do
+    {
+      { to: 0 } => /limits_concurrency to: .*positive/,
+      { to: -1 } => /limits_concurrency to: .*positive/,
+      { to: 1.5 } => /limits_concurrency to: .*Integer/,
+      { key: 42 } => /limits_concurrency key: must be a String, Symbol or a Proc/,
+      { duration: "5" } => /limits_concurrency duration: .*number of seconds/,
+      { duration: 0 } => /limits_concurrency duration: .*positive/,
+      { on_conflict: :wait } => /limits_concurrency on_conflict: must be :block or :discard/,
+      { max_blocked: 0 } => /limits_concurrency max_blocked: .*positive/,
+      { on_max_blocked: :drop } => /limits_concurrency on_max_blocked: must be :raise or :discard/
+    }.each do |options, message|
+      it "raises ArgumentError naming the option at class load for #{options}" do
+        expect do
+          Class.new(ActiveJob::Base) do
+            include Ferrolock::ActiveJob::Concurrency
+            limits_concurrency(key: "k", **options)
+          end
+        end.to raise_error(ArgumentError, message)
+      end
+    end
+
+    it "names to: when a dynamic limit gives no positive Integer" do
+      klass = job_class("LcDynamicJob", to: ->(n) { n }, key: "k") { def perform(_) = nil }
+      expect { klass.perform_later(0) }.to raise_error(ArgumentError, /limits_concurrency to: .*positive/)
+      expect(klass.perform_later(2)).to be_a(klass)
+    end
+  end
+
+  it "raises Ferrolock::ConnectionError when Redis is down, at enqueue" do
+    klass = recording("LcDownJob", to: 1, key: ->(account, _n) { account })
+    Ferrolock.configure do |c|
+      c.redis_url = "redis://127.0.0.1:1/0"
+      c.connect_timeout = 0.2
+    end
+    expect { klass.perform_later("a", 0) }.to raise_error(Ferrolock::ConnectionError)
+  end
+end
