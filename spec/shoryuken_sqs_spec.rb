@@ -180,7 +180,8 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
   # the adapter's stopping? true; each job stops at its next checkpoint and enqueues itself again (a
   # new SQS message, the same job_id), and the next Shoryuken process resumes it. Jobs locked on their
   # job_id (an idempotency key; one sent twice by its producer; one on a FIFO queue, whose dedup id
-  # Shoryuken's adapter makes) and one on the message id (the default).
+  # Shoryuken's adapter makes) and one on the message id (the default). Beside them, a job keyed on its
+  # job_id that ActiveJob's retry_on enqueues again after its first attempt failed: the same kind of send.
   it "resumes a Rails 8.1 continuable job interrupted by a Shoryuken shutdown in the next process, each step once",
      time_limit: 120 do
     raise "needs FERROLOCK_RAILS=8.1 (bin/modern-test's shoryuken_sqs step sets it)" unless
@@ -195,7 +196,10 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
     end
     app = { app: FerrolockTest::ShoryukenSqs::ACTIVE_JOB_APP, queues: urls.keys }
     first = run.shoryuken({}, **app)
-    run.enqueue_active_jobs(jobs.map { |name, (queue, times, _)| [queue, name, steps, 0.3, times] })
+    retried = jobs.fetch("keyed").first
+    run.enqueue_active_jobs(jobs.map { |name, (queue, times, _)| [queue, "StepsJob", [name, steps, 0.3], times] } +
+                            [[retried, "RetryOnceJob", ["retried"], 1]])
+    attempts = -> { run.redis.lrange("rec:aj:attempts", 0, -1).map { |entry| JSON.parse(entry) } }
     done_steps = -> { run.redis.lrange("rec:aj:steps", 0, -1).map { |entry| JSON.parse(entry) } }
     run.wait_for("every job 3 steps in", timeout: 40) do
       done_steps.call.map(&:first).tally.values_at(*jobs.keys).all? { |count| count.to_i >= 3 }
@@ -203,6 +207,7 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
     run.kill(first, "TERM")
     second = run.shoryuken({}, **app)
     first_exit = run.reap(first)
+    run.wait_for("the retry_on job retried", timeout: 30) { attempts.call.size >= 2 }
     run.wait_for("every step done", timeout: 30) { done_steps.call.size >= jobs.size * steps }
     run.wait_for("every copy deleted", timeout: 30) { urls.values.all? { |url| run.depth(url) == [0, 0] } }
     sleep 1.5 # a copy still on its way would come back after the 1 s visibility timeout
@@ -216,6 +221,7 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
              steps_in_second_process: by_job[name].count { |_, _, pid| pid == second },
              performs: performs.count { |job, _, _| job == name }, left: run.depth(urls.fetch(queue)).sum)
     end
+    report("(6) ActiveJob retry_on, locked on the job_id", attempts: attempts.call.size)
     report("(6) ActiveJob continuation, copies", skipped_in_progress: record[:events]["skipped_in_progress"].to_i,
                                                  deleted_as_processed: record[:events]["skipped_processed"].to_i)
     expect(first_exit).to be_success
@@ -226,9 +232,10 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
       expect(performs.select { |job, _, _| job == name }).to eq([[name, 0, first], [name, 1, second]])
       expect(by_job[name].map(&:last).uniq).to eq([first, second])
     end
+    expect(attempts.call.map { |name, attempt, _| [name, attempt] }).to eq([["retried", 1], ["retried", 2]])
     expect(record[:overlaps]).to eq([])
     expect(record[:events]["skipped_in_progress"].to_i + record[:events]["skipped_processed"].to_i).to be > 0
-    expect(run.redis.lrange("rec:aj:locked_as", 0, -1).uniq).to eq(["StepsJob"])
+    expect(run.redis.lrange("rec:aj:locked_as", 0, -1).uniq.sort).to eq(%w[RetryOnceJob StepsJob])
   end
 
   it "does not run a job again when its delete failed after success, and deletes it on its next delivery",

@@ -115,7 +115,7 @@ module FerrolockTest
         pid
       end
 
-      # ACTIVE_JOB_APP as the producer: enqueues `jobs` ([[queue, name, steps, pause, times]…]) through
+      # ACTIVE_JOB_APP as the producer: enqueues `jobs` ([[queue, job class, arguments, times]…]) through
       # Shoryuken's ActiveJob adapter, in a process of its own, and waits for it.
       def enqueue_active_jobs(jobs, timeout: 30)
         log = File.join(@logs, "producer.log")

@@ -66,11 +66,23 @@ class StepsJob < ActiveJob::Base
   end
 end
 
-# The producer: FERROLOCK_SQS_ENQUEUE is [[queue, name, steps, pause, times]…]; a job enqueued `times`
+# Fails its first attempt; ActiveJob's retry_on enqueues it again at once (same job_id, a new message).
+class RetryOnceJob < ActiveJob::Base
+  retry_on RuntimeError, wait: 0, attempts: 3
+
+  def perform(name)
+    redis = ShoryukenSqsApp.redis
+    attempt = redis.incr("rec:aj:attempt:#{name}")
+    redis.rpush("rec:aj:attempts", JSON.generate([name, attempt, Process.pid]))
+    raise "#{name} fails on its first attempt" if attempt == 1
+  end
+end
+
+# The producer: FERROLOCK_SQS_ENQUEUE is [[queue, job class, arguments, times]…]; a job enqueued `times`
 # times is one job (one job_id) sent again, as a producer retrying its send does.
 if ENV["FERROLOCK_SQS_ENQUEUE"]
-  JSON.parse(ENV.fetch("FERROLOCK_SQS_ENQUEUE")).each do |queue, name, steps, pause, times|
-    job = StepsJob.new(name, steps, pause)
-    times.times { job.enqueue(queue: queue) or raise "enqueue of #{name} failed" }
+  JSON.parse(ENV.fetch("FERROLOCK_SQS_ENQUEUE")).each do |queue, job_class, arguments, times|
+    job = Object.const_get(job_class).new(*arguments)
+    times.times { job.enqueue(queue: queue) or raise "enqueue of #{job_class}#{arguments} failed" }
   end
 end
