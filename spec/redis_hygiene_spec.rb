@@ -8,8 +8,9 @@ require "spec_helper"
 # lists are written too), checks sampled keys for a TTL meanwhile and afterwards, then waits
 # for DBSIZE 0.
 #
-# FERROLOCK_HYGIENE_NAMES: names per primitive (default 100,000 through each of the 8 examples:
-# about 65 s on the 2-core CI VM when idle); a smaller number for a quick local run.
+# FERROLOCK_HYGIENE_NAMES: names per primitive (default 100,000 through each of the 8 examples: about
+# 65 s on an idle 2-core machine). bin/test runs the default on Redis 8.6 (rspec_ruby34), half on
+# Valkey 9.1 and a quarter on the host's Redis 7.0 (the same scripts); fewer for a quick local run.
 module HygieneSpec
   NAMES = Integer(ENV.fetch("FERROLOCK_HYGIENE_NAMES", 100_000))
   THREADS = 8

@@ -37,7 +37,7 @@ RSpec.configure do |config|
   config.expect_with(:rspec) { |c| c.syntax = :expect }
   config.order = :random
   Kernel.srand config.seed
-  config.example_status_persistence_file_path = "tmp/rspec-status.txt"
+  config.example_status_persistence_file_path = ENV.fetch("FERROLOCK_RSPEC_STATUS", "tmp/rspec-status.txt")
 
   # No example can hang the suite: each fails after its time limit (spec/support/time_limit.rb).
   config.around { |example| FerrolockTest::ExampleTimeLimit.run(example) }
