@@ -4,10 +4,10 @@
 
 use crate::error::{Error, Result};
 use crate::fork::ForkLocal;
-use crate::inbox::Inbox;
 use crate::interrupt::Interrupt;
 use crate::keys::{check_name, Keys};
 use crate::lease::Watchdog;
+use crate::line::inbox::Inbox;
 use crate::script::ScriptCall;
 use crate::transport::conn::{Conn, Timeouts};
 use crate::transport::pool::{Connector, NodePool};

@@ -13,9 +13,9 @@
 use crate::client::{int, ints, Client};
 use crate::dual_lock_local::{self, Registration};
 use crate::error::{Error, Result};
-use crate::handoff::{ack_grant, wait_grant};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
+use crate::line::handoff::{ack_grant, wait_grant};
 use crate::lost_leases::LostLease;
 use crate::lost_reason::why_lost;
 use crate::lua_script;

@@ -143,7 +143,7 @@ pub fn release_in_background_announced(
     give_up_after: Duration,
     lock_key: &str,
 ) {
-    let announced = crate::unanswered_releases::announce(client.identity(), lock_key);
+    let announced = crate::line::unanswered_releases::announce(client.identity(), lock_key);
     queue_cleanup(client, release, give_up_after, Some(announced));
 }
 
@@ -153,7 +153,7 @@ fn queue_cleanup(
     client: &Client,
     release: ScriptCall,
     give_up_after: Duration,
-    mut announced: Option<crate::unanswered_releases::Announced>,
+    mut announced: Option<crate::line::unanswered_releases::Announced>,
 ) {
     let now = Instant::now();
     let watchdog = client.inner.watchdog.get();
@@ -214,7 +214,7 @@ enum Work {
         call: ScriptCall,
         give_up_at: Instant,
         /// Dropped after the first try (see `release_in_background_announced`).
-        announced: Option<crate::unanswered_releases::Announced>,
+        announced: Option<crate::line::unanswered_releases::Announced>,
     },
 }
 

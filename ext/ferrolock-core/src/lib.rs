@@ -10,12 +10,14 @@
 //!   commands, Lua scripts (`script`: EVALSHA, EVAL on NOSCRIPT), keys of one hash tag (`keys`).
 //! * The lease and wait machinery the primitives share: leases renewed by a watchdog thread
 //!   (`lease`, `lost_leases`, `lost_reason`); owner tokens (`token`, `holder`); waiting for a
-//!   turn (`wait`), a grant pushed to a waiter (`inbox`, `handoff`), one Redis waiter per process
-//!   (`local_line`) and hand-off inside the process (`cohort`, `unanswered_releases`); the
+//!   turn (`wait`); `line/`, the one wait path of DistMutex and ConcurrentLimiter (enter,
+//!   release, abandon, written once against the `Primitive` trait each implements), with the
+//!   grants pushed to a waiter (`inbox`, `subscription`, `handoff`), one Redis waiter per process
+//!   (`local`) and hand-off inside the process (`cohort`, `unanswered_releases`); the
 //!   caller's limits (`interrupt`, `caller_deadline`, `seconds`); `replicas` (WAIT before
 //!   entering); `quiet_thread` (the core's threads, signals blocked).
 //! * The primitives: `dist_mutex`, `dual_lock` (+ `dual_lock_local`), `concurrent_limiter`,
-//!   `rate_limiter`, `fair_tenant`, `message_lock`, `unique_lock`; `admin` inspects and
+//!   `rate_limiter`, `fair_tenant`, `message_lock`, `unique_lock`, `job_concurrency`; `admin` inspects and
 //!   force-releases them.
 //! * `redact`: hides secrets in anything shown to people.
 //!
@@ -25,7 +27,6 @@
 pub mod admin;
 pub mod caller_deadline;
 pub mod client;
-pub mod cohort;
 pub mod concurrent_limiter;
 pub mod dist_mutex;
 pub mod dual_lock;
@@ -33,14 +34,12 @@ pub(crate) mod dual_lock_local;
 pub(crate) mod error;
 pub mod fair_tenant;
 pub mod fork;
-pub(crate) mod handoff;
 pub mod holder;
-pub(crate) mod inbox;
 pub(crate) mod interrupt;
 pub mod job_concurrency;
 pub(crate) mod keys;
 pub(crate) mod lease;
-pub(crate) mod local_line;
+pub mod line;
 pub mod lost_leases;
 pub(crate) mod lost_reason;
 pub mod message_lock;
@@ -52,7 +51,6 @@ pub mod script;
 pub mod seconds;
 pub(crate) mod token;
 pub mod transport;
-pub mod unanswered_releases;
 pub mod unique_lock;
 pub(crate) mod wait;
 

@@ -61,6 +61,11 @@ impl ScriptCall {
         self
     }
 
+    /// A flag argument: "1" or "0".
+    pub fn flag(self, on: bool) -> Self {
+        self.arg(if on { "1" } else { "0" })
+    }
+
     /// The key that routes this call in a cluster (all its keys share one hash tag).
     pub fn first_key(&self) -> &[u8] {
         self.keys.first().map_or(&[], |k| k.as_bytes())

@@ -21,12 +21,8 @@
 //! any write of ours, and a release queueing a local waiter whose entry is covered by it skips
 //! the PEXPIRE (`line_refresh_needed`). A line dropped and made anew only refreshes once more.
 
-use crate::client::{int, Client};
-use crate::error::{Error, Result};
 use crate::fork::ForkLocal;
 use crate::interrupt::Interrupt;
-use crate::script::ScriptCall;
-use redis::Value;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -89,35 +85,6 @@ pub enum Turn {
 
 /// What a holder passes to a local waiter with the lock (a primitive's hold).
 pub type Baton = Box<dyn std::any::Any + Send>;
-
-impl Turn {
-    /// What a passed-on waiter starts with: true when a release queued it (its entry goes to
-    /// `queued`, and it waits for the grant); false when it attempts on its own, after
-    /// `leave_line` when the release that was queueing it failed (it may have left an entry, a
-    /// grant or even the lock for this token, which nobody would take out later).
-    pub fn start(
-        self,
-        queued: &mut Option<String>,
-        leave_line: impl FnOnce() -> crate::Result<()>,
-    ) -> crate::Result<bool> {
-        match self {
-            Turn::Queued(entry) => {
-                *queued = Some(entry);
-                Ok(true)
-            }
-            Turn::Attempt { uncertain } => {
-                if uncertain {
-                    leave_line()?;
-                }
-                Ok(false)
-            }
-            // Taken by the primitive before it starts a turn.
-            Turn::Handed(_) => Err(Error::internal(
-                "local line: a passed hold reached a Redis turn",
-            )),
-        }
-    }
-}
 
 impl Line {
     /// The place in `waiting` of the oldest waiter whose wait has not ended (those out of time
@@ -512,7 +479,7 @@ fn refresh_needed(refreshed: Option<Instant>, needed_until: Instant, line_ttl: D
 /// Whether a release of this process queueing an entry needed until `needed_until` must set the
 /// Redis line's TTL to `line_ttl` (always when this process has no line for the name: nothing
 /// known).
-fn line_refresh_needed(
+pub(crate) fn line_refresh_needed(
     client_id: usize,
     lock_key: &str,
     needed_until: Instant,
@@ -542,74 +509,6 @@ pub fn forget_line_refresh(client_id: usize, lock_key: &str) {
     }
 }
 
-/// A primitive's side of [`release_queueing`]: its client, its line (the client's, for
-/// `lock_key`), its lease and the name of its release script (for errors).
-pub struct LineRelease<'a> {
-    pub client: &'a Client,
-    pub lock_key: &'a str,
-    pub line_ttl: Duration,
-    pub lease: Duration,
-    pub script: &'static str,
-}
-
-/// Sends the release that also queues `successor` (planning to wait `wait_ms`) at the tail of
-/// the Redis line: `call(successor's token, inbox, refresh_line)` is that release. The successor
-/// is granted through this process's inbox (inbox.rs) when it listens, else through its grant
-/// list (`inbox` None), and the inbox starts then: the process is contended. The release is
-/// asked to set the line's TTL only when this process's last setting of it does not cover the
-/// new entry (its wait, from now: the script runs later, so this errs on the safe side). A reply `{1, entry, room?}` tells the
-/// successor its entry; any other reply (the lock or slot was no longer ours) tells it to
-/// attempt. When the reply was lost, `plain` (the release without the successor) goes on in
-/// the background, and the successor, dropped untold, attempts on its own (uncertain), so a
-/// repeated release never queues it twice. Returns whether it was still ours, and the room the
-/// script reported (slots still free).
-pub fn release_queueing(
-    line: LineRelease<'_>,
-    intr: &Interrupt,
-    successor: Successor,
-    wait_ms: u64,
-    call: impl FnOnce(&str, Option<&str>, bool) -> ScriptCall,
-    plain: impl FnOnce() -> ScriptCall,
-) -> Result<(bool, usize)> {
-    let client_id = line.client.identity();
-    let sent_at = Instant::now();
-    let needed_until = sent_at + Duration::from_millis(wait_ms);
-    let refresh = line_refresh_needed(client_id, line.lock_key, needed_until, line.line_ttl);
-    let inbox = line.client.inbox().id_or_start(line.client);
-    let call = call(&successor.token, inbox, refresh);
-    let reply = line.client.eval(intr, &call).inspect_err(|e| {
-        if matches!(
-            e,
-            Error::Connection { .. } | Error::Timeout(_) | Error::Interrupted
-        ) {
-            crate::lease::release_in_background(line.client, plain(), line.lease);
-        }
-    })?;
-    if refresh {
-        // Whatever it answered, the script left no line without that TTL (or no line).
-        line_refreshed(client_id, line.lock_key, sent_at);
-    }
-    match &reply {
-        Value::Array(items) => match (items.first().map(int), items.get(1), items.get(2)) {
-            (Some(Ok(1)), Some(Value::BulkString(entry)), room) => {
-                let entry = String::from_utf8_lossy(entry).into_owned();
-                successor.tell(Turn::Queued(entry));
-                let room = room.map(int).and_then(|r| r.ok()).unwrap_or(0);
-                Ok((true, usize::try_from(room).unwrap_or(0)))
-            }
-            _ => Err(Error::Redis(format!(
-                "{}: unexpected reply {reply:?}",
-                line.script
-            ))),
-        },
-        other => {
-            // Not ours any more (or nothing to queue): nothing was queued.
-            successor.tell(Turn::Attempt { uncertain: false });
-            Ok((int(other)? == 1, 0))
-        }
-    }
-}
-
 /// A limiter has `room` free slots: up to that many of the oldest local waiters attempt now (each
 /// then counts as a waiter in Redis).
 pub fn pass_room(client_id: usize, lock_key: &str, room: usize) {
@@ -630,16 +529,6 @@ pub fn local_waiters(client_id: usize, lock_key: &str) -> usize {
         .0
         .get(&(client_id, lock_key.to_string()))
         .map_or(0, |l| l.waiting.len())
-}
-
-/// `Left` as the error `lock` returns.
-pub fn left_error(why: Left, name: &str) -> Error {
-    match why {
-        Left::Interrupted => Error::Interrupted,
-        Left::Timeout => Error::Timeout(format!(
-            "DistMutex {name:?}: not acquired before the timeout"
-        )),
-    }
 }
 
 #[cfg(test)]

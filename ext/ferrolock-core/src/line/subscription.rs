@@ -1,37 +1,17 @@
-//! The grant inbox: how a waiter in a Redis line learns that a release handed it the lock (or
-//! a slot). One subscription per client and process, to its own channel `<ns>:inbox:<id>`; the
-//! waiter's line entry names the inbox (`token|deadline|@<id>`), and the release that hands
-//! over PUBLISHes `token|grant` there in the same script. Compared with a grant list per waiter
-//! (handoff.rs: RPUSH, PEXPIRE, then the waiter's BLPOP) that is two commands and a round trip
-//! less per hand-off, and no key to expire.
-//!
-//! Pub/sub delivers at most once: a grant published while the subscription is down is lost.
-//! Nothing else is lost with it: the lock is the waiter's in Redis, and the waiter's next attempt
-//! finds it its own. That attempt comes at once when the inbox subscribes again after the entry
-//! was queued ([`Inbox::wait`] reports `Missed`), and otherwise after the holder's TTL, the
-//! fallback every wait already has. A server that refuses SUBSCRIBE (an ACL without channel
-//! rights) turns the inbox off for the client: its waiters then use grant lists.
-//!
-//! The subscription runs on a thread of its own, started when a waiter of the process first
-//! queues (that wait still uses a grant list: nobody waits for a subscription, and a process
-//! that is never contended never subscribes) and ended once no grant was awaited for
-//! `IDLE_AFTER`, when the client is dropped, or in a forked child (which gets an inbox of its
-//! own, with a new id).
-//!
-//! The same subscription also listens to `<ns>:inbox:revoked`, where an operator's force release
-//! of a DistMutex publishes the token it released (admin.rs): a cohort does not pass on a lock
-//! whose token was revoked (cohort.rs), so the holder's release finds it lost (`LockLost`).
+//! The grant inbox's subscription (see inbox.rs): a thread of its own per client and process,
+//! subscribed to the inbox's channel and to the revoked tokens' one, that keeps what it hears in
+//! the inbox for its waiters. Started by the first waiter of the process that queues (or the
+//! first release that queues a local waiter), ended after `IDLE_AFTER` unused, when the client
+//! is dropped, or in a forked child.
 
+use super::inbox::Inbox;
 use crate::client::{Client, ClientInner};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-/// How often a waiter looks at its interrupt (a condition variable cannot be woken by
-/// `Interrupt::cancel`), and how often the listener looks up from a silent connection.
-const POLL: Duration = Duration::from_millis(10);
+/// How often the listener looks up from a silent connection.
 const LISTEN_TICK: Duration = Duration::from_millis(250);
 /// A silent subscription is pinged after this, and dropped when the pong does not come within
 /// the read timeout (a paused or unreachable server).
@@ -43,74 +23,7 @@ const UNCLAIMED_FOR: Duration = Duration::from_secs(300);
 const RETRY_MIN: Duration = Duration::from_millis(50);
 const RETRY_MAX: Duration = Duration::from_secs(1);
 
-pub struct Inbox {
-    /// Random, fresh in every process (a forked child makes its own inbox).
-    id: String,
-    state: Mutex<State>,
-    changed: Condvar,
-}
-
-#[derive(Default)]
-struct State {
-    /// Grants received and not taken yet: token -> (grant, when it came).
-    grants: HashMap<String, (i64, Instant)>,
-    /// Tokens an operator force-released lately -> when the notice came.
-    revoked: HashMap<String, Instant>,
-    /// When the current subscription was confirmed (None: not subscribed now).
-    listening_since: Option<Instant>,
-    running: bool,
-    /// The running thread has subscribed at least once (it may be reconnecting now).
-    listened: bool,
-    refused: bool,
-    stopped: bool,
-    /// Waiters inside `wait` now, and when the inbox was last used (a wait ended, an entry
-    /// named it, a start): for `IDLE_AFTER`.
-    waiting: usize,
-    last_wait: Option<Instant>,
-    purged_at: Option<Instant>,
-}
-
-/// How one wait for a grant ended.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Waited {
-    Granted(i64),
-    /// The inbox subscribed anew after the waiter's entry was queued: a grant may have been
-    /// published while it was not listening. The waiter attempts again at once.
-    Missed,
-    TimedOut,
-}
-
-impl Default for Inbox {
-    fn default() -> Self {
-        Inbox {
-            id: crate::token::random_hex(),
-            state: Mutex::new(State::default()),
-            changed: Condvar::new(),
-        }
-    }
-}
-
 impl Inbox {
-    fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// The channel a release publishes this inbox's grants to.
-    pub fn channel(namespace: &str, id: &str) -> String {
-        format!("{namespace}:inbox:{id}")
-    }
-
-    /// The channel force releases publish revoked tokens to (no inbox id is "revoked": ids are hex).
-    pub fn revoked_channel(namespace: &str) -> String {
-        Inbox::channel(namespace, "revoked")
-    }
-
-    /// Whether an operator's force release of `token` was heard lately.
-    pub fn was_revoked(&self, token: &str) -> bool {
-        let st = self.state();
-        !st.revoked.is_empty() && st.revoked.contains_key(token)
-    }
-
     /// Starts the subscription if it is not running (a waiter just queued with a grant list:
     /// its process is contended, so its next waits will use the inbox). Never waits for it.
     /// When the OS refuses the thread, grants keep going to grant lists (the next start tries
@@ -136,76 +49,6 @@ impl Inbox {
             return None;
         }
         Some(&self.id)
-    }
-
-    /// The inbox's id for a line entry (`|@<id>` follows the deadline) once its thread has
-    /// subscribed (it may be reconnecting now; see `wait`); else None, and the waiter pops a
-    /// grant list. Never waits for a subscription.
-    pub fn id_if_listening(&self) -> Option<&str> {
-        let mut st = self.state();
-        if !st.listened || st.refused || st.stopped {
-            return None;
-        }
-        st.last_wait = Some(Instant::now());
-        Some(&self.id)
-    }
-
-    /// Before each attempt of `token`'s waiter: the id its entry names (`id_if_listening`,
-    /// owned), and any grant kept for the token dropped. The attempt tells the truth about the
-    /// lock (a grant still valid is found as "ours already"), so a grant left from an earlier
-    /// wait (taken too late, the lock since expired) can never be taken by a later one.
-    pub fn before_attempt(&self, token: &str) -> Option<String> {
-        self.forget(token);
-        self.id_if_listening().map(str::to_owned)
-    }
-
-    fn forget(&self, token: &str) {
-        self.state().grants.remove(token);
-    }
-
-    /// Waits up to `timeout` for the grant of `token`, whose entry was queued (by its own
-    /// attempt or a release) no earlier than `since`.
-    pub fn wait(
-        &self,
-        intr: &Interrupt,
-        token: &str,
-        since: Instant,
-        timeout: Duration,
-    ) -> Result<Waited> {
-        let deadline = Instant::now() + timeout;
-        let mut st = self.state();
-        st.waiting += 1;
-        let outcome = loop {
-            if let Some((grant, _)) = st.grants.remove(token) {
-                break Ok(Waited::Granted(grant));
-            }
-            if st.listening_since.is_some_and(|at| at > since) || !st.running {
-                // (Not running: the thread ended, so nothing will come; the next attempt finds
-                // a grant that came meanwhile.)
-                break Ok(Waited::Missed);
-            }
-            if intr.is_cancelled() {
-                break Err(Error::Interrupted);
-            }
-            let now = Instant::now();
-            if now >= deadline {
-                break Ok(Waited::TimedOut);
-            }
-            st = self
-                .changed
-                .wait_timeout(st, POLL.min(deadline - now))
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        };
-        st.waiting -= 1;
-        st.last_wait = Some(Instant::now());
-        outcome
-    }
-
-    /// Ends the subscription (the client is being dropped).
-    pub(crate) fn stop(&self) {
-        self.state().stopped = true;
-        self.changed.notify_all();
     }
 
     fn run(self: Arc<Self>, client: Weak<ClientInner>) {
@@ -471,6 +314,7 @@ fn number(digits: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::line::inbox::Waited;
 
     #[test]
     fn frames_are_parsed_once_complete_and_in_order() {

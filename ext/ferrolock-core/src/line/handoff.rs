@@ -4,13 +4,11 @@
 //! entry names one (inbox.rs: a PUBLISH, nothing to pop), else to the waiter's own grant list,
 //! which it pops (see lua/dist_mutex/release.lua).
 
+use super::inbox::Waited;
 use crate::client::{int, Client};
 use crate::error::Result;
-use crate::inbox::Waited;
 use crate::interrupt::Interrupt;
 use crate::script::ScriptCall;
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// A waiter in a Redis line, as [`await_grant`] needs it.
@@ -71,40 +69,4 @@ pub fn ack_grant(
 ) -> Result<i64> {
     let (renewed, acked) = client.eval_acked(intr, renew, wanted, ack_timeout)?;
     Ok(if int(&renewed)? == 1 { acked } else { 0 })
-}
-
-/// Waits cut short (interrupted, Redis unreachable), by owner token: whether the waiter had
-/// queued, and its line entry. A retry with the same token takes its place back (and may find
-/// the lock or slot already granted to it); `abandon` forgets it.
-#[derive(Default)]
-pub struct CutShort(Mutex<HashMap<String, Option<String>>>);
-
-impl CutShort {
-    /// Runs one wait for `token`: `wait(retried, queued)`, where `retried` says a previous wait
-    /// with this token was cut short and `queued` is its line entry (kept up to date by the
-    /// wait). When the wait fails, its place is remembered for a retry.
-    pub fn resume<T>(
-        &self,
-        token: &str,
-        wait: impl FnOnce(bool, &mut Option<String>) -> Result<T>,
-    ) -> Result<T> {
-        let (retried, mut queued) = match self.forget(token) {
-            Some(entry) => (true, entry),
-            None => (false, None),
-        };
-        let outcome = wait(retried, &mut queued);
-        if outcome.is_err() {
-            self.map().insert(token.to_string(), queued);
-        }
-        outcome
-    }
-
-    /// Drops `token`'s remembered place (the caller leaves the line itself).
-    pub fn forget(&self, token: &str) -> Option<Option<String>> {
-        self.map().remove(token)
-    }
-
-    fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Option<String>>> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
-    }
 }

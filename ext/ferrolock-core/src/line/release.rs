@@ -1,0 +1,168 @@
+//! The release, written once for every primitive that queues in a Redis line: pass the hold to
+//! a thread of this process waiting for the name (cohort.rs), else give it back through Redis,
+//! queueing the process's next local waiter in the same script (local.rs); and the give-back of
+//! a call cut short (`abandon`).
+
+use super::local::{self, Member, Successor, Turn};
+use super::primitive::{Hold, Line, Primitive, ReleaseArgs};
+use crate::client::int;
+use crate::error::{Error, Result};
+use crate::interrupt::Interrupt;
+use crate::lease::{release_in_background, release_in_background_announced, release_now, Lease};
+use crate::lost_reason::why_lost;
+use redis::Value;
+use std::time::{Duration, Instant};
+
+impl Line {
+    /// Gives `hold` back (to a local waiter, or to the next waiter in line, if any).
+    /// `Error::LockLost` when it was no longer ours (its lease ran out, or an operator released
+    /// it): the section was not exclusive (the limit may have been exceeded).
+    pub(crate) fn release<P: Primitive>(
+        &self,
+        p: &P,
+        intr: &Interrupt,
+        mut hold: Hold,
+    ) -> Result<()> {
+        let lost_before = hold.lease.as_ref().is_some_and(Lease::is_lost);
+        if !lost_before && self.pass_locally::<P>(&mut hold) {
+            return Ok(());
+        }
+        let token = std::mem::take(&mut hold.token);
+        let member = hold.member.take();
+        drop(hold); // stop renewing before releasing
+
+        // The member is kept until the release is done (a newcomer meanwhile waits locally and
+        // is then passed on), or handed to the local successor this release queues.
+        let successor = member.map(Member::take_successor);
+        let released = match successor {
+            Some(Ok(successor)) => self.release_queueing(p, intr, &token, successor)?,
+            _ => {
+                let release = p.release_script(&token, &ReleaseArgs::plain(false));
+                int(&release_now(&self.client, intr, release, self.lease)?)? == 1
+            }
+        };
+        if released && !lost_before {
+            Ok(())
+        } else {
+            let why = why_lost(&self.client, intr, &self.name, &token, p.holder_key());
+            Err(Error::LockLost(format!(
+                "{} {:?}: the {} was lost while held: {}",
+                P::KIND,
+                self.name,
+                P::HOLD,
+                why.text()
+            )))
+        }
+    }
+
+    /// Passes `hold` to the oldest live local waiter of its process (the cohort hand-off, no
+    /// Redis round trip) when its cohort may pass on once more: true when passed (`hold` is then
+    /// an empty shell: its token and lease went to the waiter).
+    fn pass_locally<P: Primitive>(&self, hold: &mut Hold) -> bool {
+        let next = hold
+            .cohort
+            .and_then(|c| c.next(self.local_passes, self.cohort_window));
+        let Some(next) = next else {
+            return false;
+        };
+        // An operator force-released it: the release through Redis reports it lost.
+        if self.client.inbox().was_revoked(&hold.token) {
+            return false;
+        }
+        local::pass_on(&mut hold.member, P::SLOTS, || {
+            Box::new(Hold {
+                token: std::mem::take(&mut hold.token),
+                fencing_token: next.fencing_token(),
+                lease: hold.lease.take(),
+                member: None,
+                cohort: Some(next),
+            })
+        })
+    }
+
+    /// The release that also queues `successor`, the process's next local waiter for this name,
+    /// at the tail of the Redis line (planning to wait as its deadline allows). It is granted
+    /// through this process's inbox (inbox.rs) when that listens, else through its grant list,
+    /// and the inbox starts then: the process is contended. The release sets the line's TTL
+    /// only when this process's last setting of it does not cover the new entry (its wait, from
+    /// now: the script runs later, so this errs on the safe side). A reply `{1, entry, room?}`
+    /// tells the successor its entry; any other reply (the hold was no longer ours) tells it to
+    /// attempt. When the reply was lost, the plain release goes on in the background, and the
+    /// successor, dropped untold, attempts on its own (uncertain), so a repeated release never
+    /// queues it twice. Slots the script reports still free (`room`) send as many local waiters
+    /// to attempt. True when the hold was still ours.
+    fn release_queueing<P: Primitive>(
+        &self,
+        p: &P,
+        intr: &Interrupt,
+        token: &str,
+        successor: Successor,
+    ) -> Result<bool> {
+        let client = &self.client;
+        let wait_ms = self.planned_wait_ms(successor.deadline);
+        let sent_at = Instant::now();
+        let needed_until = sent_at + Duration::from_millis(wait_ms);
+        let refresh =
+            local::line_refresh_needed(client.identity(), &self.key, needed_until, self.line_ttl());
+        let args = ReleaseArgs {
+            leave_line: false,
+            successor: &successor.token,
+            inbox: client.inbox().id_or_start(client),
+            wait_ms,
+            refresh_line: refresh,
+        };
+        let call = p.release_script(token, &args);
+        let reply = client.eval(intr, &call).inspect_err(|e| {
+            if matches!(
+                e,
+                Error::Connection { .. } | Error::Timeout(_) | Error::Interrupted
+            ) {
+                let plain = p.release_script(token, &ReleaseArgs::plain(false));
+                release_in_background(client, plain, self.lease);
+            }
+        })?;
+        if refresh {
+            // Whatever it answered, the script left no line without that TTL (or no line).
+            local::line_refreshed(client.identity(), &self.key, sent_at);
+        }
+        let (released, room) = match &reply {
+            Value::Array(items) => match (items.first().map(int), items.get(1), items.get(2)) {
+                (Some(Ok(1)), Some(Value::BulkString(entry)), room) => {
+                    let entry = String::from_utf8_lossy(entry).into_owned();
+                    successor.tell(Turn::Queued(entry));
+                    let room = room.map(int).and_then(|r| r.ok()).unwrap_or(0);
+                    (true, usize::try_from(room).unwrap_or(0))
+                }
+                _ => {
+                    return Err(Error::Redis(format!(
+                        "{}: unexpected reply {reply:?}",
+                        call.script.name
+                    )))
+                }
+            },
+            other => {
+                // Not ours any more (or nothing to queue): nothing was queued.
+                successor.tell(Turn::Attempt { uncertain: false });
+                (int(other)? == 1, 0)
+            }
+        };
+        // Slots still free (one freed earlier while nobody was in line): the next local waiters
+        // attempt now instead of waiting for releases of this process.
+        if room > 0 {
+            local::pass_room(client.identity(), &self.key, room);
+        }
+        Ok(released)
+    }
+
+    /// After an acquisition failed (Redis unreachable, interrupted, timed out): Redis may still
+    /// have granted `token` with the reply lost, so release it in the background rather than let
+    /// it block others for a whole lease. `token` must not be used again. It also takes the token
+    /// out of the line, and passes on a hand-off that reached it. Until Redis answers, this
+    /// process's `try_lock`, `locked?` and `status` wait for the give-back (the interrupted
+    /// caller holds nothing, as after an interrupted Mutex#lock).
+    pub(crate) fn abandon<P: Primitive>(&self, p: &P, token: &str) {
+        self.cut_short.forget(token);
+        let release = p.release_script(token, &ReleaseArgs::plain(true));
+        release_in_background_announced(&self.client, release, self.lease, &self.key);
+    }
+}
