@@ -157,6 +157,40 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     expect(runs.map(&:last)).to eq(runs.map(&:last).sort.uniq)
   end
 
+  it "keeps the slot of a Rails 8.1 continuation across its interruption: the resumption never waits behind itself" do
+    skip "ActiveJob #{ActiveJob.version} has no continuations (FERROLOCK_RAILS=8.1 runs this)" unless
+      defined?(ActiveJob::Continuable)
+    stopping = [true]
+    # (ActiveJob names an adapter by its class)
+    adapter = stub_const("LcStoppingAdapter", Class.new(ActiveJob::QueueAdapters::TestAdapter) do
+      define_method(:stopping?) { stopping.first }
+    end).new
+    klass = job_class("LcContinuableJob", adapter: adapter, to: 1, key: ->(_num) { "k" }) do
+      include ActiveJob::Continuable
+
+      self.resume_options = { wait: 0 }
+
+      def perform(num)
+        step(:items) do |step|
+          (step.cursor || 0).upto(2) do |item|
+            LC_RAN << [num, item, ferrolock_fence]
+            step.set!(item + 1) # a checkpoint: interrupted here while the adapter is stopping
+          end
+        end
+      end
+    end
+    first = klass.perform_later(0)
+    ::ActiveJob::Base.execute(queue(klass).shift.transform_keys(&:to_s)) # interrupted after item 0
+    other = klass.perform_later(1)
+    expect(queue(klass).map { |job| job["job_id"] }).to eq([first.job_id]) # the resumption, holding the slot
+    expect(redis.lrange("ferrolock:{concurrency:LcContinuableJob/k}:blocked", 0, -1)).to eq([other.job_id])
+    stopping[0] = false
+    work_off(klass)
+    runs = ran
+    expect(runs.map { |num, item, _| [num, item] }).to eq([[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]])
+    expect(runs.map(&:last).uniq.size).to eq(3) # one fencing token per run: interrupted, resumed, the other
+  end
+
   it "tells a job whose slot was taken from it (ferrolock_slot_lost?, :lock_lost) and its late release frees nothing" do
     events = []
     subscription = Ferrolock.subscribe(:lock_lost) { |_, payload| events << payload }

@@ -75,14 +75,14 @@ module Ferrolock
       # grows with every admission of the key: a store that remembers the highest token it saw can
       # refuse the writes of a job that outlived its lease (a paused process).
       def ferrolock_fence
-        @ferrolock_slot&.fence
+        @ferrolock_slot&.slot&.fence
       end
 
       # True once the slot's renewal found it gone: its lease ran out (the process was paused or
       # cut off from Redis longer than `duration`) and another job may hold it now.
       def ferrolock_slot_lost?
-        slot = @ferrolock_slot
-        slot ? slot.lost? : false
+        holding = @ferrolock_slot
+        holding ? holding.slot.lost? : false
       end
 
       # One job under its policy: its key and the Slots of the client in use.
@@ -95,19 +95,24 @@ module Ferrolock
       end
       private_constant :Admission
 
+      # A performing job's slot, and whether the job enqueued itself again meanwhile. One object
+      # shared by the job and its copies (ActiveJob 7.x's retry_job enqueues a dup).
+      Holding = Struct.new(:slot, :resumed)
+      private_constant :Holding
+
       class << self
         def around_enqueue(job, block)
           policy = job.class.ferrolock_concurrency
           return block.call if skip?(policy) || job.instance_variable_get(:@ferrolock_promoted)
 
-          slot = job.instance_variable_get(:@ferrolock_slot)
+          holding = job.instance_variable_get(:@ferrolock_slot)
           # Checked when it runs (Solid Queue checks when it is due), unless it is this very job
           # going on (resumption): that keeps its slot.
-          return block.call if job.scheduled_at && !slot
+          return block.call if job.scheduled_at && !holding
 
           admission = admission(job, policy)
           outcome, _fence, blocked = admission.admit(at_perform: false)
-          job.instance_variable_set(:@ferrolock_resumed, true) if slot && outcome == :held
+          holding.resumed = true if holding && outcome == :held
           enqueue_outcome(admission, outcome, blocked, block)
         end
 
@@ -171,16 +176,18 @@ module Ferrolock
         end
 
         def perform_holding(admission, slot, block)
-          admission.job.instance_variable_set(:@ferrolock_slot, slot)
+          holding = Holding.new(slot, false)
+          admission.job.instance_variable_set(:@ferrolock_slot, holding)
           block.call
         ensure
           admission.job.instance_variable_set(:@ferrolock_slot, nil)
-          finish(admission, slot)
+          finish(admission, holding) if holding
         end
 
-        def finish(admission, slot)
+        def finish(admission, holding)
           job = admission.job
-          return admission.slots.keep(slot) if job.instance_variable_get(:@ferrolock_resumed)
+          slot = holding.slot
+          return admission.slots.keep(slot) if holding.resumed
 
           held = admission.slots.release(slot, admission.policy.limit_for(job))
           lost(admission, slot) if held == false

@@ -65,11 +65,14 @@ module Ferrolock
         interval = self.class.interval
         keys, next_in = @slots.due(RECHECK)
         keys.each { |key| @slots.reap(key) }
+        @failing = false
         return 0 if keys.size >= 100 # more may be due
 
         next_in ? next_in.clamp(0.001, interval) : interval
       rescue Ferrolock::Error => e
-        Ferrolock.logger.warn("ferrolock: limits_concurrency timer: #{e.class}: #{e.message}")
+        # Once per outage, not once per wake-up.
+        Ferrolock.logger.warn("ferrolock: limits_concurrency timer: #{e.class}: #{e.message}") unless @failing
+        @failing = true
         interval
       end
     end
