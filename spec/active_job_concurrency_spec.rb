@@ -125,6 +125,20 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     expect(ran.map { |_, n, _| n }).to eq([1])
   end
 
+  it "gives the slot back at once when the adapter fails to enqueue the job it was taken for" do
+    failing = stub_const("LcFailingAdapter", Class.new do
+      def enqueue(_job) = raise(IOError, "queue down")
+      def enqueue_at(job, _timestamp) = enqueue(job)
+    end)
+    klass = recording("LcEnqueueFailsJob", to: 1, key: ->(account, _n) { account })
+    klass.queue_adapter = failing.new
+    expect { klass.perform_later("a", 0) }.to raise_error(IOError, "queue down")
+    expect(redis.zcard("ferrolock:{concurrency:LcEnqueueFailsJob/a}:slots")).to eq(0)
+    klass.queue_adapter = :test
+    expect(klass.perform_later("a", 1)).to be_a(klass)
+    expect(queue(klass).size).to eq(1) # not blocked behind a slot nobody holds
+  end
+
   it "checks the slot at perform: a job run without one (an adapter's retry) is blocked then, and runs when promoted" do
     klass = recording("LcRetryJob", to: 1, key: ->(account, _n) { account })
     klass.perform_later("a", 0)

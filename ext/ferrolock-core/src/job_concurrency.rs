@@ -176,7 +176,7 @@ impl JobConcurrency {
             .arg(crate::seconds::millis(BLOCKED_TTL));
         let reply = self.client.eval(intr, &call)?;
         let items = list(&reply, "admit")?;
-        if items.len() < 4 {
+        if items.len() < 5 {
             return Err(unexpected("admit", &reply));
         }
         let outcome = match text(&items[0]).as_deref() {
@@ -189,18 +189,20 @@ impl JobConcurrency {
         };
         let earliest = int(&items[2])?;
         let blocked = int(&items[3])?;
-        if outcome == Outcome::Blocked && earliest > 0 {
-            // LT: an entry only ever moves earlier here, so a due visit is never put off.
-            self.index(
-                intr,
-                &["ZADD", &self.due_key, "LT", &earliest.to_string(), req.key],
-            )?;
-        }
+        let promoted = promoted(&items[5..])?;
+        let index = if int(&items[4])? == 1 {
+            Index::Forget
+        } else if outcome == Outcome::Blocked || (blocked > 0 && !promoted.is_empty()) {
+            Index::Earlier(earliest)
+        } else {
+            Index::Keep
+        };
+        self.index(intr, req.key, index)?;
         Ok(Admitted {
             outcome,
             fence: int(&items[1])?,
             blocked,
-            promoted: promoted(&items[4..])?,
+            promoted,
         })
     }
 
@@ -244,14 +246,28 @@ impl JobConcurrency {
         drop(lease);
         let call = self.release_call(&key, &job_id, limit)?;
         let reply = crate::lease::release_now(&self.client, intr, call, duration)?;
-        self.released(intr, &key, &reply)
+        self.released(intr, &key, &reply, false)
+    }
+
+    /// Gives back the slot of a job that will not perform (its enqueue failed after it was
+    /// admitted, or it was promoted but cannot be built any more), payload and all.
+    pub fn give_back(
+        &self,
+        intr: &Interrupt,
+        key: &str,
+        job_id: &str,
+        limit: Option<u32>,
+    ) -> Result<Released> {
+        let call = self.release_call(key, job_id, limit)?;
+        let reply = self.client.eval(intr, &call)?;
+        self.released(intr, key, &reply, false)
     }
 
     /// Frees the key's slots whose lease ran out and promotes blocked jobs into free slots.
     pub fn reap(&self, intr: &Interrupt, key: &str) -> Result<Vec<Promoted>> {
         let call = self.release_call(key, "", None)?;
         let reply = self.client.eval(intr, &call)?;
-        Ok(self.released(intr, key, &reply)?.promoted)
+        Ok(self.released(intr, key, &reply, true)?.promoted)
     }
 
     fn release_call(&self, key: &str, job_id: &str, limit: Option<u32>) -> Result<ScriptCall> {
@@ -265,21 +281,33 @@ impl JobConcurrency {
             .arg(crate::seconds::millis(BLOCKED_TTL)))
     }
 
-    fn released(&self, intr: &Interrupt, key: &str, reply: &Value) -> Result<Released> {
+    /// `visit`: the timer's (its claim on the index entry is replaced by the key's real state).
+    fn released(
+        &self,
+        intr: &Interrupt,
+        key: &str,
+        reply: &Value,
+        visit: bool,
+    ) -> Result<Released> {
         let items = list(reply, "release")?;
-        if items.len() < 3 {
+        if items.len() < 4 {
             return Err(unexpected("release", reply));
         }
         let earliest = int(&items[1])?;
         let blocked = int(&items[2])?;
-        let promoted = promoted(&items[3..])?;
-        if blocked > 0 && earliest > 0 {
-            self.index(intr, &["ZADD", &self.due_key, &earliest.to_string(), key])?;
-        } else if blocked == 0 {
-            // Nothing left to promote. (A job blocked between the script and this ZREM loses its
-            // entry: it is still promoted by the next release or admission of its key.)
-            self.index(intr, &["ZREM", &self.due_key, key])?;
-        }
+        let promoted = promoted(&items[4..])?;
+        let index = if int(&items[3])? == 1 || (visit && blocked == 0) {
+            Index::Forget
+        } else if visit && blocked > 0 {
+            Index::Set(earliest)
+        } else if blocked > 0 && !promoted.is_empty() {
+            // A promoted job's lease may end before the others' (classes of one group with
+            // different durations).
+            Index::Earlier(earliest)
+        } else {
+            Index::Keep
+        };
+        self.index(intr, key, index)?;
         Ok(Released {
             held: int(&items[0])? == 1,
             promoted,
@@ -312,11 +340,49 @@ impl JobConcurrency {
         Ok((names, next))
     }
 
-    fn index(&self, intr: &Interrupt, args: &[&str]) -> Result<()> {
-        let args: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
-        self.client.command(intr, &args)?;
+    /// Keeps the index of keys with blocked jobs true to what a script found. An entry may be
+    /// early (a visit finds nothing due and puts it right), never late. (A job blocked between
+    /// a script that emptied the line and its Forget loses the entry: it is still promoted by
+    /// the next release or admission of its key.)
+    fn index(&self, intr: &Interrupt, key: &str, index: Index) -> Result<()> {
+        let (score, lt) = match index {
+            Index::Keep => return Ok(()),
+            Index::Forget => {
+                let mut cmd = redis::cmd("ZREM");
+                cmd.arg(&self.due_key).arg(key);
+                self.client.pipeline(intr, &[cmd])?;
+                return Ok(());
+            }
+            Index::Earlier(score) => (score, true),
+            Index::Set(score) => (score, false),
+        };
+        if score <= 0 {
+            return Ok(());
+        }
+        let mut add = redis::cmd("ZADD");
+        add.arg(&self.due_key);
+        if lt {
+            // LT: only ever moves an entry earlier, so a due visit is never put off.
+            add.arg("LT");
+        }
+        add.arg(score).arg(key);
+        let mut expire = redis::cmd("PEXPIRE");
+        expire
+            .arg(&self.due_key)
+            .arg(crate::seconds::millis(BLOCKED_TTL));
+        self.client.pipeline(intr, &[add, expire])?;
         Ok(())
     }
+}
+
+/// What a script's outcome asks of the index.
+enum Index {
+    Keep,
+    Forget,
+    /// Move the entry to this expiry if earlier (or add it).
+    Earlier(i64),
+    /// Put the entry at this expiry (the timer's visit).
+    Set(i64),
 }
 
 fn fence_ttl(lease: Duration) -> Duration {

@@ -112,7 +112,8 @@ module Ferrolock
 
           admission = admission(job, policy)
           outcome, _fence, blocked = admission.admit(at_perform: false)
-          holding.resumed = true if holding && outcome == :held
+          return resume(job, holding, block) if holding && outcome == :held
+
           enqueue_outcome(admission, outcome, blocked, block)
         end
 
@@ -142,9 +143,21 @@ module Ferrolock
           Backend.factory && !Ferrolock::Testing.real?
         end
 
+        # The job enqueues itself while it holds its slot: the slot stays its own, unless that
+        # enqueue fails.
+        def resume(job, holding, block)
+          holding.resumed = true
+          enqueued = false
+          result = block.call
+          enqueued = enqueued?(job)
+          result
+        ensure
+          holding.resumed = enqueued
+        end
+
         def enqueue_outcome(admission, outcome, blocked, block)
           case outcome
-          when :held then block.call
+          when :held then enqueue_held(admission, block)
           when :blocked, :waiting then park(admission, blocked, block)
           when :full
             message = "#{blocked} jobs blocked already on limits_concurrency key #{admission.key} (max_blocked)"
@@ -158,6 +171,29 @@ module Ferrolock
             admission.log("discarded: limits_concurrency key #{admission.key} is at its limit (on_conflict: :discard)")
             false
           end
+        end
+
+        # A slot taken for a job its adapter then did not enqueue (it raised, or ActiveJob 7.1+
+        # recorded an EnqueueError) is given back at once, not held until its lease runs out.
+        def enqueue_held(admission, block)
+          enqueued = false
+          result = block.call
+          enqueued = enqueued?(admission.job)
+          result
+        ensure
+          give_back(admission) unless enqueued
+        end
+
+        def enqueued?(job)
+          !job.respond_to?(:successfully_enqueued?) || job.successfully_enqueued?
+        end
+
+        def give_back(admission)
+          admission.slots.give_back(admission.key, admission.job.job_id, admission.policy.limit_for(admission.job))
+        rescue Ferrolock::Error => e
+          Ferrolock.logger.warn("ferrolock: limits_concurrency #{admission.key}: could not give back the slot of " \
+                                "#{admission.job.job_id}, whose enqueue failed (#{e.class}: #{e.message}); it " \
+                                "frees when its lease runs out")
         end
 
         # Stored in Redis already: ActiveJob's enqueue goes on, to ParkedAdapter.
@@ -189,7 +225,7 @@ module Ferrolock
           slot = holding.slot
           return admission.slots.keep(slot) if holding.resumed
 
-          held = admission.slots.release(slot, admission.policy.limit_for(job))
+          held = admission.slots.release(admission.key, slot, admission.policy.limit_for(job))
           lost(admission, slot) if held == false
         rescue Ferrolock::Error => e
           ReleaseFailure.report(e, what: "limits_concurrency #{admission.key}", finished: true,

@@ -6,22 +6,36 @@ module Ferrolock
   module ActiveJob
     # Enqueues blocked jobs that were just given a slot. Each keeps its payload in Redis until it
     # starts, so one whose enqueue fails here (the adapter raised, this process died) goes back
-    # to the head of its line when its lease runs out: a promotion is never a lost job.
+    # to the head of its line when its lease runs out: a promotion is never a lost job. One that
+    # cannot be built any more (its class is gone) could run nowhere: it is dropped, with an
+    # error logged, rather than hold its key's first place for ever.
     module Promotion
       module_function
 
-      # promoted: [[job_id, payload JSON], ...] from a Redis script.
-      def enqueue(promoted)
+      # promoted: [[job_id, payload JSON], ...] from a Redis script for `key` of `slots`.
+      def enqueue(promoted, slots, key)
         promoted.each do |job_id, payload|
-          job = ::ActiveJob::Base.deserialize(JSON.parse(payload))
-          # Due now: the slot is its own already (its concurrency check at enqueue is skipped).
-          job.scheduled_at = nil
-          job.instance_variable_set(:@ferrolock_promoted, true)
-          job.enqueue
-        rescue StandardError => e
-          Ferrolock.logger.warn("ferrolock: limits_concurrency: could not enqueue promoted job #{job_id} " \
-                                "(#{e.class}: #{e.message}); it is promoted again when its lease runs out")
+          job = build(job_id, payload) or next slots.give_back(key, job_id)
+          begin
+            job.enqueue
+          rescue StandardError => e
+            Ferrolock.logger.warn("ferrolock: limits_concurrency: could not enqueue promoted job #{job_id} " \
+                                  "(#{e.class}: #{e.message}); it is promoted again when its lease runs out")
+          end
         end
+        nil
+      end
+
+      # The job, due now and holding its slot (its concurrency check at enqueue is skipped); nil
+      # when its payload names no job class any more.
+      def build(job_id, payload)
+        job = ::ActiveJob::Base.deserialize(JSON.parse(payload))
+        job.scheduled_at = nil
+        job.instance_variable_set(:@ferrolock_promoted, true)
+        job
+      rescue NameError, JSON::ParserError => e
+        Ferrolock.logger.error("ferrolock: limits_concurrency: dropped promoted job #{job_id}: it cannot be " \
+                               "built (#{e.class}: #{e.message})")
         nil
       end
     end

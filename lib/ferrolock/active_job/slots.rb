@@ -45,7 +45,7 @@ module Ferrolock
           # A job already running is parked whatever max_blocked says: it is never dropped.
           [limit, policy.duration, policy.on_conflict.to_s, at_perform ? 0 : policy.max_blocked.to_i]
         )
-        Promotion.enqueue(promoted)
+        Promotion.enqueue(promoted, self, key)
         [outcome, fence, blocked]
       end
 
@@ -56,10 +56,17 @@ module Ferrolock
 
       # Gives the slot back: true when it was still held (false: its lease had run out, so it was
       # counted free already and nothing was freed now). nil when released already.
-      def release(slot, limit)
+      def release(key, slot, limit)
         held, promoted = @native.release(slot, limit)
-        Promotion.enqueue(promoted) if promoted
+        Promotion.enqueue(promoted, self, key) if promoted
         held
+      end
+
+      # The slot of a job that will not perform (its enqueue failed after it was admitted; a
+      # promoted job that cannot be built any more), and its payload, given back.
+      def give_back(key, job_id, limit = nil)
+        _held, promoted = @native.give_back(key, job_id, limit)
+        Promotion.enqueue(promoted, self, key)
       end
 
       # The job enqueued itself again while holding its slot (a continuation's resumption).
@@ -69,7 +76,7 @@ module Ferrolock
 
       # The timer's visit: frees the key's expired slots and enqueues the jobs promoted into them.
       def reap(key)
-        Promotion.enqueue(@native.reap(key))
+        Promotion.enqueue(@native.reap(key), self, key)
       end
 
       # [keys due, seconds until the next is due or nil]

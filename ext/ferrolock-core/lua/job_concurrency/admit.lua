@@ -14,7 +14,8 @@
 -- ARGV[8] the fencing counter's TTL (ms), ARGV[9] the TTL of blocked and jobs (ms; refreshed by
 -- every write, so only a key idle that long expires)
 -- Returns {outcome, fencing token (0 at enqueue), earliest live slot expiry (ms, -1: none),
--- blocked count, promoted job_id, its payload, ...}; outcome: 'held' (the job holds a slot),
+-- blocked count, 1 when this call emptied the line (0 otherwise), promoted job_id, its payload,
+-- ...}; outcome: 'held' (the job holds a slot),
 -- 'blocked' (parked now), 'waiting' (parked already: left in its place), 'discarded', 'full'
 -- (max_blocked reached: nothing stored).
 
@@ -31,6 +32,9 @@ local blocked_ttl_ms = ARGV[9]
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- Whether anyone waits before this call (the caller drops the key from the index when the line
+-- empties here).
+local waited = redis.call('EXISTS', KEYS[2]) == 1
 
 -- The slots key outlives every live slot.
 local function cover(ms)
@@ -85,7 +89,8 @@ local function earliest()
 end
 
 local function reply(outcome, fence)
-  local r = {outcome, fence, earliest(), redis.call('LLEN', KEYS[2])}
+  local waiting = redis.call('LLEN', KEYS[2])
+  local r = {outcome, fence, earliest(), waiting, (waited and waiting == 0) and 1 or 0}
   for i = 1, #promoted do
     r[#r + 1] = promoted[i]
   end

@@ -6,7 +6,9 @@
 -- ARGV[3] the TTL of blocked and jobs (ms)
 -- Returns {1 when the job held a live slot (0: its lease had run out, so its slot was counted as
 -- free already and is not freed again; -1: no job_id), earliest live slot expiry (ms, -1: none),
--- blocked count, promoted job_id, its payload, ...}. The member goes at most once, so a late or
+-- blocked count, 1 when this call emptied the line (0 otherwise), promoted job_id, its payload,
+-- ...}. A job that gives its slot back is done with its payload too (one promoted whose enqueue
+-- could not be made: it is dropped). The member goes at most once, so a late or
 -- repeated release never frees a slot someone else holds now.
 
 -- The arguments by name (their slots are listed above).
@@ -17,6 +19,8 @@ local blocked_ttl_ms = ARGV[3]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
+local waited = redis.call('EXISTS', KEYS[2]) == 1
+
 local held = -1
 if job_id ~= '' then
   local score = redis.call('ZSCORE', KEYS[1], job_id)
@@ -24,6 +28,7 @@ if job_id ~= '' then
   if score then
     redis.call('ZREM', KEYS[1], job_id)
   end
+  redis.call('HDEL', KEYS[3], job_id)
 end
 
 local limit = tonumber(limit_arg) or tonumber(redis.call('HGET', KEYS[3], '{limit}') or '') or 1
@@ -69,7 +74,7 @@ elseif redis.call('HLEN', KEYS[3]) <= 1 and redis.call('HEXISTS', KEYS[3], '{lim
 end
 
 local first = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-local r = {held, first[2] and tonumber(first[2]) or -1, waiting}
+local r = {held, first[2] and tonumber(first[2]) or -1, waiting, (waited and waiting == 0) and 1 or 0}
 for i = 1, #promoted do
   r[#r + 1] = promoted[i]
 end

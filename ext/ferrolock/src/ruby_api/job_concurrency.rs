@@ -131,6 +131,23 @@ impl RbJobConcurrency {
             .transpose()
     }
 
+    /// [held, [[job_id, payload], ...]]: the slot of a job that will not perform, given back.
+    fn give_back(
+        ruby: &Ruby,
+        rb_self: &Self,
+        key: String,
+        job_id: String,
+        limit: Option<u32>,
+    ) -> Result<RArray, Error> {
+        let released = run(ruby, Retry::Once, |intr| {
+            rb_self.0.give_back(intr, &key, &job_id, limit)
+        })?;
+        let out = ruby.ary_new_capa(2);
+        out.push(released.held)?;
+        out.push(promoted_array(ruby, released.promoted))?;
+        Ok(out)
+    }
+
     /// Stops renewing and leaves the slot held for its resumption (see Running).
     fn keep(_ruby: &Ruby, _rb_self: &Self, slot: &RbJobSlot) -> Result<bool, Error> {
         Ok(slot.0.take_own().map(Running::hand_to_resumption).is_some())
@@ -167,6 +184,10 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     class.define_method("admit", method!(guard::f6(RbJobConcurrency::admit), 5))?;
     class.define_method("running", method!(guard::f5(RbJobConcurrency::running), 4))?;
     class.define_method("release", method!(guard::f3(RbJobConcurrency::release), 2))?;
+    class.define_method(
+        "give_back",
+        method!(guard::f4(RbJobConcurrency::give_back), 3),
+    )?;
     class.define_method("keep", method!(guard::f2(RbJobConcurrency::keep), 1))?;
     class.define_method("reap", method!(guard::f2(RbJobConcurrency::reap), 1))?;
     class.define_method("due", method!(guard::f2(RbJobConcurrency::due), 1))?;
