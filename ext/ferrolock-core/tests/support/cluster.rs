@@ -4,11 +4,8 @@
 //! dropped).
 #![allow(dead_code)]
 
-#[path = "servers.rs"]
-mod servers;
-
-pub use servers::{free_port, wait_until};
-use servers::{query_url, remove_at_exit, spawn_listening, temp_dir};
+pub use crate::servers::{free_port, wait_until};
+use crate::servers::{query_url, remove_at_exit, spawn_listening, temp_dir};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;

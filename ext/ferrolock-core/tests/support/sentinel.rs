@@ -3,11 +3,8 @@
 //! killed on drop. Low `down-after-milliseconds` so a killed primary is replaced in seconds.
 #![allow(dead_code)]
 
-#[path = "servers.rs"]
-mod servers;
-
-pub use servers::wait_until;
-use servers::{query_url, spawn_listening, temp_dir};
+pub use crate::servers::wait_until;
+use crate::servers::{query_url, spawn_listening, temp_dir};
 use std::path::PathBuf;
 use std::process::{Child, Command};
 

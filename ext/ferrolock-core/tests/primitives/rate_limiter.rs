@@ -3,12 +3,10 @@
 //! interrupted wait resumes on the same slot; a refund gives a slot back only when that cannot
 //! let more than `count` through, and a repeated refund does nothing.
 
-mod support;
-
+use crate::support::{cmd, RedisServer};
 use ferrolock_core::rate_limiter::{Algorithm, Attempt, Grant, RateLimiter};
 use ferrolock_core::Interrupt;
 use std::time::{Duration, Instant};
-use support::{cmd, RedisServer};
 
 const FAR: Duration = Duration::from_secs(100);
 

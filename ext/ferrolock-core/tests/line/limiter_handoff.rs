@@ -1,9 +1,9 @@
-//! ConcurrentLimiter's direct hand-off, at the core level (as tests/handoff.rs for DistMutex): a
-//! release gives its slot to the first waiter of `<ns>:{name}:line` still waiting, in the order
-//! they queued; dead, timed-out and interrupted waiters never keep a slot past their bounds, and
-//! leave nothing in Redis without a TTL.
-mod support;
+//! ConcurrentLimiter's direct hand-off, what only slots have (handoff.rs runs what it shares with
+//! DistMutex against both): a release gives its slot to the first waiter of `<ns>:{name}:line`
+//! still waiting; dead, timed-out and interrupted waiters never keep a slot past their bounds, a
+//! limit of several slots is never exceeded, and nothing is left in Redis without a TTL.
 
+use crate::support::{cmd, grant_keys, keys_without_ttl, until, RedisServer};
 use ferrolock_core::client::int;
 use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions, LimiterStatus};
 use ferrolock_core::{Client, Error, Interrupt};
@@ -11,11 +11,10 @@ use redis::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{cmd, grant_keys, keys_without_ttl, until, RedisServer};
 
 /// The real acquire script, run by hand to queue a waiter that dies at once (nobody pops its
 /// grant, nobody gives up for it).
-const ACQUIRE_LUA: &str = include_str!("../lua/concurrent_limiter/acquire.lua");
+const ACQUIRE_LUA: &str = include_str!("../../lua/concurrent_limiter/acquire.lua");
 
 fn limiter(client: &Client, name: &str, limit: u32, lease_ms: u64) -> ConcurrentLimiter {
     let opts = LimiterOptions {
@@ -106,92 +105,6 @@ fn enqueue_and_die(client: &Client, name: &str, token: &str, lease_ms: u64, wait
 }
 
 #[test]
-fn slots_go_to_waiters_in_the_order_they_queued() {
-    let server = RedisServer::start();
-    let client = server.client("t");
-    // A 30 s lease: a waiter that missed its hand-off would wait far past the test's bounds.
-    let l = Arc::new(limiter(&client, "fifo", 2, 30_000));
-    let intr = Interrupt::new();
-    let circulating = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
-    let kept = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
-    let entered = Arc::new(Mutex::new(Vec::new()));
-    // Each waiter on a client of its own (a process each): threads of one client would wait
-    // behind the first in the process (tests/limiter_local_line.rs).
-    let waiters: Vec<_> = (0..6)
-        .map(|i| {
-            let l = limiter(&server.client("t"), "fifo", 2, 30_000);
-            let entered = entered.clone();
-            let waiter = std::thread::spawn(move || {
-                let intr = Interrupt::new();
-                let slot = l.acquire(&intr, &token(), after(20_000)).unwrap();
-                entered.lock().unwrap().push(i);
-                l.release(&intr, slot.expect("a slot within 20 s")).unwrap();
-            });
-            until_queued(&client, "fifo", i + 1);
-            waiter
-        })
-        .collect();
-    // One slot freed: it passes from waiter to waiter along the line; the other stays held, so
-    // nobody can enter out of turn through a free slot.
-    l.release(&intr, circulating).unwrap();
-    waiters.into_iter().for_each(|w| w.join().unwrap());
-    assert_eq!(*entered.lock().unwrap(), (0..6).collect::<Vec<_>>());
-    assert_eq!(
-        status(&l),
-        LimiterStatus {
-            limit: 2,
-            in_use: 1,
-            waiting: 0
-        }
-    );
-    l.release(&intr, kept).unwrap();
-    assert_eq!(status(&l).in_use, 0);
-    assert_eq!(grant_keys(&client), Value::Array(vec![]));
-    assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
-}
-
-#[test]
-fn waiters_whose_wait_ended_are_skipped() {
-    let server = RedisServer::start();
-    let client = server.client("t");
-    let l = Arc::new(limiter(&client, "dead", 1, 30_000));
-    let intr = Interrupt::new();
-    let held = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
-    // Two waiters that planned to wait 50 ms and died: first in line.
-    let dead = [token(), token()];
-    for t in &dead {
-        enqueue_and_die(&client, "dead", t, 30_000, 50);
-    }
-    let live = {
-        let l = l.clone();
-        std::thread::spawn(move || {
-            let intr = Interrupt::new();
-            let slot = l.acquire(&intr, &token(), after(20_000)).unwrap();
-            let entered = Instant::now();
-            l.release(&intr, slot.expect("a slot within 20 s")).unwrap();
-            entered
-        })
-    };
-    until_queued(&client, "dead", 3);
-    // Past the dead entries' deadlines (Redis time moves with ours).
-    std::thread::sleep(Duration::from_millis(200));
-    let released = Instant::now();
-    l.release(&intr, held).unwrap();
-    let waited = live.join().unwrap() - released;
-    // The lease is 30 s: only the hand-off, past the dead entries, explains this.
-    assert!(
-        waited < Duration::from_secs(2),
-        "the live waiter entered {waited:?} after the release"
-    );
-    for t in &dead {
-        assert_eq!(slot_of(&client, "dead", t), None, "handed to a dead waiter");
-        assert!(!exists(&client, &grant_key(&client, "dead", t)));
-    }
-    assert_eq!(line_len(&client, "dead"), 0);
-    assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
-}
-
-#[test]
 fn a_slot_handed_to_a_waiter_that_died_is_back_within_its_lease() {
     let server = RedisServer::start();
     let client = server.client("t");
@@ -248,48 +161,6 @@ fn a_waiter_that_times_out_leaves_no_entry_and_no_grant() {
     assert_eq!(status(&l).in_use, 0);
 }
 
-#[test]
-fn waiters_that_time_out_as_a_slot_is_handed_to_them_never_strand_it() {
-    let server = RedisServer::start();
-    let client = server.client("t");
-    // A 30 s lease: a slot stranded on a waiter that timed out would keep the patient waiter
-    // far beyond its 10 s timeout.
-    let l = Arc::new(limiter(&client, "race", 1, 30_000));
-    let intr = Interrupt::new();
-    for round in 0..20u64 {
-        let held = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
-        let hasty = {
-            let l = l.clone();
-            std::thread::spawn(move || {
-                let intr = Interrupt::new();
-                if let Some(slot) = l.acquire(&intr, &token(), after(20)).unwrap() {
-                    l.release(&intr, slot).unwrap();
-                }
-            })
-        };
-        until_queued(&client, "race", 1);
-        // Another process's waiter, queued in Redis behind the hasty one.
-        let patient = {
-            let l = limiter(&server.client("t"), "race", 1, 30_000);
-            std::thread::spawn(move || {
-                let intr = Interrupt::new();
-                let slot = l.acquire(&intr, &token(), after(10_000)).unwrap();
-                l.release(&intr, slot.expect("the patient waiter got a slot"))
-                    .unwrap();
-            })
-        };
-        // Release about when the hasty waiter's 20 ms run out, varying around it.
-        std::thread::sleep(Duration::from_micros(12_000 + round * 800));
-        l.release(&intr, held).unwrap();
-        hasty.join().unwrap();
-        patient.join().unwrap();
-        assert_eq!(status(&l).in_use, 0, "round {round}");
-    }
-    assert_eq!(line_len(&client, "race"), 0);
-    assert_eq!(grant_keys(&client), Value::Array(vec![]));
-    assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
-}
-
 /// A waiter cut short while waiting (as the binding's call is on an interrupt): it keeps its
 /// place for a retry with the same token.
 fn cut_short_waiter(client: &Client, l: &Arc<ConcurrentLimiter>, name: &str, token: &str) {
@@ -301,43 +172,6 @@ fn cut_short_waiter(client: &Client, l: &Arc<ConcurrentLimiter>, name: &str, tok
     until_queued(client, name, 1);
     cut.cancel();
     assert!(matches!(waiter.join().unwrap(), Err(Error::Interrupted)));
-}
-
-#[test]
-fn a_slot_granted_to_an_interrupted_waiter_is_handed_on_when_it_gives_up() {
-    let server = RedisServer::start();
-    let client = server.client("t");
-    let l = Arc::new(limiter(&client, "gone", 1, 30_000));
-    let intr = Interrupt::new();
-    let held = l.acquire(&intr, &token(), after(0)).unwrap().unwrap();
-    let gone = token();
-    cut_short_waiter(&client, &l, "gone", &gone);
-    let next = {
-        let l = l.clone();
-        std::thread::spawn(move || {
-            let intr = Interrupt::new();
-            let slot = l.acquire(&intr, &token(), after(20_000)).unwrap();
-            let entered = Instant::now();
-            l.release(&intr, slot.expect("a slot within 20 s")).unwrap();
-            entered
-        })
-    };
-    until_queued(&client, "gone", 2);
-    // The release hands the slot to the waiter that was cut short: its grant is in flight.
-    l.release(&intr, held).unwrap();
-    assert!(slot_of(&client, "gone", &gone).is_some());
-    // Giving up for good passes it on to the next in line (30 s lease: not by expiry).
-    let gave_up = Instant::now();
-    l.abandon(&gone);
-    let waited = next.join().unwrap() - gave_up;
-    assert!(
-        waited < Duration::from_secs(2),
-        "the next waiter entered {waited:?} after the give-up"
-    );
-    assert_eq!(slot_of(&client, "gone", &gone), None);
-    assert!(!exists(&client, &grant_key(&client, "gone", &gone)));
-    assert_eq!(status(&l).in_use, 0);
-    assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
 }
 
 #[test]

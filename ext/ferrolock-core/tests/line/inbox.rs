@@ -1,9 +1,9 @@
-//! The grant inbox (src/inbox.rs): a release tells a waiter of another process its grant by
+//! The grant inbox (src/line/inbox.rs, subscription.rs): a release tells a waiter of another process its grant by
 //! PUBLISHing to that process's inbox, with no key to pop or expire; a grant lost while the
 //! inbox was not listening costs an attempt, not a lock TTL; a server that refuses channels,
 //! and a waiter of an older version, get grant lists.
-mod support;
 
+use crate::support::{cmd, contend, contend_once, until, RedisServer};
 use ferrolock_core::client::int;
 use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions};
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
@@ -11,7 +11,6 @@ use ferrolock_core::{Client, ClientOptions, Interrupt};
 use redis::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{cmd, contend, contend_once, until, RedisServer};
 
 fn options() -> DistMutexOptions {
     DistMutexOptions {
@@ -174,7 +173,11 @@ fn a_grant_published_while_the_inbox_was_not_listening_is_found_once_it_listens_
         .query(&mut admin)
         .unwrap();
     std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(support::inboxes(&a, "t"), 0, "the inbox subscribed again");
+    assert_eq!(
+        crate::support::inboxes(&a, "t"),
+        0,
+        "the inbox subscribed again"
+    );
     // The release hands over and publishes to nobody (its connection is pooled already).
     m.unlock(&intr, held).unwrap();
     let holder = cmd(&a, &["GET", "t:{lost}:lock"]);
@@ -278,7 +281,7 @@ fn a_first_contended_wait_pops_a_grant_list_and_starts_the_inbox() {
     let intr = Interrupt::new();
     let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
     assert_eq!(
-        support::inboxes(&a, "t"),
+        crate::support::inboxes(&a, "t"),
         0,
         "an uncontended process never subscribes"
     );
@@ -289,7 +292,7 @@ fn a_first_contended_wait_pops_a_grant_list_and_starts_the_inbox() {
     let entry = line(&a, "t:{first}:waiters").remove(0);
     assert!(!entry.contains("|@"), "{entry}");
     until("the waiter's inbox listens", || {
-        support::inboxes(&a, "t") == 1
+        crate::support::inboxes(&a, "t") == 1
     });
     m.unlock(&intr, held).unwrap();
     let waited = b.join().unwrap();
@@ -328,5 +331,7 @@ fn a_process_whose_waiters_are_all_queued_by_its_own_releases_starts_its_inbox()
     t1.join().unwrap();
     t2.join().unwrap();
     // That release started the inbox: the process is contended, its next waiters use it.
-    until("the inbox listens", || support::inboxes(&a, "t") == 1);
+    until("the inbox listens", || {
+        crate::support::inboxes(&a, "t") == 1
+    });
 }

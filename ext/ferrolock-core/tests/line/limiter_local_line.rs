@@ -1,9 +1,9 @@
-//! One waiter per process per name for ConcurrentLimiter (src/local_line.rs, shared with
-//! DistMutex): threads of one client waiting for the same limiter keep one entry in the Redis
-//! line; the others wait in the process, in the order they came, and the next release of any of
-//! the process's holders queues the next of them. A client stands for a process here.
-mod support;
+//! One waiter per process per name for ConcurrentLimiter (src/line/local.rs), what several slots
+//! add to local_line.rs (run against both primitives): the next release of any of the process's
+//! holders queues its next local waiter, a slot freed elsewhere reaches local waiters, and the
+//! limit holds under many threads. A client stands for a process here.
 
+use crate::support::{cmd, grant_keys, keys_without_ttl, spawn_gated, until, Gated, RedisServer};
 use ferrolock_core::client::int;
 use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions};
 use ferrolock_core::{Client, Error, Interrupt};
@@ -11,7 +11,6 @@ use redis::Value;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{cmd, grant_keys, keys_without_ttl, spawn_gated, until, Gated, RedisServer};
 
 /// A 30 s lease everywhere but where said: a waiter entering within seconds was handed over.
 fn limiter(client: &Client, name: &str, limit: u32) -> Arc<ConcurrentLimiter> {
@@ -43,28 +42,6 @@ fn in_use(l: &ConcurrentLimiter) -> u32 {
     l.status(&Interrupt::new()).unwrap().in_use
 }
 
-/// Calls of every command since the last CONFIG RESETSTAT, but the test's own probes.
-fn commands_since_reset(client: &Client) -> Vec<(String, i64)> {
-    let stats = match cmd(client, &["INFO", "commandstats"]) {
-        Value::BulkString(b) => String::from_utf8(b).unwrap(),
-        other => panic!("INFO: {other:?}"),
-    };
-    stats
-        .lines()
-        .filter_map(|l| l.strip_prefix("cmdstat_"))
-        .map(|l| {
-            let (name, rest) = l.split_once(':').unwrap();
-            (
-                name.to_string(),
-                rest.split(['=', ',']).nth(1).unwrap().parse().unwrap(),
-            )
-        })
-        .filter(|(name, _)| {
-            !["info", "llen"].contains(&name.as_str()) && !name.starts_with("config")
-        })
-        .collect()
-}
-
 /// A thread that takes a slot (waiting up to 20 s), says so with its id, and releases when told.
 fn gated(
     l: &Arc<ConcurrentLimiter>,
@@ -81,97 +58,6 @@ fn gated(
         gate.wait_go();
         l.release(&intr, slot)
     })
-}
-
-/// A thread that takes a slot and gives it back at once, recording its id.
-fn passer(
-    l: &Arc<ConcurrentLimiter>,
-    id: usize,
-    log: &Arc<Mutex<Vec<usize>>>,
-) -> std::thread::JoinHandle<()> {
-    let (l, log) = (l.clone(), log.clone());
-    std::thread::spawn(move || {
-        let intr = Interrupt::new();
-        let slot = l.acquire(&intr, &token(), after(20_000)).unwrap();
-        log.lock().unwrap().push(id);
-        l.release(&intr, slot.expect("a slot within 20 s")).unwrap();
-    })
-}
-
-#[test]
-fn threads_of_one_process_keep_one_entry_send_nothing_while_waiting_and_enter_in_order() {
-    let server = RedisServer::start();
-    let holder_client = server.client("t");
-    // One slot: with more, slots granted at once are entered in any order.
-    let holder = limiter(&holder_client, "one", 1);
-    let intr = Interrupt::new();
-    let held = holder.acquire(&intr, &token(), after(0)).unwrap().unwrap();
-    let l = limiter(&server.client("t"), "one", 1);
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let mut threads = vec![passer(&l, 0, &log)];
-    until("the first waiter queued in Redis", || {
-        queued(&holder_client, "one") == 1
-    });
-    for i in 1..6 {
-        threads.push(passer(&l, i, &log));
-        until("the waiter waits locally", || l.local_waiters() == i);
-    }
-    assert_eq!(
-        queued(&holder_client, "one"),
-        1,
-        "one entry for the whole process"
-    );
-    // The waiting threads send nothing: the one in Redis blocks on its grant (a 30 s lease: its
-    // turn outlasts this pause), the others on a condition variable.
-    cmd(&holder_client, &["CONFIG", "RESETSTAT"]);
-    std::thread::sleep(Duration::from_millis(1500));
-    let sent = commands_since_reset(&holder_client);
-    assert!(
-        sent.iter().all(|(_, n)| *n == 0),
-        "commands while waiting: {sent:?}"
-    );
-    holder.release(&intr, held).unwrap();
-    threads.into_iter().for_each(|t| t.join().unwrap());
-    assert_eq!(*log.lock().unwrap(), (0..6).collect::<Vec<_>>());
-    assert_eq!(in_use(&l), 0);
-    assert_eq!(queued(&holder_client, "one"), 0);
-    assert_eq!(l.local_waiters(), 0);
-    assert_eq!(grant_keys(&holder_client), Value::Array(vec![]));
-    assert_eq!(keys_without_ttl(&holder_client), Vec::<String>::new());
-}
-
-#[test]
-fn redis_sees_one_entry_per_process_and_processes_take_turns() {
-    let server = RedisServer::start();
-    let holder_client = server.client("t");
-    let holder = limiter(&holder_client, "turns", 1);
-    let intr = Interrupt::new();
-    let held = holder.acquire(&intr, &token(), after(0)).unwrap().unwrap();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let processes: Vec<_> = (0..3)
-        .map(|_| limiter(&server.client("t"), "turns", 1))
-        .collect();
-    let mut threads = Vec::new();
-    // Process p's thread t has id 10 * p + t; the first thread of each queues in Redis.
-    for t in 0..3 {
-        for (p, l) in processes.iter().enumerate() {
-            threads.push(passer(l, 10 * p + t, &log));
-            if t == 0 {
-                until("queued in Redis", || {
-                    queued(&holder_client, "turns") == p as i64 + 1
-                });
-            } else {
-                until("waits locally", || l.local_waiters() == t);
-            }
-        }
-    }
-    assert_eq!(queued(&holder_client, "turns"), 3, "one entry per process");
-    holder.release(&intr, held).unwrap();
-    threads.into_iter().for_each(|t| t.join().unwrap());
-    // Each process's next thread joins the tail of the line when the one before it leaves.
-    assert_eq!(*log.lock().unwrap(), vec![0, 10, 20, 1, 11, 21, 2, 12, 22]);
-    assert_eq!(queued(&holder_client, "turns"), 0);
-    assert_eq!(in_use(&holder), 0);
 }
 
 #[test]
@@ -248,63 +134,6 @@ fn a_release_that_lost_its_slot_queues_nobody_and_hands_nothing_over() {
     assert_eq!(queued(&a, "lost"), 0);
     assert_eq!(grant_keys(&a), Value::Array(vec![]));
     assert_eq!(keys_without_ttl(&a), Vec::<String>::new());
-}
-
-#[test]
-fn local_waiters_that_time_out_or_are_interrupted_leave_nothing_stuck() {
-    let server = RedisServer::start();
-    let client = server.client("t");
-    let other = limiter(&server.client("t"), "leave", 1);
-    let l = limiter(&client, "leave", 1);
-    let intr = Interrupt::new();
-    // Held by another process: a holder of this one would pass the local waiters on itself.
-    let held = other.acquire(&intr, &token(), after(0)).unwrap().unwrap();
-    let log = Arc::new(Mutex::new(Vec::new()));
-    let first = passer(&l, 0, &log);
-    until("the first waiter queued in Redis", || {
-        queued(&client, "leave") == 1
-    });
-    let hasty = {
-        let l = l.clone();
-        std::thread::spawn(move || {
-            let started = Instant::now();
-            let outcome = l.acquire(&Interrupt::new(), &token(), after(300)).unwrap();
-            (outcome.is_none(), started.elapsed())
-        })
-    };
-    until("the hasty waiter waits locally", || l.local_waiters() == 1);
-    let cut = Arc::new(Interrupt::new());
-    let interrupted = {
-        let (l, cut) = (l.clone(), cut.clone());
-        std::thread::spawn(move || {
-            matches!(
-                l.acquire(&cut, &token(), after(20_000)),
-                Err(Error::Interrupted)
-            )
-        })
-    };
-    until("the interrupted waiter waits locally", || {
-        l.local_waiters() == 2
-    });
-    let last = passer(&l, 3, &log);
-    until("the last waiter waits locally", || l.local_waiters() == 3);
-    let (timed_out, took) = hasty.join().unwrap();
-    assert!(timed_out);
-    assert!(took >= Duration::from_millis(290), "ended early: {took:?}");
-    // On time while the slot is still held (a 30 s lease): generous for a loaded machine.
-    assert!(took < Duration::from_secs(5), "timed out after {took:?}");
-    cut.cancel();
-    assert!(interrupted.join().unwrap());
-    assert_eq!(l.local_waiters(), 1);
-    assert_eq!(queued(&client, "leave"), 1, "only the first waiter's entry");
-    other.release(&intr, held).unwrap();
-    first.join().unwrap();
-    last.join().unwrap();
-    assert_eq!(*log.lock().unwrap(), vec![0, 3]);
-    assert_eq!(in_use(&l), 0);
-    assert_eq!(queued(&client, "leave"), 0);
-    assert_eq!(grant_keys(&client), Value::Array(vec![]));
-    assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
 }
 
 #[test]
@@ -424,7 +253,7 @@ fn many_threads_in_three_processes_never_exceed_the_limit_and_all_finish() {
     stress(0);
 }
 
-/// The same with the cohort hand-off (tests/limiter_cohort.rs): slots also move between a
+/// The same with the cohort hand-off (cohort.rs): slots also move between a
 /// process's threads without Redis.
 #[test]
 fn many_threads_passing_slots_never_exceed_the_limit_and_all_finish() {

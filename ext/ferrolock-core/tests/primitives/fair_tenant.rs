@@ -1,11 +1,9 @@
-mod support;
-
+use crate::support::{cmd, RedisServer};
 use ferrolock_core::client::int;
 use ferrolock_core::fair_tenant::{check, key, Enqueue, Mode, Rule, Rules};
 use ferrolock_core::{Client, Error, Interrupt};
 use std::sync::Arc;
 use std::time::Duration;
-use support::{cmd, RedisServer};
 
 fn rules(list: &[(u64, u64)]) -> Rules {
     let list: Vec<Rule> = list

@@ -1,11 +1,9 @@
-mod support;
-
+use crate::support::{cmd, RedisServer};
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::{Error, Interrupt};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{cmd, RedisServer};
 
 fn opts(expire: Option<u64>, auto_release: bool, lease_ms: u64) -> DistMutexOptions {
     DistMutexOptions {

@@ -1,7 +1,7 @@
 //! A Sentinel-managed primary: the client finds it through the sentinels (authenticating to
 //! them and to the data servers), and follows it through `SENTINEL FAILOVER` and a kill -9.
 
-#[path = "support/sentinel.rs"]
+#[path = "../support/sentinel.rs"]
 mod sentinel_support;
 
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};

@@ -1,14 +1,13 @@
 //! What a DistMutex section costs Redis: every command it runs, those inside scripts included
 //! (INFO commandstats on a server of its own). Pins the counts of issue 16 so a change that
 //! adds work to the hot paths shows up here. A client stands for a process. Hand-offs through
-//! Redis are measured with `local_passes: 0` (a local pass, tests/cohort.rs, costs none).
-mod support;
+//! Redis are measured with `local_passes: 0` (a local pass, tests/line/cohort.rs, costs none).
 
+use crate::support::{cmd, commands_run, contend_once, spawn_gated, until, Gated, RedisServer};
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::{Client, Interrupt};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{cmd, commands_run, contend_once, spawn_gated, until, Gated, RedisServer};
 
 /// Every hand-off through Redis: no cohort passes.
 fn through_redis() -> DistMutexOptions {

@@ -1,10 +1,8 @@
-mod support;
-
+use crate::support::{cmd, RedisServer};
 use ferrolock_core::client::int;
 use ferrolock_core::{lua_script, script::ScriptCall, Client, ClientOptions, Error, Interrupt};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{cmd, RedisServer};
 
 lua_script!(ECHO_KEY = "lease/renew_key");
 

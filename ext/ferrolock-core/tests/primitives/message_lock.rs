@@ -1,14 +1,12 @@
 //! MessageLock against a real redis-server (one per test).
 
-mod support;
-
+use crate::support::{cmd, RedisServer};
 use ferrolock_core::message_lock::{Begin, Finish, MessageLock, MessageLockOptions, Running};
 use ferrolock_core::{Client, Error, Interrupt};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{cmd, RedisServer};
 
 /// A throwaway redis-server for one test (killed when dropped) and a client on it.
 fn server() -> (RedisServer, Client) {

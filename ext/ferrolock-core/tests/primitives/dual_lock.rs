@@ -1,11 +1,9 @@
-mod support;
-
+use crate::support::{cmd, RedisServer};
 use ferrolock_core::dual_lock::{DualLock, DualLockOptions, Stage};
 use ferrolock_core::{Client, Error, Interrupt};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{cmd, RedisServer};
 
 fn lock(client: &Client, key: &str, wait_ms: u64, exec_ms: u64) -> DualLock {
     let opts = DualLockOptions {

@@ -1,15 +1,15 @@
-//! One waiter per process per name (src/local_line.rs): threads of one client waiting for the
-//! same DistMutex name keep one entry in the Redis line; the others wait in the process, in the
-//! order they came, and a release queues the next of them. A client stands for a process here.
-mod support;
+//! One waiter per process per name (src/line/local.rs), what DistMutex adds to local_line.rs (run
+//! against both primitives): the waiter in Redis interrupted passes its turn on, fencing tokens
+//! grow through it all, and a release that lost the lock hands nothing over. A client stands for
+//! a process here.
 
+use crate::support::{cmd, until, RedisServer};
 use ferrolock_core::client::int;
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::{Client, Error, Interrupt};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{cmd, until, RedisServer};
 
 fn lease(ms: u64) -> DistMutexOptions {
     DistMutexOptions {
@@ -18,7 +18,7 @@ fn lease(ms: u64) -> DistMutexOptions {
     }
 }
 
-/// `lease` with every hand-off through Redis (no cohort passes, tests/cohort.rs).
+/// `lease` with every hand-off through Redis (no cohort passes, cohort.rs).
 fn through_redis(ms: u64) -> DistMutexOptions {
     DistMutexOptions {
         local_passes: 0,
@@ -43,136 +43,6 @@ fn waiter(
         entered.lock().unwrap().push((id, held.fencing_token()));
         m.unlock(&intr, held).unwrap();
     })
-}
-
-#[test]
-fn threads_of_one_process_keep_one_entry_in_redis_and_enter_in_the_order_they_came() {
-    let server = RedisServer::start();
-    let client = server.client("t");
-    let m = Arc::new(DistMutex::new(&client, "fifo", lease(30_000)).unwrap());
-    let intr = Interrupt::new();
-    let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
-    let first_fence = held.fencing_token();
-    let entered = Arc::new(Mutex::new(Vec::new()));
-    let mut threads = vec![waiter(&m, 0, &entered)];
-    until("the first waiter queued in Redis", || {
-        queued(&client, "fifo") == 1
-    });
-    for i in 1..6 {
-        threads.push(waiter(&m, i, &entered));
-        until("the waiter waits locally", || m.local_waiters() == i);
-    }
-    assert_eq!(
-        queued(&client, "fifo"),
-        1,
-        "one entry for the whole process"
-    );
-    m.unlock(&intr, held).unwrap();
-    threads.into_iter().for_each(|t| t.join().unwrap());
-    let entered = entered.lock().unwrap().clone();
-    let order: Vec<usize> = entered.iter().map(|(i, _)| *i).collect();
-    assert_eq!(order, (0..6).collect::<Vec<_>>());
-    let mut last = first_fence;
-    for (_, fence) in entered {
-        assert!(fence > last, "fencing token {fence} after {last}");
-        last = fence;
-    }
-    assert!(!m.is_locked(&intr).unwrap());
-    assert_eq!(queued(&client, "fifo"), 0);
-    assert_eq!(m.local_waiters(), 0);
-}
-
-#[test]
-fn redis_sees_one_entry_per_process_and_processes_take_turns() {
-    let server = RedisServer::start();
-    let holder_client = server.client("t");
-    let holder = DistMutex::new(&holder_client, "turns", lease(30_000)).unwrap();
-    let intr = Interrupt::new();
-    let held = holder.lock(&intr, &DistMutex::new_token(), None).unwrap();
-    let entered = Arc::new(Mutex::new(Vec::new()));
-    let processes: Vec<Arc<DistMutex>> = (0..3)
-        .map(|_| {
-            Arc::new(DistMutex::new(&server.client("t"), "turns", through_redis(30_000)).unwrap())
-        })
-        .collect();
-    let mut threads = Vec::new();
-    // Process p's thread t has id 10 * p + t; the first thread of each queues in Redis.
-    for t in 0..3 {
-        for (p, m) in processes.iter().enumerate() {
-            threads.push(waiter(m, 10 * p + t, &entered));
-            if t == 0 {
-                until("queued in Redis", || {
-                    queued(&holder_client, "turns") == p as i64 + 1
-                });
-            } else {
-                until("waits locally", || m.local_waiters() == t);
-            }
-        }
-    }
-    let line = cmd(&holder_client, &["LRANGE", "t:{turns}:waiters", "0", "-1"]);
-    let redis::Value::Array(line) = line else {
-        panic!("LRANGE: {line:?}")
-    };
-    assert_eq!(line.len(), 3, "one entry per process: {line:?}");
-    holder.unlock(&intr, held).unwrap();
-    threads.into_iter().for_each(|t| t.join().unwrap());
-    let order: Vec<usize> = entered.lock().unwrap().iter().map(|(i, _)| *i).collect();
-    // Each process's next thread joins the tail of the line when the one before it leaves.
-    assert_eq!(order, vec![0, 10, 20, 1, 11, 21, 2, 12, 22]);
-    assert_eq!(queued(&holder_client, "turns"), 0);
-}
-
-#[test]
-fn a_local_waiter_that_times_out_or_is_interrupted_leaves_nothing_stuck() {
-    let server = RedisServer::start();
-    let client = server.client("t");
-    let m = Arc::new(DistMutex::new(&client, "leave", lease(30_000)).unwrap());
-    let intr = Interrupt::new();
-    let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
-    let entered = Arc::new(Mutex::new(Vec::new()));
-    let first = waiter(&m, 0, &entered);
-    until("the first waiter queued in Redis", || {
-        queued(&client, "leave") == 1
-    });
-    let hasty = {
-        let m = m.clone();
-        std::thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_millis(200);
-            let started = Instant::now();
-            let outcome = m.lock(&Interrupt::new(), &DistMutex::new_token(), Some(deadline));
-            (matches!(outcome, Err(Error::Timeout(_))), started.elapsed())
-        })
-    };
-    until("the hasty waiter waits locally", || m.local_waiters() == 1);
-    let cut = Arc::new(Interrupt::new());
-    let interrupted = {
-        let (m, cut) = (m.clone(), cut.clone());
-        std::thread::spawn(move || {
-            matches!(
-                m.lock(&cut, &DistMutex::new_token(), None),
-                Err(Error::Interrupted)
-            )
-        })
-    };
-    until("the interrupted waiter waits locally", || {
-        m.local_waiters() == 2
-    });
-    let last = waiter(&m, 3, &entered);
-    until("the last waiter waits locally", || m.local_waiters() == 3);
-    let (timed_out, took) = hasty.join().unwrap();
-    assert!(timed_out);
-    // On time while the lock is still held (a 30 s lease): generous for a loaded machine.
-    assert!(took < Duration::from_secs(5), "timed out after {took:?}");
-    cut.cancel();
-    assert!(interrupted.join().unwrap());
-    assert_eq!(m.local_waiters(), 1);
-    m.unlock(&intr, held).unwrap();
-    first.join().unwrap();
-    last.join().unwrap();
-    let order: Vec<usize> = entered.lock().unwrap().iter().map(|(i, _)| *i).collect();
-    assert_eq!(order, vec![0, 3]);
-    assert!(!m.is_locked(&intr).unwrap());
-    assert_eq!(queued(&client, "leave"), 0);
 }
 
 #[test]

@@ -1,13 +1,12 @@
 //! What a ConcurrentLimiter block costs Redis: every command it runs, those inside scripts
 //! included (INFO commandstats on a server of its own). Pins the counts so a change that adds
 //! work to the hot paths (such as storing the limit for the operators' view) shows up here.
-mod support;
 
+use crate::support::{calls, cmd, contend_once, spawn_gated, until, Gated, RedisServer};
 use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions};
 use ferrolock_core::{Client, Interrupt};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{calls, cmd, contend_once, spawn_gated, until, Gated, RedisServer};
 
 /// Every command run since the last reset, but those named in `except`.
 fn commands_run(client: &Client, except: &[&str]) -> i64 {

@@ -1,14 +1,13 @@
 //! A background release (after a call cut short) also catches a grant that Redis executes after
 //! it: a cancelled call may already have sent its bytes, which Redis still runs. And this
 //! process's try_lock does not run ahead of it.
-mod support;
 
+use crate::support::{cmd, until, RedisServer};
 use ferrolock_core::client::int;
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::Interrupt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{cmd, until, RedisServer};
 
 #[test]
 fn abandon_also_releases_a_grant_that_lands_after_the_first_cleanup() {

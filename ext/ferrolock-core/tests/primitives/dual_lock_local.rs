@@ -2,13 +2,12 @@
 //! process (client) waits for a key, the process's other duplicates are skipped without any Redis
 //! command; every other case goes to Redis as before. Commands are counted with INFO
 //! commandstats on a server of each test's own. A client stands for a process here.
-mod support;
 
+use crate::support::{cmd, until, RedisServer};
 use ferrolock_core::dual_lock::{DualLock, DualLockOptions, Stage, Ticket};
 use ferrolock_core::{Client, Error, Interrupt};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{cmd, until, RedisServer};
 
 fn lock(client: &Client, key: &str, wait_ms: u64) -> Arc<DualLock> {
     let opts = DualLockOptions {

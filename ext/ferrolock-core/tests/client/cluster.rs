@@ -2,7 +2,7 @@
 //! CLIENT UNBLOCK on the owning node, batched renewals per node, a slot migrated live, and a
 //! master killed and replaced by its replica.
 
-#[path = "support/cluster.rs"]
+#[path = "../support/cluster.rs"]
 mod cluster_support;
 
 use cluster_support::{query, wait_until, TestCluster, NODE_TIMEOUT_MS};

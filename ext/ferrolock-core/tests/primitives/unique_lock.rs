@@ -1,12 +1,10 @@
 //! UniqueLock (Sidekiq uniqueness) against a real redis-server (one per test).
 
-mod support;
-
+use crate::support::{cmd, RedisServer};
 use ferrolock_core::unique_lock::UniqueLock;
 use ferrolock_core::{Client, Error, Interrupt};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
-use support::{cmd, RedisServer};
 
 const MINUTE: Duration = Duration::from_secs(60);
 

@@ -1,13 +1,11 @@
 //! Fencing tokens stay strictly increasing per name, also after an idle name's keys expired
 //! (the counter has a TTL so Redis is left clean; Redis time takes over once it is gone).
 
-mod support;
-
+use crate::support::{cmd, RedisServer};
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::Interrupt;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::{cmd, RedisServer};
 
 fn short(expire: Option<u64>, auto_release: bool) -> DistMutexOptions {
     DistMutexOptions {

@@ -1,11 +1,9 @@
-mod support;
-
+use crate::support::{cmd, RedisServer};
 use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions, LimiterStatus};
 use ferrolock_core::{Client, ClientOptions, Error, Interrupt};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{cmd, RedisServer};
 
 fn limiter(client: &Client, name: &str, limit: u32, lease_ms: u64) -> ConcurrentLimiter {
     let opts = LimiterOptions {
