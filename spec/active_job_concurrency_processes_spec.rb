@@ -12,6 +12,9 @@ RSpec.describe "ActiveJob limits_concurrency in Sidekiq processes", time_limit: 
   let(:app) { "spec/fixtures/concurrency_app.rb" }
   let(:redis) { FerrolockTest.redis_server.redis }
 
+  # No timer of this process outlives the examples (the suite's Redis goes after them).
+  after(:all) { Ferrolock::ActiveJob::Slots.reset! }
+
   around do |example|
     url = FerrolockTest.redis_server.url
     Sidekiq.configure_client { |c| c.redis = { url: url } }
@@ -33,9 +36,10 @@ RSpec.describe "ActiveJob limits_concurrency in Sidekiq processes", time_limit: 
 
   def sidekiq(**options) = FerrolockTest::SidekiqProcess.new(app, queues: %w[default], **options)
 
-  # Starts the processes side by side (boots overlap); stops them all after the block.
+  # Starts the processes side by side (their boots overlap, so each takes jobs from the first); stops them
+  # all after the block.
   def with_processes(*processes)
-    processes.each { |process| process.start(boot_timeout: 40) }
+    processes.map { |process| Thread.new { process.start(boot_timeout: 40) } }.each(&:join)
     yield(*processes)
   ensure
     processes.each(&:stop)

@@ -14,6 +14,9 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
   let(:redis) { FerrolockTest.redis_server.redis }
   let(:log) { StringIO.new }
 
+  # No timer of this process outlives the examples (the suite's Redis goes after them).
+  after(:all) { Ferrolock::ActiveJob::Slots.reset! }
+
   around do |example|
     previous = [ActiveJob::Base.logger, Ferrolock.config.logger]
     ActiveJob::Base.logger = Logger.new(nil)
@@ -71,9 +74,9 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     fences = runs.select { |account, _, _| account == "a" }.map(&:last)
     expect(fences).to all(be_a(Integer))
     expect(fences).to eq(fences.sort.uniq)
-    # Idle: nothing held, and every key left expires.
-    expect(redis.keys("*ferrolock:{concurrency:LcFifoJob/a}:slots")).to be_empty
-    redis.keys("*").each { |key| expect(redis.pttl(key)).to be_positive, key }
+    # Idle: nothing held, blocked or pending; only the fencing counters are left, and they expire.
+    expect(redis.keys("*").sort).to eq(%w[a b].map { |account| "ferrolock:{concurrency:LcFifoJob/#{account}}:fence" })
+    redis.keys("*").each { |key| expect(redis.pttl(key)).to be_between(1, 1_800_000), key }
   end
 
   it "groups classes under one limit and keys a record by its GlobalID" do
@@ -257,6 +260,23 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     end
     klass.perform_later(0)
     expect(ran).to eq([0, 10])
+  end
+
+  it "runs on a Redis Cluster: each key's slots, line and payloads in one hash slot, the index in its own" do
+    require_relative "support/redis_cluster"
+    cluster = FerrolockTest::RedisCluster.shared
+    cluster.flushall
+    Ferrolock.configure { |c| c.redis_cluster = cluster.urls }
+    klass = recording("LcClusterJob", to: 1, key: ->(account, _n) { account }, duration: 0.5)
+    %w[a b c].each { |account| 3.times { |n| klass.perform_later(account, n) } }
+    queue(klass).shift # the holder of "a" dies: the timer promotes "a"'s next job when its lease runs out
+    wait_until(timeout: 5, interval: 0.02, what: "a's next job promoted") do
+      queue(klass).any? { |job| job["arguments"] == ["a", 1] }
+    end
+    work_off(klass)
+    expect(ran.map { |account, n, _| [account, n] }.sort).to eq(%w[a b c].product([0, 1, 2]) - [["a", 0]])
+  ensure
+    Ferrolock.configure { |c| c.redis_cluster = nil }
   end
 
   describe "bad options" do

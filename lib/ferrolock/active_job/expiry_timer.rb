@@ -51,6 +51,16 @@ module Ferrolock
         @pid == Process.pid && @thread&.alive?
       end
 
+      # Ends the thread (its visit, if one runs, is cut short: the claim covers it).
+      def stop
+        thread = @thread
+        return unless thread && @pid == Process.pid
+
+        thread.kill
+        thread.join(1)
+        nil
+      end
+
       private
 
       def run
@@ -65,14 +75,14 @@ module Ferrolock
         interval = self.class.interval
         keys, next_in = @slots.due(RECHECK)
         keys.each { |key| @slots.reap(key) }
-        @failing = false
+        @failures = 0
         return 0 if keys.size >= 100 # more may be due
 
         next_in ? next_in.clamp(0.001, interval) : interval
       rescue Ferrolock::Error => e
-        # Once per outage, not once per wake-up.
-        Ferrolock.logger.warn("ferrolock: limits_concurrency timer: #{e.class}: #{e.message}") unless @failing
-        @failing = true
+        # Once per outage (its second failed visit: a server stopped as the process ends says nothing).
+        @failures = @failures.to_i + 1
+        Ferrolock.logger.warn("ferrolock: limits_concurrency timer: #{e.class}: #{e.message}") if @failures == 2
         interval
       end
     end

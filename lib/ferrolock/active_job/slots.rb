@@ -28,6 +28,14 @@ module Ferrolock
         @current.equal?(slots)
       end
 
+      # Stops the timer and forgets the Slots in use (a test suite's teardown, before its Redis
+      # goes); the next job makes a new one.
+      def self.reset!
+        current = LOCK.synchronize { @current.tap { @current = nil } }
+        current&.timer&.stop
+        nil
+      end
+
       attr_reader :client, :native, :timer
 
       def initialize(client)
@@ -38,13 +46,14 @@ module Ferrolock
 
       # [outcome, fencing token, blocked count]; promoted jobs are enqueued before it returns.
       def admit(job, policy, key, at_perform:)
-        @timer.ensure_started
         limit = policy.limit_for(job)
         outcome, fence, blocked, promoted = @native.admit(
           key, job.job_id, JSON.generate(job.serialize), at_perform,
           # A job already running is parked whatever max_blocked says: it is never dropped.
           [limit, policy.duration, policy.on_conflict.to_s, at_perform ? 0 : policy.max_blocked.to_i]
         )
+        # Once Redis answered: a process that cannot reach it has no timer polling in vain.
+        @timer.ensure_started
         Promotion.enqueue(promoted, self, key)
         [outcome, fence, blocked]
       end

@@ -111,8 +111,12 @@ end
 
 local function hold()
   if at_perform then
-    -- Started: a promoted job's payload is no longer needed to bring it back.
+    -- Started: a promoted job's payload is no longer needed to bring it back; with nobody
+    -- waiting and no other promoted job pending, only the limit is left, which nobody needs.
     redis.call('HDEL', KEYS[3], job_id)
+    if redis.call('HLEN', KEYS[3]) == 1 and redis.call('EXISTS', KEYS[2]) == 0 then
+      redis.call('DEL', KEYS[3])
+    end
     redis.call('ZADD', KEYS[1], now + lease, job_id)
     cover(lease)
     return reply('held', issue())
