@@ -115,6 +115,23 @@ RSpec.describe "ActiveJob limits_concurrency in Sidekiq processes", time_limit: 
     expect(logs(processes)).to include("was lost before the job ended")
   end
 
+  it "forced shutdown (TERM past Sidekiq's timeout): the job cut short gives its slot back, runs again within to:" do
+    stopping = sidekiq(concurrency: 1, shutdown_timeout: 1)
+    with_processes(stopping) do
+      LcShutdownJob.perform_later(0, 30)
+      wait_until(timeout: 20, interval: 0.02, what: "the first job running") { redis.llen("lc:started") == 1 }
+      2.times { |num| LcShutdownJob.perform_later(num + 1, 0) }
+    end
+    # Sidekiq requeued the running job and raised into it: its release promoted the next one meanwhile.
+    expect(stopping.log).to include("Pushed 1 jobs back to Redis").or include("Pushed 1 jobs back")
+    with_processes(sidekiq(concurrency: 3)) do
+      wait_until(timeout: 20, interval: 0.05, what: "every job done") { redis.llen("lc:done") == 3 }
+    end
+    expect(entries("lc:done").map { |e| e[1] }).to contain_exactly(0, 1, 2)
+    expect(Integer(redis.get("lc:max:shutdown"))).to eq(1)
+    expect(redis.llen("ferrolock:{concurrency:LcShutdownJob/shutdown}:blocked")).to eq(0)
+  end
+
   it "kill -9 of a whole process: its blocked jobs are not lost and run once the holder's lease runs out" do
     env = { "LC_DURATION" => "2" }
     victim = sidekiq(concurrency: 2, env: env)
