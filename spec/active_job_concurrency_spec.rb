@@ -60,6 +60,8 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
   end
 
   it "parks the jobs over the limit in Redis and enqueues them FIFO as slots free, one fencing token each" do
+    events = []
+    subscription = Ferrolock.subscribe(:blocked, :promoted) { |event, payload| events << [event, payload[:job_id]] }
     klass = recording("LcFifoJob", to: 1, key: ->(account, _n) { account })
     jobs = Array.new(4) { |n| klass.perform_later("a", n) } << klass.perform_later("b", 9)
 
@@ -71,12 +73,16 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     work_off(klass)
     runs = ran
     expect(runs.map { |account, n, _| [account, n] }).to eq([["a", 0], ["b", 9], ["a", 1], ["a", 2], ["a", 3]])
+    blocked = jobs[1, 3].map(&:job_id)
+    expect(events).to eq(blocked.map { |id| [:blocked, id] } + blocked.map { |id| [:promoted, id] })
     fences = runs.select { |account, _, _| account == "a" }.map(&:last)
     expect(fences).to all(be_a(Integer))
     expect(fences).to eq(fences.sort.uniq)
     # Idle: nothing held, blocked or pending; only the fencing counters are left, and they expire.
     expect(redis.keys("*").sort).to eq(%w[a b].map { |account| "ferrolock:{concurrency:LcFifoJob/#{account}}:fence" })
     redis.keys("*").each { |key| expect(redis.pttl(key)).to be_between(1, 1_800_000), key }
+  ensure
+    Ferrolock.unsubscribe(subscription) if subscription
   end
 
   it "groups classes under one limit and keys a record by its GlobalID" do
@@ -99,6 +105,19 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     work_off(klass)
     expect(ran.map { |_, n, _| n }).to eq([0])
     expect(log.string).to include("on_conflict: :discard")
+  end
+
+  it "emits :discarded with the reason" do
+    events = []
+    subscription = Ferrolock.subscribe(:discarded) { |_, payload| events << payload }
+    klass = recording("LcDiscardEventJob", to: 1, key: ->(account, _n) { account }, on_conflict: :discard)
+    klass.perform_later("a", 0)
+    second = klass.perform_later("a", 1) || nil
+    expect(second).to be_nil
+    expect(events).to contain_exactly(include(primitive: :limits_concurrency, name: "LcDiscardEventJob/a",
+                                              job_class: "LcDiscardEventJob", at: :enqueue, reason: :on_conflict))
+  ensure
+    Ferrolock.unsubscribe(subscription) if subscription
   end
 
   it "refuses the push past max_blocked: TooManyBlocked, or a discard with on_max_blocked: :discard" do
@@ -299,6 +318,12 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
           end
         end.to raise_error(ArgumentError, message)
       end
+    end
+
+    it "names key: when the key proc gives something that is no key (a BasicObject too)" do
+      klass = job_class("LcBadKeyJob", key: ->(num) { num == 1 ? BasicObject.new : [num] }) { def perform(_) = nil }
+      expect { klass.perform_later(1) }.to raise_error(ArgumentError, /limits_concurrency key gave #<BasicObject/)
+      expect { klass.perform_later(2) }.to raise_error(ArgumentError, /limits_concurrency key gave \[2\]/)
     end
 
     it "names to: when a dynamic limit gives no positive Integer" do

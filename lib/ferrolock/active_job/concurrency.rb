@@ -92,6 +92,12 @@ module Ferrolock
         def log(message)
           Ferrolock.logger.info("ferrolock: #{job.class.name} #{job.job_id}: #{message}")
         end
+
+        # :blocked or :discarded, with where (:enqueue or :perform).
+        def instrument(event, stage, **extra)
+          Ferrolock.instrument(event, primitive: :limits_concurrency, name: key, job_class: job.class.name,
+                                      job_id: job.job_id, at: stage, **extra)
+        end
       end
       private_constant :Admission
 
@@ -166,9 +172,11 @@ module Ferrolock
             end
 
             admission.log("discarded: #{message}")
+            admission.instrument(:discarded, :enqueue, reason: :max_blocked)
             false
           else
             admission.log("discarded: limits_concurrency key #{admission.key} is at its limit (on_conflict: :discard)")
+            admission.instrument(:discarded, :enqueue, reason: :on_conflict)
             false
           end
         end
@@ -199,6 +207,7 @@ module Ferrolock
         # Stored in Redis already: ActiveJob's enqueue goes on, to ParkedAdapter.
         def park(admission, blocked, block)
           admission.log("blocked by limits_concurrency key #{admission.key} (#{blocked} waiting)")
+          admission.instrument(:blocked, :enqueue, waiting: blocked)
           admission.job.instance_variable_set(:@ferrolock_parked, true)
           block.call
         ensure
@@ -208,6 +217,11 @@ module Ferrolock
         def not_performed(admission, outcome, blocked)
           what = outcome == :discarded ? "discarded at perform" : "blocked at perform (#{blocked} waiting)"
           admission.log("#{what}: limits_concurrency key #{admission.key} is at its limit")
+          if outcome == :discarded
+            admission.instrument(:discarded, :perform, reason: :on_conflict)
+          else
+            admission.instrument(:blocked, :perform, waiting: blocked)
+          end
           nil
         end
 

@@ -79,13 +79,18 @@ module Ferrolock
         part.is_a?(Proc) ? job.instance_exec(*arguments(job), &part) : part
       end
 
+      # (Kernel's, so any object answers, a BasicObject too.)
+      RESPOND_TO = Kernel.instance_method(:respond_to?)
+      private_constant :RESPOND_TO
+
       def text(name, value)
-        value = value.to_global_id.to_s if value.respond_to?(:to_global_id)
         case value
-        when String, Symbol, Integer then value.to_s
-        else raise ArgumentError, "limits_concurrency #{name} gave #{Validate.show(value)}: expected a String, " \
-                                  "Symbol, Integer or a record with a GlobalID"
+        when String, Symbol, Integer then return value.to_s
         end
+        return value.to_global_id.to_s if RESPOND_TO.bind_call(value, :to_global_id)
+
+        raise ArgumentError, "limits_concurrency #{name} gave #{Validate.show(value)}: expected a String, Symbol, " \
+                             "Integer or a record with a GlobalID"
       end
 
       # A job read back from its queue holds its arguments serialized until perform.

@@ -18,6 +18,8 @@ module Ferrolock
           job = build(job_id, payload) or next slots.give_back(key, job_id)
           begin
             job.enqueue
+            Ferrolock.instrument(:promoted, primitive: :limits_concurrency, name: key, job_class: job.class.name,
+                                            job_id: job_id)
           rescue StandardError => e
             Ferrolock.logger.warn("ferrolock: limits_concurrency: could not enqueue promoted job #{job_id} " \
                                   "(#{e.class}: #{e.message}); it is promoted again when its lease runs out")
