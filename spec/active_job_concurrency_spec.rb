@@ -298,6 +298,27 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     Ferrolock.configure { |c| c.redis_cluster = nil }
   end
 
+  it "shows operators each key's holders and blocked jobs, and force-releases a holder (the next job is enqueued)" do
+    klass = recording("LcAdminJob", to: 1, key: ->(account, _n) { account }, duration: 60)
+    holder = klass.perform_later("a", 0)
+    waiting = Array.new(2) { |n| klass.perform_later("a", n + 1) }
+    admin = Ferrolock::Admin.new
+    items = admin.concurrency("LcAdminJob/*").items
+    expect(items.size).to eq(1)
+    info = items.first
+    expect(info.to_h).to include(kind: :limits_concurrency, key: "LcAdminJob/a", limit: 1, blocked: 2,
+                                 oldest_job_id: waiting.first.job_id, oldest_age: be_between(0, 5))
+    expect(info.holders.map { |slot| [slot.token, slot.ttl] }).to match([[holder.job_id, be_within(2).of(60)]])
+    expect(admin.limiters("*").items).to be_empty # not a ConcurrentLimiter's
+    queue(klass).clear # the holder's process died
+    expect(admin.force_release_job("LcAdminJob/a", holder.job_id)).to be(true)
+    expect(queue(klass).map { |job| job["job_id"] }).to eq([waiting.first.job_id])
+    expect(admin.force_release_job("LcAdminJob/a", waiting.last.job_id)).to be(false) # out of the line
+    work_off(klass)
+    expect(ran.map { |_, n, _| n }).to eq([1])
+    expect(admin.concurrency("*").items).to be_empty
+  end
+
   describe "bad options" do
     {
       { to: 0 } => /limits_concurrency to: .*positive/,

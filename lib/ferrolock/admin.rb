@@ -7,6 +7,7 @@ require_relative "admin/holder"
 require_relative "admin/mutex_info"
 require_relative "admin/dual_lock_info"
 require_relative "admin/limiter_info"
+require_relative "admin/concurrency_info"
 require_relative "admin/marker_info"
 require_relative "admin/tenant_info"
 require_relative "admin/unique_info"
@@ -77,7 +78,27 @@ module Ferrolock
 
     # ConcurrentLimiters (LimiterInfo) with a live slot or a waiter.
     def limiters(pattern = "*", cursor: "0", per_page: 25)
-      page(pattern, cursor, per_page, %w[slots]) { |name, _| LimiterInfo.read(@client, @keys, name) }
+      page(pattern, cursor, per_page, %w[slots]) do |name, _|
+        LimiterInfo.read(@client, @keys, name) unless name.start_with?(CONCURRENCY_PREFIX)
+      end
+    end
+
+    # ActiveJob limits_concurrency keys (ConcurrencyInfo): `pattern` matches "<group>/<key>".
+    def concurrency(pattern = "*", cursor: "0", per_page: 25)
+      pattern = "#{CONCURRENCY_PREFIX}#{KeySpace.pattern!(pattern)}"
+      page(pattern, cursor, per_page, %w[slots blocked]) { |name, _| ConcurrencyInfo.read(@client, @keys, name) }
+    end
+
+    # Frees the slot `job_id` holds on a limits_concurrency key ("<group>/<key>"), or takes it out
+    # of the key's line, and enqueues the next blocked job into a slot so freed. True when it held
+    # a live slot.
+    def force_release_job(key, job_id)
+      key = Validate.name!(:key, key)
+      job_id = Validate.text!(:job_id, job_id)
+      slots = Ferrolock::ActiveJob::Slots.new(@client)
+      # (Taken out of the line first: the release promotes only the jobs still in it.)
+      @client.call("LREM", slots.key_part(key, "blocked"), 0, job_id)
+      slots.give_back(key, job_id)
     end
 
     # Shoryuken message markers (MarkerInfo); `pattern` matches the queue name.

@@ -14,6 +14,9 @@ module Ferrolock
 
       # promoted: [[job_id, payload JSON], ...] from a Redis script for `key` of `slots`.
       def enqueue(promoted, slots, key)
+        return nil if promoted.empty?
+        return elsewhere(promoted) unless Object.const_defined?(:ActiveJob) && ::ActiveJob.const_defined?(:Base)
+
         promoted.each do |job_id, payload|
           job = build(job_id, payload) or next slots.give_back(key, job_id)
           begin
@@ -31,13 +34,23 @@ module Ferrolock
       # The job, due now and holding its slot (its concurrency check at enqueue is skipped); nil
       # when its payload names no job class any more.
       def build(job_id, payload)
-        job = ::ActiveJob::Base.deserialize(JSON.parse(payload))
+        data = JSON.parse(payload)
+        job = Object.const_get(data.fetch("job_class")).new
+        job.deserialize(data)
         job.scheduled_at = nil
         job.instance_variable_set(:@ferrolock_promoted, true)
         job
-      rescue NameError, JSON::ParserError => e
+      rescue NameError, JSON::ParserError, KeyError => e
         Ferrolock.logger.error("ferrolock: limits_concurrency: dropped promoted job #{job_id}: it cannot be " \
                                "built (#{e.class}: #{e.message})")
+        nil
+      end
+
+      # A process without ActiveJob (an operator's console) cannot enqueue them: they keep their
+      # slots and payloads, and go back to the head of their line when the lease runs out.
+      def elsewhere(promoted)
+        Ferrolock.logger.warn("ferrolock: limits_concurrency: #{promoted.size} promoted job(s) cannot be enqueued " \
+                              "without ActiveJob here; they are promoted again when their lease runs out")
         nil
       end
     end

@@ -74,8 +74,9 @@ module Ferrolock
       # The slot of a job that will not perform (its enqueue failed after it was admitted; a
       # promoted job that cannot be built any more), and its payload, given back.
       def give_back(key, job_id, limit = nil)
-        _held, promoted = @native.give_back(key, job_id, limit)
+        held, promoted = @native.give_back(key, job_id, limit)
         Promotion.enqueue(promoted, self, key)
+        held
       end
 
       # The job enqueued itself again while holding its slot (a continuation's resumption).
