@@ -310,6 +310,11 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
                                  oldest_job_id: waiting.first.job_id, oldest_age: be_between(0, 5))
     expect(info.holders.map { |slot| [slot.token, slot.ttl] }).to match([[holder.job_id, be_within(2).of(60)]])
     expect(admin.limiters("*").items).to be_empty # not a ConcurrentLimiter's
+    require "ferrolock/admin/cli"
+    out = StringIO.new
+    code = Ferrolock::Admin::Cli.new(["concurrency", "--url", FerrolockTest.redis_server.url], out: out,
+                                                                                               err: StringIO.new).run
+    expect([code, out.string]).to match([0, include("LcAdminJob/a", holder.job_id, "BLOCKED")])
     queue(klass).clear # the holder's process died
     expect(admin.force_release_job("LcAdminJob/a", holder.job_id)).to be(true)
     expect(queue(klass).map { |job| job["job_id"] }).to eq([waiting.first.job_id])

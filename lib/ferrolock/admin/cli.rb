@@ -106,7 +106,7 @@ module Ferrolock
       # The listing commands: each reads every page of the Admin listing of that name (a pattern,
       # or the job class for tenants) and prints it as a table or JSON.
       LISTINGS = { "locks" => :locks, "limiters" => :limiters, "markers" => :markers, "tenants" => :tenants,
-                   "uniques" => :uniques, "rate-limiters" => :rate_limiters }.freeze
+                   "uniques" => :uniques, "rate-limiters" => :rate_limiters, "concurrency" => :concurrency }.freeze
 
       def run_command(args)
         listing = LISTINGS[@command]

@@ -18,7 +18,9 @@ module Ferrolock
         "uniques" => ["uniques [PATTERN]",
                       "Sidekiq uniqueness digests of job classes matching PATTERN (or a digest glob unique:...)"],
         "rate-limiters" => ["rate-limiters [PATTERN]",
-                            "RateLimiters with state in Redis: remaining now, reset in, reserved slots"]
+                            "RateLimiters with state in Redis: remaining now, reset in, reserved slots"],
+        "concurrency" => ["concurrency [PATTERN]",
+                          "ActiveJob limits_concurrency keys (group/key): the jobs holding slots, the blocked ones"]
       }.freeze
       # What loading the app's code (--require FILE, on every command) adds beyond its configuration.
       REQUIRES = {

@@ -20,6 +20,17 @@ module Ferrolock
         emit(items) { limiters_table(items) }
       end
 
+      # limits_concurrency keys: the jobs holding slots (job_id and lease left) and the line.
+      def concurrency(items)
+        emit(items) do
+          rows = items.map do |c|
+            [c.key, c.limit, c.holders.map { |h| "#{h.token} (#{h.ttl.round(1)} s)" }.join(" "), c.blocked,
+             c.oldest_job_id, c.oldest_age&.round(1)]
+          end
+          Table.render(%w[KEY LIMIT HOLDERS BLOCKED OLDEST_BLOCKED OLDEST_AGE], rows)
+        end
+      end
+
       def tenants(items)
         emit(items) do
           rows = items.map { |t| [t.job_class, t.tenant, t.mode, t.queue, rule_counts(t)] }
