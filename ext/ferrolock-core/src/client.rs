@@ -6,13 +6,13 @@ use crate::error::{Error, Result};
 use crate::fork::ForkLocal;
 use crate::interrupt::Interrupt;
 use crate::keys::{check_name, Keys};
-use crate::lease::Watchdog;
 use crate::line::inbox::Inbox;
 use crate::script::ScriptCall;
 use crate::transport::conn::{Conn, Timeouts};
 use crate::transport::pool::{Connector, NodePool};
 use crate::transport::spin::ReplySpin;
 use crate::transport::topology::{Route, Topology};
+use crate::watchdog::Watchdog;
 // Defined with the transport (which reads them); named here, where callers look for them.
 pub use crate::transport::options::{ClientOptions, SentinelOptions, DEFAULT_REPLY_SPIN};
 use redis::Value;

@@ -5,28 +5,17 @@
 //! with a report, queued in `lost_leases` so the loss is announced at once.
 //!
 //! The same thread runs best-effort cleanups: token-checked releases of acquisitions whose
-//! outcome is unknown (see [`release_in_background`]).
+//! outcome is unknown (see [`release_in_background`]). The thread itself is watchdog.rs's.
 
-use crate::client::{int, Client, ClientInner};
-use crate::error::{Error, Result};
+use crate::client::{int, Client};
+use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::lost_leases::LostLease;
 use crate::script::ScriptCall;
-use std::collections::HashMap;
+use crate::watchdog::{Batch, LeaseEntry, Work};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// How long after a failed round trip (Redis unreachable) the watchdog tries again.
-const RETRY_AFTER_FAILURE: Duration = Duration::from_millis(250);
-
-struct LeaseEntry {
-    renew: ScriptCall,
-    ttl: Duration,
-    lost: AtomicBool,
-    /// Reported to `lost_leases` when a renewal finds the lease gone.
-    report: Option<LostLease>,
-}
 
 /// A registered lease; renewal stops when it is dropped.
 pub struct Lease {
@@ -70,11 +59,12 @@ impl Lease {
             report,
         });
         let at = Instant::now() + ttl / 3;
-        let id = client
-            .inner
-            .watchdog
-            .get()
-            .add(&client.inner, Work::Renew(entry.clone()), at)?;
+        let id =
+            client
+                .inner
+                .watchdog
+                .get()
+                .add(|| batch(client), Work::Renew(entry.clone()), at)?;
         Ok(Lease {
             client: client.clone(),
             id,
@@ -163,10 +153,28 @@ fn queue_cleanup(
             give_up_at: now + give_up_after,
             announced: announced.take(),
         };
-        if watchdog.add(&client.inner, work, now + delay).is_err() {
+        if watchdog.add(|| batch(client), work, now + delay).is_err() {
             return;
         }
     }
+}
+
+/// How the client's watchdog thread reaches Redis: its calls pipelined by `eval_many`, each
+/// reply read as an integer. It holds the client weakly: once the client is dropped, the
+/// thread ends.
+fn batch(client: &Client) -> Batch {
+    let client = Arc::downgrade(&client.inner);
+    Box::new(move |calls: &[ScriptCall]| {
+        let inner = client.upgrade()?;
+        let replies = Client { inner }.eval_many(&Interrupt::new(), calls);
+        Some(match replies {
+            Ok(replies) => replies
+                .iter()
+                .map(|r| r.as_ref().ok().and_then(|v| int(v).ok()))
+                .collect(),
+            Err(_) => vec![None; calls.len()],
+        })
+    })
 }
 
 /// When a background release is repeated first (see `release_in_background`).
@@ -192,203 +200,12 @@ pub fn release_now(
     })
 }
 
-#[derive(Default)]
-pub struct Watchdog {
-    state: Mutex<State>,
-    wake: Condvar,
-}
-
-#[derive(Default)]
-struct State {
-    due: HashMap<u64, Due>,
-    next_id: u64,
-    running: bool,
-    stopped: bool,
-    /// When the watchdog thread will look again by itself (None: not before it is notified).
-    wakes_at: Option<Instant>,
-}
-
-enum Work {
-    Renew(Arc<LeaseEntry>),
-    Cleanup {
-        call: ScriptCall,
-        give_up_at: Instant,
-        /// Dropped after the first try (see `release_in_background_announced`).
-        announced: Option<crate::line::unanswered_releases::Announced>,
-    },
-}
-
-struct Due {
-    work: Work,
-    at: Instant,
-}
-
-impl Due {
-    fn call(&self) -> ScriptCall {
-        match &self.work {
-            Work::Renew(entry) => entry.renew.clone(),
-            Work::Cleanup { call, .. } => call.clone(),
-        }
-    }
-
-    /// Renewals due within a sixth of their TTL join an earlier batch.
-    fn batch_margin(&self) -> Duration {
-        match &self.work {
-            Work::Renew(entry) => entry.ttl / 6,
-            Work::Cleanup { .. } => Duration::ZERO,
-        }
-    }
-
-    /// Records the outcome of this item's round trip (`None`: Redis did not answer).
-    /// Returns false when the item is finished.
-    fn settle(&mut self, outcome: Option<i64>, now: Instant) -> bool {
-        if let Work::Cleanup { announced, .. } = &mut self.work {
-            announced.take();
-        }
-        match (&self.work, outcome) {
-            (Work::Renew(entry), Some(1)) => {
-                self.at = now + entry.ttl / 3;
-                true
-            }
-            (Work::Renew(entry), Some(_)) => {
-                entry.lost.store(true, Ordering::SeqCst);
-                if let Some(report) = &entry.report {
-                    crate::lost_leases::push(report.clone());
-                }
-                false
-            }
-            (Work::Renew(entry), None) => {
-                self.at = now + RETRY_AFTER_FAILURE.min(entry.ttl / 6);
-                true
-            }
-            (Work::Cleanup { .. }, Some(_)) => false,
-            (Work::Cleanup { give_up_at, .. }, None) => {
-                self.at = now + RETRY_AFTER_FAILURE;
-                now < *give_up_at
-            }
-        }
-    }
-}
-
-impl Watchdog {
-    /// Queues `work`, starting the thread first if it is not running. When the OS refuses
-    /// the thread, nothing is queued and `running` stays false: no entry waits for a thread
-    /// that does not exist (it would be renewed forever once a later one started), and the
-    /// next call tries again.
-    fn add(self: &Arc<Self>, client: &Arc<ClientInner>, work: Work, at: Instant) -> Result<u64> {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if !st.running {
-            let me = self.clone();
-            let client = Arc::downgrade(client);
-            spawn_thread(move || me.run(client)).map_err(|e| {
-                Error::internal(format!("could not start the lease watchdog thread: {e}"))
-            })?;
-            st.running = true;
-        }
-        st.next_id += 1;
-        let id = st.next_id;
-        st.due.insert(id, Due { work, at });
-        // Wake the thread only if it would otherwise look too late: locks taken and released
-        // within a TTL/3 never cost a wake-up.
-        let wake = st.wakes_at.is_none_or(|t| at < t);
-        if wake {
-            self.wake.notify_one();
-        }
-        Ok(id)
-    }
-
-    fn remove(&self, id: u64) {
-        self.state
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .due
-            .remove(&id);
-    }
-
-    /// Queued items (leases and cleanups), for tests.
-    #[cfg(test)]
-    fn queued(&self) -> (usize, bool) {
-        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        (st.due.len(), st.running)
-    }
-
-    pub(crate) fn stop(&self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).stopped = true;
-        self.wake.notify_all();
-    }
-
-    fn run(&self, client: Weak<ClientInner>) {
-        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        loop {
-            if st.stopped {
-                return;
-            }
-            let now = Instant::now();
-            let Some(earliest) = st.due.values().map(|d| d.at).min() else {
-                st.wakes_at = None;
-                st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
-                continue;
-            };
-            if earliest > now {
-                st.wakes_at = Some(earliest);
-                st = self
-                    .wake
-                    .wait_timeout(st, earliest - now)
-                    .unwrap_or_else(|e| e.into_inner())
-                    .0;
-                continue;
-            }
-            st.wakes_at = Some(now);
-            // Batch: everything due now (or soon enough) goes in this one round trip.
-            let batch: Vec<u64> = st
-                .due
-                .iter()
-                .filter(|(_, d)| d.at <= now + d.batch_margin())
-                .map(|(id, _)| *id)
-                .collect();
-            let calls: Vec<ScriptCall> = batch.iter().map(|id| st.due[id].call()).collect();
-            drop(st);
-            let Some(inner) = client.upgrade() else {
-                return;
-            };
-            let results = Client { inner }.eval_many(&Interrupt::new(), &calls);
-            st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-            let now = Instant::now();
-            for (i, id) in batch.iter().enumerate() {
-                let outcome = match &results {
-                    Ok(replies) => replies[i].as_ref().ok().and_then(|v| int(v).ok()),
-                    Err(_) => None,
-                };
-                let finished = st
-                    .due
-                    .get_mut(id)
-                    .is_some_and(|due| !due.settle(outcome, now));
-                if finished {
-                    st.due.remove(id);
-                }
-            }
-        }
-    }
-}
-
-fn spawn_thread(run: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
-    #[cfg(test)]
-    if tests::REFUSE_THREADS.with(std::cell::Cell::get) {
-        return Err(std::io::Error::other("refused by the test"));
-    }
-    crate::quiet_thread::spawn_quiet("ferrolock-watchdog", run).map(drop)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::client::ClientOptions;
-    use std::cell::Cell;
-
-    thread_local! {
-        /// The OS "refuses" the watchdog thread to this test thread.
-        pub(super) static REFUSE_THREADS: Cell<bool> = const { Cell::new(false) };
-    }
+    use crate::error::Error;
+    use crate::watchdog::test_hooks::REFUSE_THREADS;
 
     // (lua_script! is defined after this module.)
     static RENEW: crate::script::Script = crate::script::Script::new(

@@ -8,17 +8,17 @@
 //!   pools, Cluster and Sentinel routing). Knows nothing of locks.
 //! * `client`: the `Client` every primitive holds, shared by threads and reset at fork (`fork`):
 //!   commands, Lua scripts (`script`: EVALSHA, EVAL on NOSCRIPT), keys of one hash tag (`keys`).
-//! * The lease and wait machinery the primitives share: leases renewed by a watchdog thread
-//!   (`lease`, `lost_leases`, `lost_reason`); owner tokens (`token`, `holder`); waiting for a
-//!   turn (`wait`); `line/`, the one wait path of DistMutex and ConcurrentLimiter (enter,
-//!   release, abandon, written once against the `Primitive` trait each implements), with the
-//!   grants pushed to a waiter (`inbox`, `subscription`, `handoff`), one Redis waiter per process
-//!   (`local`) and hand-off inside the process (`cohort`, `unanswered_releases`); the
+//! * The lease and wait machinery the primitives share: leases (`lease`, `lost_leases`,
+//!   `lost_reason`) renewed by the client's `watchdog` thread; owner tokens (`token`, `holder`);
+//!   waiting for a turn (`wait`); `line/`, the one wait path of DistMutex and ConcurrentLimiter
+//!   (enter, release, abandon, written once against the `Primitive` trait each implements), with
+//!   the grants pushed to a waiter (`inbox`, `subscription`, `handoff`), one Redis waiter per
+//!   process (`local`) and hand-off inside the process (`cohort`, `unanswered_releases`); the
 //!   caller's limits (`interrupt`, `caller_deadline`, `seconds`); `replicas` (WAIT before
 //!   entering); `quiet_thread` (the core's threads, signals blocked).
 //! * The primitives: `dist_mutex`, `dual_lock` (+ `dual_lock_local`), `concurrent_limiter`,
-//!   `rate_limiter`, `fair_tenant`, `message_lock`, `unique_lock`, `job_concurrency`; `admin` inspects and
-//!   force-releases them.
+//!   `rate_limiter`, `fair_tenant`, `message_lock`, `unique_lock`, `job_concurrency`; `admin`
+//!   inspects and force-releases them.
 //! * `redact`: hides secrets in anything shown to people.
 //!
 //! A module is `pub` only when the binding or the integration tests (tests/) use it; the rest are
@@ -53,6 +53,7 @@ pub(crate) mod token;
 pub mod transport;
 pub mod unique_lock;
 pub(crate) mod wait;
+pub(crate) mod watchdog;
 
 pub use client::{Client, ClientOptions, SentinelOptions};
 pub use error::{Error, Result};

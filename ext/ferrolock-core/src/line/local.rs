@@ -1,25 +1,18 @@
 //! One waiter per process per name (issue 16). Threads of one process that wait for the same
 //! auto-release DistMutex or ConcurrentLimiter (same client, same name) do not each queue in
 //! Redis: while one of them waits in the Redis line, the others wait here, in FIFO order, on a
-//! condition variable. When that one is granted the lock (a slot), the process has nobody in
-//! the Redis line: the next release of one of its holders then pushes the next local waiter's
-//! entry at the tail of the line in its own script, so that waiter never runs an attempt, it
-//! only blocks on its grant (dist_mutex.rs, lua/dist_mutex/release.lua, concurrent_limiter.rs,
-//! lua/concurrent_limiter/release.lua). A newcomer while the process only holds (nobody of it in
-//! Redis, nobody waiting locally) goes to Redis itself, as before.
-//!
-//! A limiter's process may hold several slots: any of its holders' releases queues the next
-//! local waiter (the first to find nobody of the process in Redis). A slot may also free up
-//! elsewhere while the process's local waiters wait for their own holders: `unqueued` bounds
-//! that (the oldest goes to Redis by itself).
+//! condition variable. When that one is granted the hold, the process has nobody in the Redis
+//! line: the next release of one of its holders then pushes the next local waiter's entry at the
+//! tail of the line in its own script (release.rs), so that waiter only blocks on its grant. A
+//! newcomer while the process only holds goes to Redis itself. A limiter's process may hold
+//! several slots: any of its holders' releases queues the next local waiter; a slot freed
+//! elsewhere meanwhile is bounded by `unqueued` (the oldest goes to Redis by itself).
 //!
 //! The lines live in a process-wide map keyed by client and lock key (DistMutex objects are
 //! created per call by the Ruby layer, so an instance would not do), reset in a forked child.
-//!
 //! A line also remembers when this process last set the Redis line's TTL (`line_refreshed`):
-//! every writer sets it to the same line TTL, so the Redis line lives at least that long after
-//! any write of ours, and a release queueing a local waiter whose entry is covered by it skips
-//! the PEXPIRE (`line_refresh_needed`). A line dropped and made anew only refreshes once more.
+//! every writer sets the same line TTL, so a release queueing a local waiter whose entry that
+//! covers skips the PEXPIRE (`line_refresh_needed`).
 
 use crate::fork::ForkLocal;
 use crate::interrupt::Interrupt;
