@@ -315,6 +315,12 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     code = Ferrolock::Admin::Cli.new(["concurrency", "--url", FerrolockTest.redis_server.url], out: out,
                                                                                                err: StringIO.new).run
     expect([code, out.string]).to match([0, include("LcAdminJob/a", holder.job_id, "BLOCKED")])
+    require_relative "support/sidekiq_web"
+    app = FerrolockTest::SidekiqWeb.app # (loads Rack)
+    require "rack/mock"
+    web = Rack::MockRequest.new(app).get("/locks/concurrency?q=LcAdminJob/*")
+    expect([web.status, web.body]).to match([200, include(holder.job_id, waiting.first.job_id)])
+    expect(web.body).to match(%r{<code>LcAdminJob(/|&#x2F;)a</code>})
     queue(klass).clear # the holder's process died
     expect(admin.force_release_job("LcAdminJob/a", holder.job_id)).to be(true)
     expect(queue(klass).map { |job| job["job_id"] }).to eq([waiting.first.job_id])

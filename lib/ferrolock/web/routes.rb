@@ -17,7 +17,7 @@ module Ferrolock
       # Listing pages: path under the tab => [view, the Admin method listing it].
       LISTS = { "locks" => %i[locks locks], "locks/uniques" => %i[uniques uniques],
                 "locks/limiters" => %i[limiters limiters], "locks/rate_limiters" => %i[rate_limiters rate_limiters],
-                "locks/markers" => %i[markers markers] }.freeze
+                "locks/markers" => %i[markers markers], "locks/concurrency" => %i[concurrency concurrency] }.freeze
 
       def lists(app)
         LISTS.each do |path, (view, method)|
