@@ -7,12 +7,13 @@
 //! (lua/concurrent_limiter/release.lua), which pops the grant from its own list and enters
 //! (line/handoff.rs): no second attempt, no barging.
 //!
-//! Threads of one process waiting for the same name queue in Redis one at a time (line/local.rs): the others wait in the process, and the next release of any of the
-//! process's holders queues the next local waiter at the tail of the Redis line in the same
-//! script (when the process has nobody there), so that waiter only pops its grant.
+//! Threads of one process waiting for the same name queue in Redis one at a time
+//! (line/local.rs): the others wait in the process, and the next release of any of the process's
+//! holders queues the next local waiter at the tail of the Redis line in the same script (when
+//! the process has nobody there), so that waiter only pops its grant.
 //!
 //! A holder whose process has a thread waiting locally for the name passes its slot to it
-//! without Redis (the cohort hand-off, cohort.rs): at most `local_passes` times in a row and
+//! without Redis (the cohort hand-off, line/cohort.rs): at most `local_passes` times in a row and
 //! within the cohort window of the slot's Redis acquisition; then the slot goes back through
 //! Redis, whose line serves other processes.
 //!

@@ -161,7 +161,7 @@ impl DistMutex {
     }
 
     /// One attempt, never waits (but for a release of this lock in flight, see
-    /// unanswered_releases.rs).
+    /// line/unanswered_releases.rs).
     pub fn try_lock(&self, intr: &Interrupt, token: &str) -> Result<Option<Held>> {
         self.line.wait_unanswered_releases(intr)?;
         // The script also recognises a lock held by this very token (a retried call).

@@ -2,7 +2,7 @@
 //! (EXEC lock) and at most one waits (WAIT lock); a duplicate arriving while one already waits
 //! is skipped, because that waiter starts after it arrived and so covers its trigger. The
 //! executor's release hands EXEC straight to the waiter (`dual_lock/release`), which pops the
-//! grant from its own list and runs without another attempt (handoff.rs); a waiter whose turn
+//! grant from its own list and runs without another attempt (line/handoff.rs); a waiter whose turn
 //! ends without a grant (the executor crashed) promotes itself (`dual_lock/enter`). Every
 //! transition is one script.
 //! Both locks are leases renewed while their holder lives, so a crashed waiter or executor

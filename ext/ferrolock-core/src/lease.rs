@@ -124,7 +124,7 @@ pub fn release_in_background(client: &Client, release: ScriptCall, give_up_after
 }
 
 /// [`release_in_background`] of a give-up (`abandon`) of `lock_key`, announced as a release in
-/// flight (unanswered_releases.rs) until its first try was answered (or failed), so that this
+/// flight (line/unanswered_releases.rs) until its first try was answered (or failed), so that this
 /// process's `try_lock`, `locked?` and limiter `status` see what an interrupted acquisition
 /// leaves: nothing held.
 pub fn release_in_background_announced(

@@ -442,7 +442,7 @@ impl Conn {
     }
 
     /// Appends what arrives within `wait` to `buf` (one read; 0 when nothing came): for the
-    /// grant inbox's subscribed connection, which parses its own frames (inbox.rs). A read
+    /// grant inbox's subscribed connection, which parses its own frames (line/subscription.rs). A read
     /// timeout keeps the connection usable: TLS keeps a partial record for the next read.
     pub(crate) fn read_some(&mut self, buf: &mut Vec<u8>, wait: Duration) -> Result<usize> {
         let addr = self.addr.clone();
