@@ -330,6 +330,75 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     expect(admin.concurrency("*").items).to be_empty
   end
 
+  describe "concurrency_rule (GoodJob's rules)" do
+    let(:active_job_log) { StringIO.new }
+
+    before { ActiveJob::Base.logger = Logger.new(active_job_log) }
+
+    def run_queued(klass) = ::ActiveJob::Base.execute(queue(klass).shift.transform_keys(&:to_s))
+
+    it "perform_limit: a job over it runs again later, the delay in ActiveJob's own Retrying line" do
+      stub_const("LC_NESTED", [])
+      klass = job_class("LcRuleLimitJob") do
+        concurrency_rule key: ->(account, _num) { account }, perform_limit: 1
+
+        def perform(account, num)
+          LC_RAN << [account, num]
+          # A second job of the key performs while this one holds the only slot.
+          ::ActiveJob::Base.execute(LC_NESTED.pop) if num.zero?
+        end
+      end
+      klass.perform_later("a", 0)
+      klass.perform_later("a", 1)
+      LC_NESTED << queue(klass).pop.transform_keys(&:to_s)
+      run_queued(klass)
+      expect(ran).to eq([["a", 0]])
+      expect(queue(klass).size).to eq(1)
+      retried = queue(klass).first
+      expect(retried["arguments"]).to eq(["a", 1])
+      expect(retried[:at] || retried["scheduled_at"]).not_to be_nil
+      expect(active_job_log.string).to match(/Retrying LcRuleLimitJob.* in 1 seconds, due to a Ferrolock::OverLimit/)
+      run_queued(klass) # its time came: the slot is free
+      expect(ran).to eq([["a", 1]])
+    end
+
+    it "perform_throttle and enqueue_throttle, several rules on one class" do
+      klass = job_class("LcRuleThrottleJob") do
+        concurrency_rule key: "partner", perform_throttle: [1, 60]
+        concurrency_rule key: ->(account, _num) { account }, enqueue_throttle: [2, :hour]
+
+        def perform(account, num) = LC_RAN << [account, num]
+      end
+      expect([klass.perform_later("a", 0), klass.perform_later("a", 1)]).to all(be_a(klass))
+      expect(klass.perform_later("a", 2)).to be(false) # the enqueue_throttle of "a"
+      expect(klass.perform_later("b", 3)).to be_a(klass)
+      run_queued(klass)
+      run_queued(klass) # the perform_throttle's one run a minute is spent
+      expect(ran).to eq([["a", 0]])
+      expect(active_job_log.string)
+        .to match(/Retrying LcRuleThrottleJob.* in (59|60) seconds, due to a Ferrolock::OverLimit/)
+      expect(queue(klass).map { |job| job["arguments"] }).to eq([["b", 3], ["a", 1]])
+    end
+
+    {
+      {} => /concurrency_rule: give perform_limit:, perform_throttle: or enqueue_throttle:/,
+      { perform_limit: 0 } => /concurrency_rule perform_limit: .*positive/,
+      { perform_throttle: 5 } => /concurrency_rule perform_throttle: must be \[count, period\]/,
+      { perform_throttle: [0, 60] } => /concurrency_rule perform_throttle: .*positive/,
+      { enqueue_throttle: [1, :week] } => /concurrency_rule enqueue_throttle: interval must be/,
+      { key: 42, perform_limit: 1 } => /limits_concurrency key: must be a String/
+    }.each do |options, message|
+      it "raises ArgumentError naming the option at class load for #{options}" do
+        expect do
+          Class.new(ActiveJob::Base) do
+            include Ferrolock::ActiveJob::Concurrency
+            concurrency_rule(key: "k", **options)
+          end
+        end.to raise_error(ArgumentError, message)
+      end
+    end
+  end
+
   describe "bad options" do
     {
       { to: 0 } => /limits_concurrency to: .*positive/,

@@ -5,6 +5,9 @@ require_relative "slots"
 require_relative "promotion"
 require_relative "expiry_timer"
 require_relative "parked_adapter"
+require_relative "job_hooks"
+require_relative "admission"
+require_relative "concurrency_rule"
 
 module Ferrolock
   module ActiveJob
@@ -37,10 +40,12 @@ module Ferrolock
         # Included already higher up (the Railtie's ActiveJob::Base): its callbacks serve.
         return if base.respond_to?(:ferrolock_concurrency)
 
-        base.extend(ClassMethods)
-        base.prepend(Hooks)
+        base.extend(ClassMethods, ConcurrencyRules::ClassMethods)
+        base.prepend(JobHooks)
         base.around_enqueue { |job, block| Concurrency.around_enqueue(job, block) }
         base.around_perform { |job, block| Concurrency.around_perform(job, block) }
+        base.around_enqueue { |job, block| ConcurrencyRules.around_enqueue(job, block) }
+        base.around_perform { |job, block| ConcurrencyRules.around_perform(job, block) }
       end
 
       # Class-level API.
@@ -59,18 +64,6 @@ module Ferrolock
         end
       end
 
-      # Prepended: notes jobs read back from a queue, and sends a blocked job's enqueue nowhere.
-      module Hooks
-        def deserialize(job_data)
-          super
-          @ferrolock_from_queue = true
-        end
-
-        def queue_adapter
-          @ferrolock_parked ? ParkedAdapter : super
-        end
-      end
-
       # The slot's fencing token while this job performs (nil outside, or when not limited). It
       # grows with every admission of the key: a store that remembers the highest token it saw can
       # refuse the writes of a job that outlived its lease (a paused process).
@@ -84,22 +77,6 @@ module Ferrolock
         holding = @ferrolock_slot
         holding ? holding.slot.lost? : false
       end
-
-      # One job under its policy: its key and the Slots of the client in use.
-      Admission = Struct.new(:job, :policy, :key, :slots) do
-        def admit(at_perform:) = slots.admit(job, policy, key, at_perform: at_perform)
-
-        def log(message)
-          Ferrolock.logger.info("ferrolock: #{job.class.name} #{job.job_id}: #{message}")
-        end
-
-        # :blocked or :discarded, with where (:enqueue or :perform).
-        def instrument(event, stage, **extra)
-          Ferrolock.instrument(event, primitive: :limits_concurrency, name: key, job_class: job.class.name,
-                                      job_id: job.job_id, at: stage, **extra)
-        end
-      end
-      private_constant :Admission
 
       # A performing job's slot, and whether the job enqueued itself again meanwhile. One object
       # shared by the job and its copies (ActiveJob 7.x's retry_job enqueues a dup).
