@@ -12,6 +12,13 @@ require_relative "peers/toolchains"
 # on one name: alone (1 worker), then 8 workers in 2 processes and 32 in 4 for a fixed time. Each
 # peer's driver (bench/peers/<lang>/) prints its raw spans as one JSON line; the figures are
 # computed here the same way for all (Bench::Contention.summarize).
+#
+# Sections (FERROLOCK_PEERS_SECTION, a comma-separated list; both by default): `empty` (two
+# timestamps), and `io`: inside the lock, two round trips (INCR, then DECR) to a SECOND throwaway
+# Redis through that language's usual client (redis-rb, ioredis, redis-py, the `redis` crate), so
+# every section does the same work; beside the peers, the same section with no lock at all (the
+# ceiling, same workers and processes) and the ratios ours / fastest peer and ours / (ceiling ×
+# slots / workers). The io section runs the contended configurations only.
 module PeersBench
   LEASE_MS = 10_000 # the same lease for everyone (redis-semaphore's and pottery's default)
   LIMIT = 3
@@ -22,6 +29,13 @@ module PeersBench
   CONFIGS = [[1, 1], *Bench::Contention::CONFIGS].freeze
   # Rounds per row, the best kept (FERROLOCK_PEERS_ROUNDS; the machine's load moves between rows).
   ROUNDS = Integer(ENV.fetch("FERROLOCK_PEERS_ROUNDS", "1"))
+  SECTIONS = ENV.fetch("FERROLOCK_PEERS_SECTION", "empty,io").split(",").map { |s| s.strip.to_sym }.freeze
+  unless (SECTIONS - %i[empty io]).empty? && !SECTIONS.empty?
+    abort "FERROLOCK_PEERS_SECTION: a comma-separated list of empty, io (got #{ENV.fetch("FERROLOCK_PEERS_SECTION")})"
+  end
+  # Which configurations run, as workers/processes (FERROLOCK_PEERS_CONFIGS="8/2"; all by default).
+  ONLY_CONFIGS = ENV["FERROLOCK_PEERS_CONFIGS"]&.split(",")&.map { |c| c.split("/").map { |n| Integer(n) } }
+  CEILING = "the same section, no lock (ceiling)"
 
   # kind: :mutex or :semaphore (limit LIMIT); lang: which Toolchains method starts its driver.
   Peer = Struct.new(:label, :lang, :impl, :kind)
@@ -50,15 +64,41 @@ module PeersBench
     end
   end
 
-  def ours(kind)
+  # The second Redis the io section talks to (started on first use, stopped at exit).
+  def io_url
+    @io_url ||= Demo::ThrowawayRedis.new.start.url
+  end
+
+  def configs(section)
+    all = section == :io ? Bench::Contention::CONFIGS : CONFIGS
+    ONLY_CONFIGS ? all.select { |c| ONLY_CONFIGS.include?(c) } : all
+  end
+
+  # [setup, body]: setup builds a worker's state (a redis-rb connection to the second Redis, or
+  # nil); body.call(state) is the section, returning [entered, left].
+  def section_body(section, key)
+    return [-> {}, ->(_) { [now, now] }] if section == :empty
+
+    [-> { Redis.new(url: io_url) },
+     lambda do |io|
+       entered = now
+       io.incr(key)
+       io.decr(key)
+       [entered, now]
+     end]
+  end
+
+  def ours(kind, section, key)
+    io_setup, body = section_body(section, "section:#{key}")
     if kind == :mutex
-      [-> { Ferrolock::DistMutex.new("peers:ferrolock", lease: LEASE_MS / 1000) },
-       lambda do |m|
-         m.synchronize { [now, now] }
-       end]
+      [-> { [Ferrolock::DistMutex.new("peers:ferrolock:#{key}", lease: LEASE_MS / 1000), io_setup.call] },
+       ->((m, io)) { m.synchronize { body.call(io) } }]
     else
-      [-> { Ferrolock::ConcurrentLimiter.new("peers:limiter", LIMIT, wait_timeout: 60, lease: LEASE_MS / 1000) },
-       ->(limiter) { limiter.within_limit { [now, now] } }]
+      [lambda do
+        [Ferrolock::ConcurrentLimiter.new("peers:limiter:#{key}", LIMIT, wait_timeout: 60, lease: LEASE_MS / 1000),
+         io_setup.call]
+      end,
+       ->((limiter, io)) { limiter.within_limit { body.call(io) } }]
     end
   end
 
@@ -67,25 +107,35 @@ module PeersBench
     kind == :mutex ? 1 : LIMIT
   end
 
-  def measure_ours(kind, workers, processes)
-    setup, section = ours(kind)
+  def measure_ours(kind, section, workers, processes)
+    setup, body = ours(kind, section, "#{section}:#{workers}")
     seconds = workers == 1 ? ALONE_SECONDS : SECONDS
     Bench::Contention.measure(workers: workers, processes: processes, seconds: seconds, setup: setup,
-                              section: section, slots: slots(kind)).merge(errors: 0)
+                              section: body, slots: slots(kind)).merge(errors: 0)
+  end
+
+  # The io section with no lock around it: every worker runs it back to back.
+  def measure_ceiling(workers, processes)
+    setup, body = section_body(:io, "section:ceiling:#{workers}")
+    result = Bench::Contention.measure(workers: workers, processes: processes, seconds: SECONDS, setup: setup,
+                                       section: body, slots: workers)
+    result.merge(errors: 0, p50_ms: nil, p99_ms: nil, moved: nil) # no hand-offs without a lock
   end
 
   # Starts `processes` drivers with workers / processes workers each on a fresh name.
-  def measure_peer(peer, workers, processes)
+  def measure_peer(peer, section, workers, processes)
     driver = drivers.fetch(peer.lang)
     stats = Redis.new(url: Bench.redis_url)
-    key = "peers:#{peer.impl}:#{workers}"
+    key = "peers:#{peer.impl}:#{section}:#{workers}"
+    # The drivers' io section: INCR then DECR of this key on this Redis (none: an empty section).
+    env = section == :io ? { "FERROLOCK_PEERS_IO_URL" => io_url, "FERROLOCK_PEERS_IO_KEY" => "section:#{key}" } : {}
     before = Bench::Contention.redis_counters(stats)
     start_at = now + START_MARGIN
     stop_at = start_at + (workers == 1 ? ALONE_SECONDS : SECONDS)
     outputs = Array.new(processes) do |p|
       args = [peer.impl, Bench.redis_url, key, workers / processes, p, start_at, stop_at, LEASE_MS, LIMIT]
       args.pop unless peer.kind == :semaphore
-      spawn_driver(driver, args.map(&:to_s))
+      spawn_driver(driver, args.map(&:to_s), env)
     end.map(&:value)
     after = Bench::Contention.redis_counters(stats)
     spans = outputs.flat_map { |o| o.fetch("spans") }
@@ -96,39 +146,42 @@ module PeersBench
   end
 
   # A thread that returns the driver's parsed JSON line (or raises with its stderr).
-  def spawn_driver(driver, args)
+  def spawn_driver(driver, args, env)
     Thread.new do
-      out, err, status = Open3.capture3(driver.env, *driver.argv, *args)
+      out, err, status = Open3.capture3(driver.env.merge(env), *driver.argv, *args)
       raise "#{driver.argv.last} #{args.first} failed (#{status}): #{err.lines.last(5).join}" unless status.success?
 
       JSON.parse(out.lines.last)
     end
   end
 
-  # [[label, config, result or reason], ...] for one kind, ours first in each config: of ROUNDS
-  # rounds (each runs every row in turn), the round with the most sections per row.
-  def results(kind)
-    Array.new(ROUNDS) { one_round(kind) }.transpose.map do |runs|
+  # [[label, config, result or reason], ...] for one kind, ours first in each config (the io
+  # section's ceiling last): of ROUNDS rounds (each runs every row in turn), the round with the most
+  # sections per row.
+  def results(kind, section)
+    Array.new(ROUNDS) { one_round(kind, section) }.transpose.map do |runs|
       label, config, = runs.first
       measured = runs.map(&:last).reject { |result| result.is_a?(String) }
       [label, config, measured.max_by { |result| result[:sections] } || runs.first.last]
     end
   end
 
-  def one_round(kind)
+  def one_round(kind, section)
     peers = PEERS.select { |peer| peer.kind == kind }
-    CONFIGS.flat_map do |workers, processes|
+    configs(section).flat_map do |workers, processes|
       ours_label = kind == :mutex ? "ferrolock DistMutex" : "ferrolock ConcurrentLimiter(3)"
-      [[ours_label, [workers, processes], measure_ours(kind, workers, processes)]] +
-        peers.map { |peer| [peer.label, [workers, processes], peer_result(peer, workers, processes)] }
+      ceiling = section == :io ? [[CEILING, [workers, processes], measure_ceiling(workers, processes)]] : []
+      [[ours_label, [workers, processes], measure_ours(kind, section, workers, processes)]] +
+        peers.map { |peer| [peer.label, [workers, processes], peer_result(peer, section, workers, processes)] } +
+        ceiling
     end
   end
 
-  def peer_result(peer, workers, processes)
+  def peer_result(peer, section, workers, processes)
     driver = drivers.fetch(peer.lang)
     return "skipped: #{driver}" if driver.is_a?(String)
 
-    measure_peer(peer, workers, processes)
+    measure_peer(peer, section, workers, processes)
   end
 end
 
@@ -136,7 +189,9 @@ require_relative "peers/report"
 
 Bench.define("peers") do
   notes = PeersBench.drivers.filter_map { |lang, d| "- #{lang} peers skipped: #{d}" if d.is_a?(String) }
-  tables = %i[mutex semaphore].map { |kind| PeersBench::Report.tables(kind, PeersBench.results(kind)) }
+  tables = PeersBench::SECTIONS.flat_map do |section|
+    %i[mutex semaphore].map { |kind| PeersBench::Report.tables(kind, section, PeersBench.results(kind, section)) }
+  end
   runs = "- Each row: the best of #{PeersBench::ROUNDS} round(s) (by sections/s); contended runs last " \
          "#{PeersBench::SECONDS} s, the lone worker's #{PeersBench::ALONE_SECONDS} s."
   [*tables, "#{PeersBench::Report::NOTES}\n#{runs}", *notes].join("\n\n")

@@ -2,7 +2,8 @@
 
 module PeersBench
   # Markdown tables of bench/peers.rb's results: one per configuration, a row per implementation,
-  # ours first; "ferrolock ÷ this" is ours divided by the row's rate (above 1: ours is faster).
+  # ours first; "ferrolock ÷ this" is ours divided by the row's rate (above 1: ours is faster). The
+  # io section's tables end with the no-lock ceiling and a line of ratios under them.
   module Report
     COLUMNS = [["Redis commands per %s", :commands, "%<v>.1f"], ["Redis CPU per %s (µs)", :cpu_us, "%<v>.0f"],
                ["hand-off p50 (ms)", :p50_ms, "%<v>.3f"], ["hand-off p99 (ms)", :p99_ms, "%<v>.3f"],
@@ -20,35 +21,58 @@ module PeersBench
         10 s. redlock: retryCount 10, retryDelay 200 ms, retryJitter 200 ms (a failed lock() is retried and
         counted). redis-py: SET NX retried every 100 ms. python-redis-lock: SET NX, then BLPOP on a signal list.
         pottery: SET NX retried after a random 0-200 ms. ferrolock: DistMutex / ConcurrentLimiter defaults.
-      - Sections are empty; "Redis commands" counts every command Redis ran (INFO commandstats, inside scripts
-        too), "Redis CPU" is INFO cpu (sys + user), both per section and including the setup of connections.
+      - Empty sections: two timestamps. io sections: INCR then DECR of one key on a second Redis, through each
+        language's client (redis-rb, ioredis, redis-py, the redis crate), one connection per worker (node: per
+        process); the ceiling runs the same redis-rb section with no lock. "Redis commands" counts every
+        command the lock's Redis ran (INFO commandstats, inside scripts too; the second Redis is not counted),
+        "Redis CPU" is its INFO cpu (sys + user), both per section and including the setup of connections.
     NOTES
 
     module_function
 
-    def tables(kind, results)
+    def tables(kind, section, results)
       unit = kind == :mutex ? "section" : "block"
       results.group_by { |_, config, _| config }.map do |(workers, processes), rows|
-        table(unit, workers, processes, rows)
+        lines = table(unit, section, workers, processes, rows)
+        section == :io ? "#{lines}\n\n#{ratios(kind, workers, rows)}" : lines
       end.join("\n\n")
     end
 
-    def table(unit, workers, processes, rows)
+    # ours / the fastest peer, and ours / (the ceiling × slots / workers): the share of the section's
+    # no-lock rate that `slots` of `workers` inside at once could reach.
+    def ratios(kind, workers, rows)
+      ours = rows.first[2]
+      peers = rows.drop(1).reject { |label, _, r| label == CEILING || r.is_a?(String) }
+      ceiling = rows.find { |label, _, _| label == CEILING }&.last
+      parts = []
+      if (fastest = peers.max_by { |_, _, r| r[:sections] })
+        parts << format("ours / fastest peer (%s): %.2fx", fastest[0], ours[:sections] / fastest[2][:sections])
+      end
+      if ceiling
+        bound = ceiling[:sections] * PeersBench.slots(kind) / workers
+        parts << format("ceiling × %d / %d = %s/s; ours: %.0f %% of it", PeersBench.slots(kind), workers,
+                        Bench.number(bound), 100 * ours[:sections] / bound)
+      end
+      "Ratios: #{parts.join("; ")}."
+    end
+
+    def table(unit, section, workers, processes, rows)
       columns = COLUMNS.reject do |_, key, _|
         (workers == 1 && ALONE_SKIPS.include?(key)) || rows.all? { |_, _, r| r.is_a?(String) || r[key].nil? }
       end
       ours = rows.first[2]
-      head = "| #{title(unit, workers, processes)} | #{unit}s/s | ferrolock ÷ this | " \
+      head = "| #{title(unit, section, workers, processes)} | #{unit}s/s | ferrolock ÷ this | " \
              "#{columns.map { |label, _, _| format(label, unit) }.join(" | ")} |"
       lines = [head, "|---|---:|---:|#{"---:|" * columns.size}"]
       rows.each { |label, _, result| lines << row(label, result, ours, columns) }
       lines.join("\n")
     end
 
-    def title(unit, workers, processes)
-      return "alone: lock+release cycles, 1 worker" if workers == 1
+    def title(unit, section, workers, processes)
+      what = section == :io ? "#{unit}s doing INCR + DECR on a second Redis" : "empty #{unit}s"
+      return "alone: lock+release cycles, 1 worker, #{what}" if workers == 1
 
-      "#{workers} workers / #{processes} processes, one name, empty #{unit}s"
+      "#{workers} workers / #{processes} processes, one name, #{what}"
     end
 
     def row(label, result, ours, columns)

@@ -6,6 +6,8 @@
 // acquires, takes two timestamps, releases, from start_at to stop_at (CLOCK_MONOTONIC seconds:
 // process.hrtime.bigint() reads it on Linux, so processes of every language compare).
 // Prints one JSON line: {"spans":[[entered,left,"process.worker"],...],"errors":n}.
+// With FERROLOCK_PEERS_IO_URL set, the section is INCR then DECR of FERROLOCK_PEERS_IO_KEY on that
+// (second) Redis through a second ioredis connection the loops share, like the lock's.
 "use strict";
 
 const Redis = require("ioredis");
@@ -16,6 +18,9 @@ const startAt = Number(startArg);
 const stopAt = Number(stopArg);
 const leaseMs = Number(leaseArg);
 const limit = Number(limitArg || 1);
+
+const ioUrl = process.env.FERROLOCK_PEERS_IO_URL;
+const ioKey = process.env.FERROLOCK_PEERS_IO_KEY;
 
 const monotonic = () => Number(process.hrtime.bigint()) / 1e9;
 
@@ -46,7 +51,7 @@ function makeLock(client) {
   };
 }
 
-async function worker(id, lock) {
+async function worker(id, lock, io) {
   const spans = [];
   let errors = 0;
   while (monotonic() < stopAt) {
@@ -58,6 +63,10 @@ async function worker(id, lock) {
       continue;
     }
     const entered = monotonic();
+    if (io) {
+      await io.incr(ioKey);
+      await io.decr(ioKey);
+    }
     const left = monotonic();
     await lock.release(held);
     spans.push([entered, left, `${processArg}.${id}`]);
@@ -68,13 +77,16 @@ async function worker(id, lock) {
 async function main() {
   const client = new Redis(url);
   await client.ping();
+  const io = ioUrl ? new Redis(ioUrl) : null;
+  if (io) await io.ping();
   const lock = makeLock(client);
   const wait = Math.max(0, startAt - monotonic());
   await new Promise((resolve) => setTimeout(resolve, wait * 1000));
-  const results = await Promise.all(Array.from({ length: workers }, (_, i) => worker(i, lock)));
+  const results = await Promise.all(Array.from({ length: workers }, (_, i) => worker(i, lock, io)));
   const out = { spans: results.flatMap((r) => r.spans), errors: results.reduce((n, r) => n + r.errors, 0) };
   process.stdout.write(`${JSON.stringify(out)}\n`);
   client.disconnect();
+  if (io) io.disconnect();
 }
 
 main().catch((e) => {

@@ -7,9 +7,12 @@ Python at a time; these libraries are thread-safe and threads are how they are u
 Redis connection and lock object, looping acquire + release on one name from start_at to stop_at
 (time.monotonic() is CLOCK_MONOTONIC on Linux, shared by every process). Prints one JSON line:
 {"spans": [[entered, left, "process.worker"], ...], "errors": n}.
+With FERROLOCK_PEERS_IO_URL set, the section is INCR then DECR of FERROLOCK_PEERS_IO_KEY on that
+(second) Redis, through the worker's own second redis-py connection.
 """
 
 import json
+import os
 import sys
 import threading
 import time
@@ -20,6 +23,8 @@ IMPL, URL, KEY = sys.argv[1], sys.argv[2], sys.argv[3]
 WORKERS, PROCESS = int(sys.argv[4]), sys.argv[5]
 START_AT, STOP_AT = float(sys.argv[6]), float(sys.argv[7])
 LEASE = int(sys.argv[8]) / 1000.0
+IO_URL = os.environ.get("FERROLOCK_PEERS_IO_URL")
+IO_KEY = os.environ.get("FERROLOCK_PEERS_IO_KEY")
 
 
 def make_lock(conn):
@@ -44,6 +49,9 @@ def worker(index, out):
     conn = redis.Redis.from_url(URL)
     conn.ping()
     lock = make_lock(conn)
+    io = redis.Redis.from_url(IO_URL) if IO_URL else None
+    if io:
+        io.ping()
     spans = []
     errors = 0
     time.sleep(max(0.0, START_AT - time.monotonic()))
@@ -52,6 +60,9 @@ def worker(index, out):
             errors += 1
             continue
         entered = time.monotonic()
+        if io:
+            io.incr(IO_KEY)
+            io.decr(IO_KEY)
         left = time.monotonic()
         lock.release()
         spans.append([entered, left, f"{PROCESS}.{index}"])

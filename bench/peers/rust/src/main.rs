@@ -5,6 +5,9 @@
 //! (one connection), looping acquire + release on one name from start_at to stop_at
 //! (CLOCK_MONOTONIC seconds, which all processes share). Prints one JSON line:
 //! {"spans":[[entered,left,"process.worker"],...],"errors":n}.
+//! With FERROLOCK_PEERS_IO_URL set, the section is INCR then DECR of FERROLOCK_PEERS_IO_KEY on that
+//! (second) Redis, through the worker's own multiplexed connection of the `redis` crate (the one
+//! rslock uses).
 use rslock::LockManager;
 use std::time::Duration;
 
@@ -70,6 +73,17 @@ fn worker(
         // Library defaults: 3 tries per lock() call, a random 0-200 ms pause between them;
         // acquire() calls lock() again until it succeeds.
         let manager = LockManager::new(vec![url]);
+        let mut io = match std::env::var("FERROLOCK_PEERS_IO_URL") {
+            Ok(io_url) => Some(
+                redis::Client::open(io_url)
+                    .expect("FERROLOCK_PEERS_IO_URL")
+                    .get_multiplexed_async_connection()
+                    .await
+                    .expect("a connection to the io Redis"),
+            ),
+            Err(_) => None,
+        };
+        let io_key = std::env::var("FERROLOCK_PEERS_IO_KEY").unwrap_or_default();
         let mut spans = Vec::new();
         let mut errors = 0;
         sleep_until(start_at);
@@ -77,6 +91,18 @@ fn worker(
             match manager.acquire(key.as_str(), lease).await {
                 Ok(guard) => {
                     let entered = monotonic();
+                    if let Some(io) = io.as_mut() {
+                        let _: i64 = redis::cmd("INCR")
+                            .arg(&io_key)
+                            .query_async(io)
+                            .await
+                            .expect("INCR");
+                        let _: i64 = redis::cmd("DECR")
+                            .arg(&io_key)
+                            .query_async(io)
+                            .await
+                            .expect("DECR");
+                    }
                     let left = monotonic();
                     guard.release().await;
                     spans.push((entered, left));
