@@ -64,8 +64,14 @@ module PeersBench
     end
   end
 
-  # The second Redis the io section talks to (started on first use, stopped at exit).
+  # The second Redis the io section talks to: started by `start_io` in the benchmark's own
+  # process (a worker's thread in a forked child must never start one: it would outlive the
+  # child, which exits without running at_exit), stopped at exit.
   def io_url
+    @io_url or raise "PeersBench.start_io first (in the parent process)"
+  end
+
+  def start_io
     @io_url ||= Demo::ThrowawayRedis.new.start.url
   end
 
@@ -159,6 +165,7 @@ module PeersBench
   # section's ceiling last): of ROUNDS rounds (each runs every row in turn), the round with the most
   # sections per row.
   def results(kind, section)
+    start_io if section == :io
     Array.new(ROUNDS) { one_round(kind, section) }.transpose.map do |runs|
       label, config, = runs.first
       measured = runs.map(&:last).reject { |result| result.is_a?(String) }
