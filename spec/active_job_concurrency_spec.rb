@@ -78,8 +78,12 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     fences = runs.select { |account, _, _| account == "a" }.map(&:last)
     expect(fences).to all(be_a(Integer))
     expect(fences).to eq(fences.sort.uniq)
-    # Idle: nothing held, blocked or pending; only the fencing counters are left, and they expire.
-    expect(redis.keys("*").sort).to eq(%w[a b].map { |account| "ferrolock:{concurrency:LcFifoJob/#{account}}:fence" })
+    # Idle: nothing held, blocked or pending; only the fencing counters are left, and they expire
+    # (the index of keys with blocked jobs goes at the timer's next visit, within its 1 s wake-up).
+    fences_only = %w[a b].map { |account| "ferrolock:{concurrency:LcFifoJob/#{account}}:fence" }
+    wait_until(timeout: 3, what: -> { "only the fences left: #{redis.keys("*").sort}" }) do
+      redis.keys("*").sort == fences_only
+    end
     redis.keys("*").each { |key| expect(redis.pttl(key)).to be_between(1, 1_800_000), key }
   ensure
     Ferrolock.unsubscribe(subscription) if subscription
@@ -279,6 +283,37 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     end
     klass.perform_later(0)
     expect(ran).to eq([0, 10])
+  end
+
+  # The index of keys with blocked jobs is what finds a key whose holders all died. A timer's visit
+  # that found a line empty drops the key's entry only while the entry still has the visit's claim:
+  # the first job blocked in a line makes the entry due at once, so a drop that comes after leaves
+  # it. The visit's last half (forget.lua) is run by hand after such a block, with no timer in this
+  # process (the native object, not Slots).
+  it "keeps a key in the index when its first job is blocked after a visit found the line empty" do
+    client = Ferrolock::Client.new(url: FerrolockTest.redis_server.url, namespace: "lc-index")
+    native = Ferrolock::Native::JobConcurrency.new(client.native)
+    policy = [1, 5.0, "block", 0]
+    expect(native.admit("k", "holder", "{}", true, policy).first).to eq(:held)
+    expect(native.admit("k", "first", "{}", false, policy).first).to eq(:blocked)
+    due = native.due_key
+    expect(redis.zscore(due, "k")).to eq(1.0) # the first blocked job: due at once
+    names, claim, = native.due(5.0)
+    expect(names).to eq(["k"])
+    # The holder ends: "first" is promoted and the line is empty (what the visit would read);
+    # then "second" is blocked, the first of the line again.
+    expect(native.give_back("k", "holder", 1)).to eq([true, [["first", "{}"]]])
+    expect(native.admit("k", "second", "{}", false, policy).first).to eq(:blocked)
+    forget = File.read(File.expand_path("../ext/ferrolock-core/lua/job_concurrency/forget.lua", __dir__))
+    expect(redis.eval(forget, keys: [due], argv: ["k", claim])).to eq(0)
+    expect(redis.zscore(due, "k")).to eq(1.0)
+    # The next visit finds "second" waiting and keeps the key, at its holder's lease expiry.
+    names, claim, = native.due(5.0)
+    expect(names).to eq(["k"])
+    expect(native.reap("k", claim)).to eq([])
+    expect(redis.zscore(due, "k")).to be > 1.0
+  ensure
+    redis.del(redis.keys("lc-index:*"))
   end
 
   it "runs on a Redis Cluster: each key's slots, line and payloads in one hash slot, the index in its own" do

@@ -28,6 +28,7 @@ use std::time::Duration;
 lua_script!(ADMIT = "job_concurrency/admit");
 lua_script!(RELEASE = "job_concurrency/release");
 lua_script!(DUE = "job_concurrency/due");
+lua_script!(FORGET = "job_concurrency/forget");
 // Slots are a zset of token -> expiry, as the limiter's: its renewal fits them.
 lua_script!(RENEW = "concurrent_limiter/renew");
 
@@ -36,6 +37,8 @@ const FENCE_TTL_FACTOR: u32 = 10;
 /// How long blocked jobs and the index outlive their last write: a week, so jobs wait out any
 /// real outage of the workers, yet keys of a key nobody uses any more go.
 const BLOCKED_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// An index score that is due at once (ms of Redis time).
+const DUE_AT_ONCE: i64 = 1;
 /// Keys one timer visit claims at most.
 const DUE_BATCH: u32 = 100;
 
@@ -190,8 +193,13 @@ impl JobConcurrency {
         let earliest = int(&items[2])?;
         let blocked = int(&items[3])?;
         let promoted = promoted(&items[5..])?;
+        // Only a visit drops an entry (forget.lua): a line that empties here has its entry made
+        // due at once, and so does the first job blocked in a line, so a visit that found the
+        // line empty just before cannot drop it.
         let index = if int(&items[4])? == 1 {
-            Index::Forget
+            Index::DueIfListed
+        } else if outcome == Outcome::Blocked && blocked == 1 {
+            Index::Earlier(DUE_AT_ONCE)
         } else if outcome == Outcome::Blocked || (blocked > 0 && !promoted.is_empty()) {
             Index::Earlier(earliest)
         } else {
@@ -246,7 +254,7 @@ impl JobConcurrency {
         drop(lease);
         let call = self.release_call(&key, &job_id, limit)?;
         let reply = crate::lease::release_now(&self.client, intr, call, duration)?;
-        self.released(intr, &key, &reply, false)
+        self.released(intr, &key, &reply, None)
     }
 
     /// Gives back the slot of a job that will not perform (its enqueue failed after it was
@@ -260,14 +268,15 @@ impl JobConcurrency {
     ) -> Result<Released> {
         let call = self.release_call(key, job_id, limit)?;
         let reply = self.client.eval(intr, &call)?;
-        self.released(intr, key, &reply, false)
+        self.released(intr, key, &reply, None)
     }
 
-    /// Frees the key's slots whose lease ran out and promotes blocked jobs into free slots.
-    pub fn reap(&self, intr: &Interrupt, key: &str) -> Result<Vec<Promoted>> {
+    /// The timer's visit of a key it claimed (`claim`, from [`due`](Self::due)): frees the key's
+    /// slots whose lease ran out and promotes blocked jobs into free slots.
+    pub fn reap(&self, intr: &Interrupt, key: &str, claim: i64) -> Result<Vec<Promoted>> {
         let call = self.release_call(key, "", None)?;
         let reply = self.client.eval(intr, &call)?;
-        Ok(self.released(intr, key, &reply, true)?.promoted)
+        Ok(self.released(intr, key, &reply, Some(claim))?.promoted)
     }
 
     fn release_call(&self, key: &str, job_id: &str, limit: Option<u32>) -> Result<ScriptCall> {
@@ -281,13 +290,13 @@ impl JobConcurrency {
             .arg(crate::seconds::millis(BLOCKED_TTL)))
     }
 
-    /// `visit`: the timer's (its claim on the index entry is replaced by the key's real state).
+    /// `visit`: the timer's claim (its claim on the index entry is replaced by the key's real state).
     fn released(
         &self,
         intr: &Interrupt,
         key: &str,
         reply: &Value,
-        visit: bool,
+        visit: Option<i64>,
     ) -> Result<Released> {
         let items = list(reply, "release")?;
         if items.len() < 4 {
@@ -296,9 +305,12 @@ impl JobConcurrency {
         let earliest = int(&items[1])?;
         let blocked = int(&items[2])?;
         let promoted = promoted(&items[4..])?;
-        let index = if int(&items[3])? == 1 || (visit && blocked == 0) {
-            Index::Forget
-        } else if visit && blocked > 0 {
+        // Only a visit drops an entry (forget.lua): a line emptied here has it made due at once.
+        let index = if let (Some(claim), 0) = (visit, blocked) {
+            Index::Forget(claim)
+        } else if int(&items[3])? == 1 {
+            Index::DueIfListed
+        } else if visit.is_some() && blocked > 0 {
             Index::Set(earliest)
         } else if blocked > 0 && !promoted.is_empty() {
             // A promoted job's lease may end before the others' (classes of one group with
@@ -320,7 +332,7 @@ impl JobConcurrency {
         &self,
         intr: &Interrupt,
         recheck: Duration,
-    ) -> Result<(Vec<String>, Option<Duration>)> {
+    ) -> Result<(Vec<String>, i64, Option<Duration>)> {
         let call = ScriptCall::new(&DUE)
             .key(&self.due_key)
             .arg(crate::seconds::millis(recheck).max(1))
@@ -333,24 +345,37 @@ impl JobConcurrency {
         };
         let next = int(first)?;
         let next = (next >= 0).then(|| Duration::from_millis(next.unsigned_abs()));
-        let names = items[1..]
+        let claim = int(items.get(1).ok_or_else(|| unexpected("due", &reply))?)?;
+        let names = items[2..]
             .iter()
             .map(|v| text(v).ok_or_else(|| unexpected("due", &reply)))
             .collect::<Result<Vec<_>>>()?;
-        Ok((names, next))
+        Ok((names, claim, next))
     }
 
     /// Keeps the index of keys with blocked jobs true to what a script found. An entry may be
-    /// early (a visit finds nothing due and puts it right), never late. (A job blocked between
-    /// a script that emptied the line and its Forget loses the entry: it is still promoted by
-    /// the next release or admission of its key.)
+    /// early (a visit finds nothing due and puts it right) or outlive its line until the next
+    /// timer wake-up, never missing while a job is blocked: only a visit drops an entry, and
+    /// only while nothing moved it since its claim.
     fn index(&self, intr: &Interrupt, key: &str, index: Index) -> Result<()> {
         let (score, lt) = match index {
             Index::Keep => return Ok(()),
-            Index::Forget => {
-                let mut cmd = redis::cmd("ZREM");
-                cmd.arg(&self.due_key).arg(key);
+            Index::DueIfListed => {
+                let mut cmd = redis::cmd("ZADD");
+                cmd.arg(&self.due_key)
+                    .arg("XX")
+                    .arg("LT")
+                    .arg(DUE_AT_ONCE)
+                    .arg(key);
                 self.client.pipeline(intr, &[cmd])?;
+                return Ok(());
+            }
+            Index::Forget(claim) => {
+                let call = ScriptCall::new(&FORGET)
+                    .key(&self.due_key)
+                    .arg(key)
+                    .arg(claim);
+                self.client.eval(intr, &call)?;
                 return Ok(());
             }
             Index::Earlier(score) => (score, true),
@@ -378,7 +403,10 @@ impl JobConcurrency {
 /// What a script's outcome asks of the index.
 enum Index {
     Keep,
-    Forget,
+    /// Drop the entry if it still has this visit's claim (forget.lua).
+    Forget(i64),
+    /// Make the entry, if there is one, due at once (its line emptied: a visit drops it).
+    DueIfListed,
     /// Move the entry to this expiry if earlier (or add it).
     Earlier(i64),
     /// Put the entry at this expiry (the timer's visit).

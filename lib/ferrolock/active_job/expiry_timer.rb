@@ -73,8 +73,8 @@ module Ferrolock
       # One pass: the keys due, each visited; returns how long to sleep.
       def visit
         interval = self.class.interval
-        keys, next_in = @slots.due(RECHECK)
-        keys.each { |key| @slots.reap(key) }
+        keys, claim, next_in = @slots.due(RECHECK)
+        keys.each { |key| @slots.reap(key, claim) }
         @failures = 0
         return 0 if keys.size >= 100 # more may be due
 

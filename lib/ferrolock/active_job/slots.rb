@@ -84,12 +84,13 @@ module Ferrolock
         @native.keep(slot)
       end
 
-      # The timer's visit: frees the key's expired slots and enqueues the jobs promoted into them.
-      def reap(key)
-        Promotion.enqueue(@native.reap(key), self, key)
+      # The timer's visit of a key it claimed: frees the key's expired slots and enqueues the jobs
+      # promoted into them.
+      def reap(key, claim)
+        Promotion.enqueue(@native.reap(key, claim), self, key)
       end
 
-      # [keys due, seconds until the next is due or nil]
+      # [keys due, their claim (for #reap), seconds until the next is due or nil]
       def due(recheck)
         @native.due(recheck)
       end

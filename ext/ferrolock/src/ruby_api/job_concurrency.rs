@@ -153,17 +153,22 @@ impl RbJobConcurrency {
         Ok(slot.0.take_own().map(Running::hand_to_resumption).is_some())
     }
 
-    /// [[job_id, payload], ...]: blocked jobs promoted into slots whose lease ran out.
-    fn reap(ruby: &Ruby, rb_self: &Self, key: String) -> Result<RArray, Error> {
-        let promoted = run(ruby, Retry::Once, |intr| rb_self.0.reap(intr, &key))?;
+    /// [[job_id, payload], ...]: blocked jobs promoted into slots whose lease ran out; `claim`
+    /// as `due` gave it.
+    fn reap(ruby: &Ruby, rb_self: &Self, key: String, claim: i64) -> Result<RArray, Error> {
+        let promoted = run(ruby, Retry::Once, |intr| rb_self.0.reap(intr, &key, claim))?;
         Ok(promoted_array(ruby, promoted))
     }
 
-    /// [key names due, seconds until the next entry is due or nil].
-    fn due(ruby: &Ruby, rb_self: &Self, recheck: f64) -> Result<(Vec<String>, Option<f64>), Error> {
+    /// [key names due, their claim, seconds until the next entry is due or nil].
+    fn due(
+        ruby: &Ruby,
+        rb_self: &Self,
+        recheck: f64,
+    ) -> Result<(Vec<String>, i64, Option<f64>), Error> {
         let recheck = seconds(ruby, "recheck", recheck)?;
-        let (names, next) = run(ruby, Retry::Once, |intr| rb_self.0.due(intr, recheck))?;
-        Ok((names, next.map(|d| d.as_secs_f64())))
+        let (names, claim, next) = run(ruby, Retry::Once, |intr| rb_self.0.due(intr, recheck))?;
+        Ok((names, claim, next.map(|d| d.as_secs_f64())))
     }
 
     fn key_part(ruby: &Ruby, rb_self: &Self, key: String, part: String) -> Result<String, Error> {
@@ -189,7 +194,7 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
         method!(guard::f4(RbJobConcurrency::give_back), 3),
     )?;
     class.define_method("keep", method!(guard::f2(RbJobConcurrency::keep), 1))?;
-    class.define_method("reap", method!(guard::f2(RbJobConcurrency::reap), 1))?;
+    class.define_method("reap", method!(guard::f3(RbJobConcurrency::reap), 2))?;
     class.define_method("due", method!(guard::f2(RbJobConcurrency::due), 1))?;
     class.define_method(
         "key_part",
