@@ -464,6 +464,15 @@ pub fn int(v: &Value) -> Result<i64> {
     }
 }
 
+/// Reads a string reply (None: another kind, or not UTF-8).
+pub fn text(v: &Value) -> Option<String> {
+    match v {
+        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        _ => None,
+    }
+}
+
 /// Reads an array reply of integers.
 pub fn ints(v: &Value) -> Result<Vec<i64>> {
     match v {

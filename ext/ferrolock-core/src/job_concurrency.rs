@@ -14,7 +14,7 @@
 //! timer reads once per wake-up (`due`), sleeping until the earliest entry: no worker polls the
 //! keys themselves. Admissions and releases of a key free and promote as they go, too.
 
-use crate::client::{int, Client};
+use crate::client::{int, text, Client};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::keys::Keys;
@@ -438,14 +438,6 @@ fn list<'a>(v: &'a Value, op: &str) -> Result<&'a [Value]> {
     match v {
         Value::Array(items) => Ok(items),
         other => Err(unexpected(op, other)),
-    }
-}
-
-fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
-        Value::SimpleString(s) => Some(s.clone()),
-        _ => None,
     }
 }
 

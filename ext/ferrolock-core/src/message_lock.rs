@@ -4,14 +4,13 @@
 //! the job runs, so a long job never lets a copy in and a crashed one frees it after lease),
 //! or "processed" for processed_ttl after the job succeeded.
 
-use crate::client::{int, Client};
+use crate::client::{int, text, Client};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::lease::Lease;
 use crate::lost_leases::LostLease;
 use crate::lua_script;
 use crate::script::ScriptCall;
-use redis::Value;
 use std::time::Duration;
 
 lua_script!(BEGIN = "message_lock/begin");
@@ -193,13 +192,5 @@ impl MessageLock {
             call,
             self.lease,
         )?)? == 1)
-    }
-}
-
-fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
-        Value::SimpleString(s) => Some(s.clone()),
-        _ => None,
     }
 }

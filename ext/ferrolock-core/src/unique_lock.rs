@@ -3,7 +3,7 @@
 //! expiry. Every change is one script that compares the jid before writing, so a job never
 //! frees or extends a lock a duplicate holds now.
 
-use crate::client::{int, Client};
+use crate::client::{int, text, Client};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::lua_script;
@@ -118,14 +118,6 @@ fn ttl_ms(ttl: Duration) -> Result<u64> {
     Ok(crate::seconds::millis(crate::seconds::check_span(
         "ttl", ttl,
     )?))
-}
-
-fn text(v: &Value) -> Option<String> {
-    match v {
-        Value::BulkString(b) => String::from_utf8(b.clone()).ok(),
-        Value::SimpleString(s) => Some(s.clone()),
-        _ => None,
-    }
 }
 
 fn unexpected(op: &str, reply: &Value) -> Error {
