@@ -415,8 +415,75 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
       expect(queue(klass).map { |job| job["arguments"] }).to eq([["b", 3], ["a", 1]])
     end
 
+    # Every key left has a TTL within the rule's duration (or the fencing counter's 30 min).
+    def expect_keys_expire
+      redis.keys("*").each { |key| expect(redis.pttl(key)).to be_between(1, 1_800_000), key }
+    end
+
+    it "enqueue_limit: at most n enqueued and not started; past it perform_later is false and the log says why" do
+      events = []
+      subscription = Ferrolock.subscribe(:discarded) { |_, payload| events << payload }
+      klass = job_class("LcRuleEnqueueLimitJob") do
+        concurrency_rule key: ->(account, _num) { account }, enqueue_limit: 2
+
+        def perform(account, num)
+          LC_RAN << [account, num]
+          # Started, it no longer counts: one place is free (a1 holds the other).
+          LC_RAN << [self.class.perform_later(account, 10).class, self.class.perform_later(account, 11)] if num.zero?
+        end
+      end
+      expect([klass.perform_later("a", 0), klass.perform_later("a", 1)]).to all(be_a(klass))
+      expect(klass.perform_later("a", 2)).to be(false)
+      expect(klass.perform_later("b", 3)).to be_a(klass)
+      expect(log.string).to include("LcRuleEnqueueLimitJob/a is at its enqueue_limit of 2")
+      expect(events).to contain_exactly(include(primitive: :concurrency_rule, at: :enqueue, reason: :enqueue_limit))
+      run_queued(klass)
+      expect(ran).to eq([["a", 0], [klass, false]])
+      work_off(klass)
+      expect(ran).to eq([["a", 1], ["b", 3], ["a", 10]])
+      expect(redis.exists?("ferrolock:{concurrency:rule:queued:LcRuleEnqueueLimitJob/a}:slots")).to be(false)
+      expect_keys_expire
+    ensure
+      Ferrolock.unsubscribe(subscription) if subscription
+    end
+
+    it "total_limit: at most n enqueued or performing; a job delivered without a place waits for one (Retrying)" do
+      klass = job_class("LcRuleTotalJob") do
+        # Declared first: a later rule's refusal gives its place back.
+        concurrency_rule key: "all", enqueue_limit: 10
+        concurrency_rule key: ->(account, _num) { account }, total_limit: 2
+
+        def perform(account, num)
+          LC_RAN << [account, num]
+          # Performing, it still counts: a0 and a1 fill the key.
+          LC_RAN << self.class.perform_later(account, 10) if num.zero?
+        end
+      end
+      expect([klass.perform_later("a", 0), klass.perform_later("a", 1)]).to all(be_a(klass))
+      expect(klass.perform_later("a", 2)).to be(false)
+      expect(klass.perform_later("b", 3)).to be_a(klass)
+      expect(log.string).to include("LcRuleTotalJob/a is at its total_limit of 2")
+      expect(redis.zcard("ferrolock:{concurrency:rule:queued:LcRuleTotalJob/all}:slots")).to eq(3)
+      run_queued(klass)
+      expect(ran).to eq([["a", 0], false])
+      expect(klass.perform_later("a", 4)).to be_a(klass) # a0 ended: its place is free
+      expect(klass.perform_later("a", 5)).to be(false)
+      # An adapter's own retry of an earlier job (no enqueue callbacks ran) finds the key full.
+      ::ActiveJob::Base.execute(klass.new("a", 6).serialize)
+      expect(ran).to be_empty
+      expect(active_job_log.string).to match(/Retrying LcRuleTotalJob.* in 1 seconds, due to a Ferrolock::OverLimit/)
+      work_off(klass) # a1, b3, a4, then a6: places freed by then
+      expect(ran).to eq([["a", 1], ["b", 3], ["a", 4], ["a", 6]])
+      expect(redis.exists?("ferrolock:{concurrency:rule:total:LcRuleTotalJob/a}:slots")).to be(false)
+      expect_keys_expire
+    end
+
     {
-      {} => /concurrency_rule: give perform_limit:, perform_throttle: or enqueue_throttle:/,
+      {} => /concurrency_rule: give perform_limit:, perform_throttle:, enqueue_throttle:, enqueue_limit: or total/,
+      { enqueue_limit: 0 } => /concurrency_rule enqueue_limit: .*positive/,
+      { total_limit: -1 } => /concurrency_rule total_limit: .*positive/,
+      { total_limit: 1.5 } => /concurrency_rule total_limit: .*Integer/,
+      { enqueue_limit: 1, duration: "5" } => /concurrency_rule duration: .*number of seconds/,
       { perform_limit: 0 } => /concurrency_rule perform_limit: .*positive/,
       { perform_throttle: 5 } => /concurrency_rule perform_throttle: must be \[count, period\]/,
       { perform_throttle: [0, 60] } => /concurrency_rule perform_throttle: .*positive/,
