@@ -231,6 +231,52 @@ RSpec.describe "Sidekiq Web Locks tab" do
     expect(admin.show(fixture::LIMITER).first.slots.map(&:token)).not_to include(slot.token)
   end
 
+  it "force-releases a limits_concurrency holder and a blocked job by CSRF-protected POSTs; the next job is enqueued" do
+    require "active_job"
+    previous = [ActiveJob::Base.logger, Ferrolock.config.logger]
+    ActiveJob::Base.logger = Ferrolock.config.logger = Logger.new(nil)
+    klass = stub_const("WebLcJob", Class.new(ActiveJob::Base) do
+      include Ferrolock::ActiveJob::Concurrency
+      self.queue_adapter = :test
+      limits_concurrency to: 1, key: ->(_num) { "k" }, duration: 60
+      def perform(_num) = nil
+    end)
+    holder, first, second = Array.new(3) { |n| klass.perform_later(n) }
+    queued = -> { klass.queue_adapter.enqueued_jobs.map { |job| job["job_id"] } }
+    expect(queued.call).to eq([holder.job_id])
+    listing = page("/locks/concurrency?q=WebLcJob/*")
+    # Each job's own button: a link to its confirmation page (the release is the POST there).
+    hrefs = listing.scan(/href="([^"]*)"/).map { |(href)| CGI.unescapeHTML(href) }
+    link = ->(job) { hrefs.find { |href| href.include?("concurrency/release?") && href.include?(job.job_id) } }
+    confirm = page(link.call(holder))
+    expect(confirm).to include("holds a slot of this key", "Yes, free its slot")
+    form = { "key" => "WebLcJob/k", "job_id" => holder.job_id }
+
+    forged_post("/locks/concurrency/release", form)
+    expect(last_response.status).to eq(403) # no CSRF token (8: cross-site): refused, nothing released
+    expect(admin.concurrency("WebLcJob/k").items.first.holders.map(&:token)).to eq([holder.job_id])
+
+    form_post("/locks/concurrency/release", form, csrf_of(confirm))
+    expect(last_response.status).to eq(302)
+    # The slot went to the oldest blocked job, which was enqueued at once.
+    expect(queued.call).to eq([holder.job_id, first.job_id])
+    info = admin.concurrency("WebLcJob/k").items.first
+    expect([info.holders.map(&:token), info.blocked_jobs]).to eq([[first.job_id], [second.job_id]])
+    follow_redirect!
+    expect(last_response.body).to include("its slot is free", holder.job_id)
+
+    confirm = page(link.call(second))
+    expect(confirm).to include("is blocked on this key", "Yes, take it out of the line")
+    form_post("/locks/concurrency/release", { "key" => "WebLcJob/k", "job_id" => second.job_id }, csrf_of(confirm))
+    expect(last_response.status).to eq(302)
+    info = admin.concurrency("WebLcJob/k").items.first
+    expect([info.holders.map(&:token), info.blocked]).to eq([[first.job_id], 0])
+    expect(queued.call).to eq([holder.job_id, first.job_id]) # taken out, never run
+  ensure
+    ActiveJob::Base.logger, Ferrolock.config.logger = previous if previous
+    Ferrolock::ActiveJob::Slots.reset!
+  end
+
   describe "uniqueness and rate limiter pages" do
     def row(body, css, text)
       body[%r{<tr class="#{css}">(?:(?!</tr>).)*#{Regexp.escape(text)}.*?</tr>}m]

@@ -152,5 +152,21 @@ RSpec.describe "Locks tab in headless Chromium" do
     expect(link).not_to be_nil
     one = browse(link.gsub("&amp;", "&"), "confirm_one")
     expect(one).to include("Yes, release this holder (#{holder}")
+
+    # limits_concurrency: a Force release button per holder and per blocked job, each a link to its
+    # confirmation page (a POST form with the CSRF token). Keys made by the scripts themselves.
+    native = Ferrolock::Native::JobConcurrency.new(Ferrolock.client.native)
+    key = "Lc<b>tiny</b>/k"
+    policy = [1, 60.0, "block", 0]
+    native.admit(key, "holder-job", "{}", true, policy)
+    %w[blocked-one blocked-two].each { |job_id| native.admit(key, job_id, "{}", false, policy) }
+    lc = browse("/locks/concurrency", "concurrency")
+    expect(lc).to include(as_text(key), "holder-job", "blocked-one", "blocked-two")
+    expect(lc.scan(">Force release</a>").size).to eq(3)
+    link = lc[%r{href="([^"]*concurrency/release\?[^"]*job_id=blocked-two[^"]*)"}, 1]
+    expect(link).not_to be_nil
+    blocked = browse(link.gsub("&amp;", "&"), "confirm_concurrency")
+    expect(blocked).to include("Force release job <code>blocked-two</code> of <code>#{as_text(key)}</code>?",
+                               "is blocked on this key", "Yes, take it out of the line", *csrf_field)
   end
 end

@@ -7,12 +7,15 @@ module Ferrolock
   class Admin
     # Key names of limits_concurrency (lib/ferrolock/active_job/): "concurrency:<group>/<key>".
     CONCURRENCY_PREFIX = "concurrency:"
+    # How many of a key's blocked jobs a listing names (each with its force release in the Web tab).
+    BLOCKED_SHOWN = 10
 
     # One limits_concurrency key as Redis has it: the jobs holding a slot (job_id, lease left in
-    # seconds), how many wait (blocked) and the oldest of them (its job_id, seconds since it was
-    # enqueued). `limit` is the one stored by the last job blocked (nil while nobody was).
+    # seconds), how many wait (blocked), the first BLOCKED_SHOWN of them (blocked_jobs, oldest first)
+    # and the oldest (its job_id, seconds since it was enqueued). `limit` is the one stored by the
+    # last job blocked (nil while nobody was).
     ConcurrencyInfo = Struct.new(:name, :key, :limit, :holders, :blocked, :oldest_job_id, :oldest_age,
-                                 keyword_init: true) do
+                                 :blocked_jobs, keyword_init: true) do
       def kind
         :limits_concurrency
       end
@@ -33,10 +36,11 @@ module Ferrolock
         blocked = client.call("LLEN", keys.key(name, "blocked"))
         return nil if entries.empty? && blocked.zero?
 
-        oldest = blocked.zero? ? nil : client.call("LINDEX", keys.key(name, "blocked"), 0)
+        first = blocked.zero? ? [] : client.call("LRANGE", keys.key(name, "blocked"), 0, BLOCKED_SHOWN - 1)
+        oldest = first.first
         limit = client.call("HGET", keys.key(name, "jobs"), "{limit}")
         new(name: name, key: name.delete_prefix(CONCURRENCY_PREFIX), limit: limit && Integer(limit),
-            holders: holders(entries, now), blocked: blocked, oldest_job_id: oldest,
+            holders: holders(entries, now), blocked: blocked, oldest_job_id: oldest, blocked_jobs: first,
             oldest_age: oldest && age(client, keys.key(name, "jobs"), oldest, now))
       end
 

@@ -12,6 +12,7 @@ module Ferrolock
       def draw(app)
         lists(app)
         release(app)
+        release_job(app)
       end
 
       # Listing pages: path under the tab => [view, the Admin method listing it].
@@ -56,6 +57,35 @@ module Ferrolock
         rescue ArgumentError, TypeError => e
           Routes.bad_request(e)
         end
+      end
+
+      # A limits_concurrency job's force release (Admin#force_release_job): its confirmation page,
+      # then the POST, which frees the job's slot (the next blocked job is enqueued) or takes it out
+      # of the line, and goes back to the key's listing.
+      def release_job(app)
+        app.get("/locks/concurrency/release") do
+          key = fl_param("key")
+          erb(Web.view(:concurrency_confirm), locals: { key: key, job_id: fl_param("job_id"),
+                                                        info: Routes.concurrency_info(key) })
+        rescue ArgumentError, TypeError => e
+          Routes.bad_request(e)
+        end
+        app.post("/locks/concurrency/release") do
+          key = fl_param("key")
+          job_id = fl_param("job_id")
+          freed = Web.admin.force_release_job(key, job_id)
+          query = ::Rack::Utils.build_query("q" => Admin::KeySpace.escape(key), "key" => key, "job_id" => job_id,
+                                            "freed" => freed)
+          redirect("#{root_path}locks/concurrency?#{query}")
+        rescue ArgumentError, TypeError => e
+          Routes.bad_request(e)
+        end
+      end
+
+      # The ConcurrencyInfo of exactly `key` (nil: nothing held nor blocked there).
+      def concurrency_info(key)
+        key = Validate.name!(:key, key)
+        Web.admin.concurrency(Admin::KeySpace.escape(key)).items.find { |info| info.key == key }
       end
 
       # The listing a release of `kind` comes from (and returns to).

@@ -63,6 +63,13 @@ module Ferrolock
         %(<a class="btn btn-danger btn-xs ferrolock-release" href="#{url}">#{h(label)}</a>)
       end
 
+      # A link to the confirmation page of a limits_concurrency job's force release (a holder's or a
+      # blocked job's; the release itself is a POST there).
+      def fl_release_job_button(key, job_id)
+        url = fl_url("locks/concurrency/release", "key" => key, "job_id" => job_id)
+        %(<a class="btn btn-danger btn-xs ferrolock-release" href="#{url}">Force release</a>)
+      end
+
       # The search box's placeholder on the page at `path`.
       def fl_search_hint(path)
         SEARCH_HINTS.fetch(path, "Name pattern, e.g. report:*")
