@@ -238,6 +238,31 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
     expect(run.redis.lrange("rec:aj:locked_as", 0, -1).uniq.sort).to eq(%w[RetryOnceJob StepsJob])
   end
 
+  # limits_concurrency through Shoryuken 7's own ActiveJob adapter: the producer's enqueue admits two
+  # jobs (sent to SQS) and parks four in Redis; each release in the worker enqueues the next through
+  # the adapter (a new SQS message). The jobs count themselves in Redis as they perform.
+  it "holds limits_concurrency's to: 2 through Shoryuken's ActiveJob adapter, blocked jobs promoted, each run once",
+     time_limit: 60 do
+    queue = uniq_name("ajmsg")
+    url = run.queue(queue, VisibilityTimeout: 5)
+    app = { app: FerrolockTest::ShoryukenSqs::ACTIVE_JOB_APP, queues: [queue] }
+    run.shoryuken({}, **app)
+    run.enqueue_active_jobs((0...6).map { |num| [queue, "LimitedJob", ["k", num, 0.4], 1] })
+    run.wait_for("6 jobs run", timeout: 30) { run.redis.llen("rec:lc:ran") >= 6 }
+    run.wait_for("every copy deleted", timeout: 15) { run.depth(url) == [0, 0] }
+    at_once = run.redis.lrange("rec:lc:at_once", 0, -1).map { |count| Integer(count) }
+    ran = run.redis.lrange("rec:lc:ran", 0, -1).map { |num| Integer(num) }
+    events = run.record[:events]
+    report("(7) limits_concurrency to: 2", jobs: 6, runs: ran.size, most_at_once: at_once.max,
+                                           blocked: events["blocked"].to_i, promoted: events["promoted"].to_i)
+    expect(at_once.size).to eq(6)
+    expect(at_once.max).to eq(2) # 10 threads: the limit, not a lack of threads, kept it at 2
+    expect(ran.sort).to eq((0...6).to_a)
+    expect([events["blocked"].to_i, events["promoted"].to_i]).to eq([4, 4])
+    expect(run.redis.keys("ferrolock:{concurrency:LimitedJob/k}:*").map { |key| run.redis.pttl(key) })
+      .to all(be > 0)
+  end
+
   it "does not run a job again when its delete failed after success, and deletes it on its next delivery",
      time_limit: 90 do
     queue = uniq_name("undeleted")

@@ -78,6 +78,25 @@ class RetryOnceJob < ActiveJob::Base
   end
 end
 
+# limits_concurrency through Shoryuken's adapter (no Rails here: included by hand, as without the
+# Railtie). How many of its key perform at once is counted in Redis by the job itself.
+class LimitedJob < ActiveJob::Base
+  include Ferrolock::ActiveJob::Concurrency
+
+  limits_concurrency to: 2, key: ->(key, _num, _pause) { key }, duration: 30
+
+  def perform(key, num, pause)
+    redis = ShoryukenSqsApp.redis
+    redis.rpush("rec:lc:at_once", redis.incr("rec:lc:now:#{key}"))
+    begin
+      sleep pause
+      redis.rpush("rec:lc:ran", num)
+    ensure
+      redis.decr("rec:lc:now:#{key}")
+    end
+  end
+end
+
 # The producer: FERROLOCK_SQS_ENQUEUE is [[queue, job class, arguments, times]…]; a job enqueued `times`
 # times is one job (one job_id) sent again, as a producer retrying its send does.
 if ENV["FERROLOCK_SQS_ENQUEUE"]
