@@ -172,6 +172,12 @@ impl ConcurrentLimiter {
         self.line.release(self, intr, slot.0)
     }
 
+    /// The release when it is a pass to a thread of this process waiting for a slot (the
+    /// cohort hand-off: no Redis, no blocking). The slot back otherwise, for `release`.
+    pub fn release_locally(&self, slot: Slot) -> Option<Slot> {
+        self.line.release_locally::<Self>(slot.0).map(Slot)
+    }
+
     /// After `acquire` failed (Redis unreachable, interrupted): Redis may still have given
     /// `token` a slot with the reply lost, so release it in the background rather than keep
     /// the slot taken for a whole lease. `token` must not be used again. It also takes

@@ -232,6 +232,15 @@ impl DistMutex {
         self.line.release(self, intr, held.0)
     }
 
+    /// The unlock when it is a pass to a thread of this process waiting for the lock (the
+    /// cohort hand-off: no Redis, no blocking). The hold back otherwise, for `unlock`.
+    pub fn unlock_locally(&self, held: Held) -> Option<Held> {
+        if !self.auto_release {
+            return Some(held);
+        }
+        self.line.release_locally::<Self>(held.0).map(Held)
+    }
+
     /// After a lock call failed (Redis unreachable, interrupted, timed out): Redis may still have
     /// granted `token` with the reply lost, so release it in the background rather than let it
     /// block others for a whole lease. `token` must not be used again.

@@ -25,6 +25,26 @@ impl<T> HeldCell<T> {
         self.item.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Runs `f` with the item taken out when this process acquired it; `f` gives it back
+    /// (`Some`) when it did not consume it. True when consumed. For a call made with the GVL
+    /// held, so no other Ruby thread sees the cell empty meanwhile.
+    pub fn consume_own(&self, f: impl FnOnce(T) -> Option<T>) -> bool {
+        if ferrolock_core::fork::generation() != self.born {
+            return false;
+        }
+        let mut item = self.lock();
+        let Some(taken) = item.take() else {
+            return false;
+        };
+        match f(taken) {
+            None => true,
+            Some(back) => {
+                *item = Some(back);
+                false
+            }
+        }
+    }
+
     /// Takes the item out when this process acquired it. An item inherited through fork is
     /// taken out and forgotten (never dropped: dropping a lease reaches for this process's
     /// watchdog, and it is the parent's to end); None then, as for an item already released.

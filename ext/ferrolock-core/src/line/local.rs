@@ -1,8 +1,8 @@
 //! One waiter per process per name (issue 16). Threads of one process that wait for the same
 //! auto-release DistMutex or ConcurrentLimiter (same client, same name) do not each queue in
-//! Redis: while one of them waits in the Redis line, the others wait here, in FIFO order, on a
-//! condition variable. When that one is granted the hold, the process has nobody in the Redis
-//! line: the next release of one of its holders then pushes the next local waiter's entry at the
+//! Redis: while one of them waits in the Redis line, the others wait here, in FIFO order, each on
+//! a condition variable of its own (a pass wakes only its receiver). When that one is granted the
+//! hold, the process has nobody in the Redis line: the next release of one of its holders then pushes the next local waiter's entry at the
 //! tail of the line in its own script (release.rs), so that waiter only blocks on its grant. A
 //! newcomer while the process only holds goes to Redis itself. A limiter's process may hold
 //! several slots: any of its holders' releases queues the next local waiter; a slot freed
@@ -47,7 +47,10 @@ struct Line {
     waiting: VecDeque<u64>,
     slots: HashMap<u64, Slot>,
     next_id: u64,
-    wake: Arc<Condvar>,
+    /// Each local waiter's own condition variable, so a pass wakes the one thread it concerns
+    /// (not every waiter of the name, which would each take the lines' lock to look and sleep
+    /// again).
+    wakes: HashMap<u64, Arc<Condvar>>,
     /// When this process sent the last write (its reply came back) that set the Redis line's
     /// TTL: taken before sending, so the line lives at least a line TTL past it.
     line_refreshed: Option<Instant>,
@@ -90,6 +93,13 @@ impl Line {
         })
     }
 
+    /// Wakes local waiter `id` (it looks at its slot).
+    fn wake(&self, id: u64) {
+        if let Some(wake) = self.wakes.get(&id) {
+            wake.notify_one();
+        }
+    }
+
     fn is_unused(&self) -> bool {
         self.in_redis == 0 && self.holding == 0 && self.waiting.is_empty() && self.slots.is_empty()
     }
@@ -116,7 +126,7 @@ impl Line {
         self.slots
             .insert(id, Slot::Told(Turn::Attempt { uncertain: false }));
         self.in_redis += 1;
-        self.wake.notify_all();
+        self.wake(id);
         true
     }
 }
@@ -214,7 +224,7 @@ impl Member {
             return Err(self);
         };
         line.slots.insert(id, Slot::Told(Turn::Handed(baton())));
-        line.wake.notify_all();
+        line.wake(id);
         drop(lines);
         // Its holding count goes to the waiter, which becomes a holding member.
         std::mem::forget(self);
@@ -292,7 +302,7 @@ impl Successor {
         if let Some(line) = lines.0.get_mut(&member.key) {
             // The counts moved at `take_successor`.
             line.slots.insert(self.id, Slot::Told(turn));
-            line.wake.notify_all();
+            line.wake(self.id);
         }
         drop(lines);
         std::mem::forget(member);
@@ -337,10 +347,12 @@ pub fn join(client_id: usize, lock_key: &str, token: &str, deadline: Option<Inst
         deadline,
     };
     line.slots.insert(id, slot);
+    let wake = Arc::new(Condvar::new());
+    line.wakes.insert(id, wake.clone());
     Joined::Local(LocalWaiter {
         key,
         id,
-        wake: line.wake.clone(),
+        wake,
         generation,
     })
 }
@@ -388,6 +400,7 @@ impl LocalWaiter {
                     let Some(Slot::Told(turn)) = line.slots.remove(&self.id) else {
                         unreachable!("matched above");
                     };
+                    line.wakes.remove(&self.id);
                     // Taken even if interrupted or out of time meanwhile: the caller holds it
                     // now, and gives it back as any acquisition that raced an interrupt.
                     let role = match turn {
@@ -415,6 +428,7 @@ impl LocalWaiter {
                     if let Some(why) = left {
                         line.waiting.retain(|id| *id != self.id);
                         line.slots.remove(&self.id);
+                        line.wakes.remove(&self.id);
                         drop_if_unused(&mut lines, &self.key);
                         return Err(why);
                     }
@@ -435,6 +449,7 @@ impl LocalWaiter {
                         // `unqueued` while nobody of the process was in Redis): go alone.
                         line.waiting.retain(|id| *id != self.id);
                         line.slots.remove(&self.id);
+                        line.wakes.remove(&self.id);
                         line.in_redis += 1;
                         let member = Member {
                             key: self.key.clone(),

@@ -71,6 +71,12 @@ impl RbConcurrentLimiter {
 
     /// Gives the slot back (a second call does nothing); raises LockLost if its lease was lost.
     fn release(ruby: &Ruby, rb_self: &Self, slot: &RbLimiterSlot) -> Result<(), Error> {
+        // A pass to a waiting thread of this process is made with the GVL held: the waiter it
+        // wakes gets the GVL as soon as this thread next blocks, instead of this thread giving
+        // it up and taking it back around the pass.
+        if slot.0.consume_own(|s| rb_self.0.release_locally(s)) {
+            return Ok(());
+        }
         release_once(ruby, &slot.0, |intr, s| rb_self.0.release(intr, s)).map(drop)
     }
 

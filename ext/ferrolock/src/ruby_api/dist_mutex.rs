@@ -113,6 +113,12 @@ impl RbDistMutex {
     }
 
     fn unlock(ruby: &Ruby, rb_self: &Self, hold: &RbMutexHold) -> Result<(), Error> {
+        // A pass to a waiting thread of this process is made with the GVL held (see
+        // ConcurrentLimiter#release).
+        if hold.held.consume_own(|h| rb_self.0.unlock_locally(h)) {
+            hold.answered();
+            return Ok(());
+        }
         let released = release_once(ruby, &hold.held, |intr, held| rb_self.0.unlock(intr, held));
         hold.answered();
         released.map(drop)
