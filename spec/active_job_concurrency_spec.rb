@@ -478,6 +478,28 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
       expect_keys_expire
     end
 
+    it "beside limits_concurrency: a refused enqueue is never parked, and a promoted job is never refused" do
+      klass = job_class("LcRuleAndLimitJob", to: 1, key: ->(_num) { "k" }) do
+        concurrency_rule key: "k", enqueue_limit: 2, duration: 0.5
+
+        def perform(num) = LC_RAN << num
+      end
+      blocked = "ferrolock:{concurrency:LcRuleAndLimitJob/k}:blocked"
+      places = "ferrolock:{concurrency:rule:queued:LcRuleAndLimitJob/k}:slots"
+      klass.perform_later(0) # holds the slot
+      second = klass.perform_later(1) # blocked by limits_concurrency; the second enqueue place
+      expect(klass.perform_later(2)).to be(false) # refused by the rule: not parked, so it never runs
+      expect(redis.lrange(blocked, 0, -1)).to eq([second.job_id])
+      # The places' lease (0.5 s) runs out, and two later jobs take both: when 0 ends, 1 is promoted
+      # and its enqueue must pass (it was enqueued long ago), although the rule's key is full now.
+      wait_until(timeout: 3, interval: 0.02, what: "the places' lease run out") { !redis.exists?(places) }
+      later = [klass.perform_later(3), klass.perform_later(4)]
+      expect(later).to all(be_a(klass))
+      expect(redis.zcard(places)).to eq(2)
+      work_off(klass)
+      expect(ran).to eq([0, 1, 3, 4])
+    end
+
     {
       {} => /concurrency_rule: give perform_limit:, perform_throttle:, enqueue_throttle:, enqueue_limit: or total/,
       { enqueue_limit: 0 } => /concurrency_rule enqueue_limit: .*positive/,

@@ -42,9 +42,11 @@ module Ferrolock
 
         base.extend(ClassMethods, ConcurrencyRules::ClassMethods)
         base.prepend(JobHooks)
+        # The rules' enqueue check goes first (outermost): an enqueue they refuse is never parked by
+        # limits_concurrency (a parked job runs later, so perform_later must not say false for it).
+        base.around_enqueue { |job, block| ConcurrencyRules.around_enqueue(job, block) }
         base.around_enqueue { |job, block| Concurrency.around_enqueue(job, block) }
         base.around_perform { |job, block| Concurrency.around_perform(job, block) }
-        base.around_enqueue { |job, block| ConcurrencyRules.around_enqueue(job, block) }
         base.around_perform { |job, block| ConcurrencyRules.around_perform(job, block) }
       end
 

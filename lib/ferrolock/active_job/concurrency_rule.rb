@@ -239,9 +239,10 @@ module Ferrolock
 
       def around_enqueue(job, block)
         rules = job.class.ferrolock_concurrency_rules
-        # A job enqueued again after it ran (a rule's reschedule, a retry, a resumption) is already in
-        # flight: an enqueue rule never drops it.
-        return block.call if rules.empty? || skip?(job) || job.executions.to_i.positive?
+        # A job enqueued again after it ran (a rule's reschedule, a retry, a resumption), or a blocked
+        # job limits_concurrency promotes (its enqueue passed the rules when it was parked), is already
+        # in flight: an enqueue rule never drops it.
+        return block.call if rules.empty? || skip?(job) || in_flight?(job)
 
         rules.each_with_index do |rule, index|
           reason, why = rule.enqueue(job)
@@ -251,6 +252,10 @@ module Ferrolock
           return refuse(job, reason, why)
         end
         enqueue(job, rules, block)
+      end
+
+      def in_flight?(job)
+        job.executions.to_i.positive? || job.instance_variable_get(:@ferrolock_promoted)
       end
 
       # The adapter's enqueue; a job it did not enqueue (it raised, or ActiveJob 7.1+ recorded an
