@@ -61,7 +61,9 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
 
   it "parks the jobs over the limit in Redis and enqueues them FIFO as slots free, one fencing token each" do
     events = []
-    subscription = Ferrolock.subscribe(:blocked, :promoted) { |event, payload| events << [event, payload[:job_id]] }
+    subscription = Ferrolock.subscribe(:blocked, :promoted, :released) do |event, payload|
+      events << [event, payload[:job_id]]
+    end
     klass = recording("LcFifoJob", to: 1, key: ->(account, _n) { account })
     jobs = Array.new(4) { |n| klass.perform_later("a", n) } << klass.perform_later("b", 9)
 
@@ -74,7 +76,10 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     runs = ran
     expect(runs.map { |account, n, _| [account, n] }).to eq([["a", 0], ["b", 9], ["a", 1], ["a", 2], ["a", 3]])
     blocked = jobs[1, 3].map(&:job_id)
-    expect(events).to eq(blocked.map { |id| [:blocked, id] } + blocked.map { |id| [:promoted, id] })
+    released, others = events.partition { |event, _| event == :released }
+    expect(others).to eq(blocked.map { |id| [:blocked, id] } + blocked.map { |id| [:promoted, id] })
+    # Each slot given back as its job ended, in the order they ran.
+    expect(released.map(&:last)).to eq(jobs.values_at(0, 4, 1, 2, 3).map(&:job_id))
     fences = runs.select { |account, _, _| account == "a" }.map(&:last)
     expect(fences).to all(be_a(Integer))
     expect(fences).to eq(fences.sort.uniq)
@@ -357,12 +362,17 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     expect([web.status, web.body]).to match([200, include(holder.job_id, waiting.first.job_id)])
     expect(web.body).to match(%r{<code>LcAdminJob(/|&#x2F;)a</code>})
     queue(klass).clear # the holder's process died
+    released = []
+    subscription = Ferrolock.subscribe(:released) { |_, payload| released << payload.values_at(:job_id, :forced) }
     expect(admin.force_release_job("LcAdminJob/a", holder.job_id)).to be(true)
     expect(queue(klass).map { |job| job["job_id"] }).to eq([waiting.first.job_id])
     expect(admin.force_release_job("LcAdminJob/a", waiting.last.job_id)).to be(false) # out of the line
     work_off(klass)
     expect(ran.map { |_, n, _| n }).to eq([1])
+    expect(released).to eq([[holder.job_id, true], [waiting.last.job_id, true], [waiting.first.job_id, false]])
     expect(admin.concurrency("*").items).to be_empty
+  ensure
+    Ferrolock.unsubscribe(subscription) if subscription
   end
 
   describe "concurrency_rule (GoodJob's rules)" do

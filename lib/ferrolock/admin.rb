@@ -98,7 +98,9 @@ module Ferrolock
       slots = Ferrolock::ActiveJob::Slots.new(@client)
       # (Taken out of the line first: the release promotes only the jobs still in it.)
       @client.call("LREM", slots.key_part(key, "blocked"), 0, job_id)
-      slots.give_back(key, job_id)
+      slots.give_back(key, job_id).tap do
+        Ferrolock.instrument(:released, primitive: :limits_concurrency, name: key, job_id: job_id, forced: true)
+      end
     end
 
     # Shoryuken message markers (MarkerInfo); `pattern` matches the queue name.

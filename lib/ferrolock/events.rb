@@ -24,7 +24,7 @@ module Ferrolock
   # typo fails at boot instead of never firing.
   EVENTS = %i[
     acquired lock_lost owner_gone release_failed skipped wait_timeout over_limit
-    rescheduled reschedules_exhausted rerouted blocked promoted discarded
+    rescheduled reschedules_exhausted rerouted blocked promoted discarded released
     locked skipped_in_progress skipped_processed released_after_error redis_error
   ].freeze
 

@@ -219,7 +219,10 @@ module Ferrolock
           return admission.slots.keep(slot) if holding.resumed
 
           held = admission.slots.release(admission.key, slot, admission.policy.limit_for(job))
-          lost(admission, slot) if held == false
+          return lost(admission, slot) if held == false
+
+          Ferrolock.instrument(:released, primitive: :limits_concurrency, name: admission.key,
+                                          job_class: job.class.name, job_id: job.job_id, forced: false)
         rescue Ferrolock::Error => e
           ReleaseFailure.report(e, what: "limits_concurrency #{admission.key}", finished: true,
                                    primitive: :limits_concurrency, name: admission.key)
