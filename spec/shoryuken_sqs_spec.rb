@@ -238,6 +238,37 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
     expect(run.redis.lrange("rec:aj:locked_as", 0, -1).uniq.sort).to eq(%w[RetryOnceJob StepsJob])
   end
 
+  # A producer's retry of one ActiveJob job (a copy from its serialized form, as an outbox resends it:
+  # its body names a later enqueued_at) on FIFO queues with content-based dedup, through Shoryuken 7's
+  # adapter. By default the adapter makes a dedup id of the job's arguments, so SQS itself drops the
+  # second send (and would drop a distinct job with the same arguments too). With
+  # `active_job_fifo_message_deduplication = false` the second send is a message of its own, and the
+  # lock keyed on the job_id runs the job once.
+  it "runs a FIFO job sent twice once, with and without Shoryuken 7's FIFO dedup ids (content-based dedup on)",
+     time_limit: 60 do
+    queues = { "on" => "#{uniq_name("ajkey")}.fifo", "off" => "#{uniq_name("ajkey")}.fifo" }
+    urls = queues.transform_values { |queue| run.queue(queue, FifoQueue: true, ContentBasedDeduplication: true) }
+    queues.each do |ids, queue|
+      run.enqueue_active_jobs([[queue, "CountedJob", ["dedup-#{ids}"], 2, "copy"]],
+                              env: { "FERROLOCK_SQS_FIFO_DEDUP_IDS" => ids })
+    end
+    accepted = urls.transform_values { |url| run.depth(url).first }
+    run.shoryuken({}, app: FerrolockTest::ShoryukenSqs::ACTIVE_JOB_APP, queues: queues.values)
+    runs = ->(ids) { run.redis.llen("rec:aj:counted:dedup-#{ids}") }
+    run.wait_for("both jobs run", timeout: 30) { runs.call("on") >= 1 && runs.call("off") >= 1 }
+    run.wait_for("every copy deleted", timeout: 15) { urls.values.all? { |url| run.depth(url) == [0, 0] } }
+    sleep 1.5 # a second message still on its way
+    events = run.record[:events]
+    skipped = events["skipped_processed"].to_i + events["skipped_in_progress"].to_i
+    report("(8) FIFO, a job sent twice", messages_with_dedup_ids: accepted["on"], runs_with: runs.call("on"),
+                                         messages_without: accepted["off"], runs_without: runs.call("off"),
+                                         second_message_skipped_by_the_lock: skipped)
+    expect(accepted).to eq("on" => 1, "off" => 2)
+    expect([runs.call("on"), runs.call("off")]).to eq([1, 1])
+    # Without the adapter's dedup ids, SQS delivered the second send too: the lock skipped it.
+    expect(skipped).to eq(1)
+  end
+
   # limits_concurrency through Shoryuken 7's own ActiveJob adapter: the producer's enqueue admits two
   # jobs (sent to SQS) and parks four in Redis; each release in the worker enqueues the next through
   # the adapter (a new SQS message). The jobs count themselves in Redis as they perform.

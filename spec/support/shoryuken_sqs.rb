@@ -117,9 +117,9 @@ module FerrolockTest
 
       # ACTIVE_JOB_APP as the producer: enqueues `jobs` ([[queue, job class, arguments, times]…]) through
       # Shoryuken's ActiveJob adapter, in a process of its own, and waits for it.
-      def enqueue_active_jobs(jobs, timeout: 30)
+      def enqueue_active_jobs(jobs, timeout: 30, env: {})
         log = File.join(@logs, "producer.log")
-        env = app_env({}, moto.endpoint, []).merge("FERROLOCK_SQS_ENQUEUE" => JSON.generate(jobs))
+        env = app_env({}, moto.endpoint, []).merge("FERROLOCK_SQS_ENQUEUE" => JSON.generate(jobs), **env)
         pid = ShoryukenSqs.unbundled do
           Process.spawn(env, RbConfig.ruby, ACTIVE_JOB_APP, chdir: ROOT, pgroup: true, out: log, err: %i[child out])
         end

@@ -97,11 +97,26 @@ class LimitedJob < ActiveJob::Base
   end
 end
 
-# The producer: FERROLOCK_SQS_ENQUEUE is [[queue, job class, arguments, times]…]; a job enqueued `times`
-# times is one job (one job_id) sent again, as a producer retrying its send does.
+# Counts its runs in Redis.
+class CountedJob < ActiveJob::Base
+  def perform(name)
+    ShoryukenSqsApp.redis.rpush("rec:aj:counted:#{name}", Process.pid)
+  end
+end
+
+# The producer: FERROLOCK_SQS_ENQUEUE is [[queue, job class, arguments, times, how]…]; a job enqueued
+# `times` times is one job (one job_id) sent again, as a producer retrying its send does: the same
+# object (Shoryuken 7's adapter keeps the first send's parameters in it, so the same body goes again),
+# or with `how` "copy" a copy made from its serialized form (an outbox's retry: a body of its own,
+# enqueued_at included). With FERROLOCK_SQS_FIFO_DEDUP_IDS=off, Shoryuken 7's adapter makes no FIFO
+# dedup id of the job's arguments.
+Shoryuken.active_job_fifo_message_deduplication = false if ENV["FERROLOCK_SQS_FIFO_DEDUP_IDS"] == "off"
 if ENV["FERROLOCK_SQS_ENQUEUE"]
-  JSON.parse(ENV.fetch("FERROLOCK_SQS_ENQUEUE")).each do |queue, job_class, arguments, times|
+  JSON.parse(ENV.fetch("FERROLOCK_SQS_ENQUEUE")).each do |queue, job_class, arguments, times, how|
     job = Object.const_get(job_class).new(*arguments)
-    times.times { job.enqueue(queue: queue) or raise "enqueue of #{job_class}#{arguments} failed" }
+    times.times do |n|
+      send = how == "copy" && n.positive? ? ActiveJob::Base.deserialize(job.serialize) : job
+      send.enqueue(queue: queue) or raise "enqueue of #{job_class}#{arguments} failed"
+    end
   end
 end
