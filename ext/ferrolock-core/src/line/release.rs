@@ -58,13 +58,14 @@ impl Line {
     /// The release's local pass alone (`pass_locally`, no Redis, never blocks for long: the
     /// process's lines' lock only), for a caller that holds a lock of its own it should not give
     /// up for a round trip (the binding keeps Ruby's GVL through it, so the waiter it wakes runs
-    /// as soon as the releasing thread next blocks). The hold back, untouched, when there was
-    /// no local pass to make: then `release` it.
+    /// as soon as the releasing thread next blocks). The hold back when there was no local pass
+    /// to make, without its cohort (the pass was just tried): then `release` it, through Redis.
     pub(crate) fn release_locally<P: Primitive>(&self, mut hold: Hold) -> Option<Hold> {
         let lost = hold.lease.as_ref().is_some_and(Lease::is_lost);
         if !lost && self.pass_locally::<P>(&mut hold) {
             return None;
         }
+        hold.cohort = None;
         Some(hold)
     }
 
