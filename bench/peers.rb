@@ -72,7 +72,7 @@ module PeersBench
   end
 
   def start_io
-    @io_url = Demo::ThrowawayRedis.new.start.url unless @io_url
+    @io_url ||= Demo::ThrowawayRedis.new.start.url
   end
 
   def configs(section)
