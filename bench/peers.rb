@@ -72,7 +72,9 @@ module PeersBench
   end
 
   def start_io
-    @io_url ||= Demo::ThrowawayRedis.new.start.url
+    return if @io_url
+
+    @io_url = Demo::ThrowawayRedis.new.start.url
   end
 
   def configs(section)
