@@ -425,6 +425,27 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
       expect(queue(klass).map { |job| job["arguments"] }).to eq([["b", 3], ["a", 1]])
     end
 
+    # A rule's refusal puts the job off (a retry later), unlike a continuation: the limits_concurrency
+    # slot it took at perform goes to the next blocked job instead of waiting out the retry.
+    it "beside limits_concurrency: a job a perform rule puts off gives its slot to the next blocked job" do
+      klass = job_class("LcRuleRefusedJob", to: 1, key: ->(_num) { "k" }) do
+        concurrency_rule key: "k", perform_throttle: [1, 60]
+
+        def perform(num) = LC_RAN << num
+      end
+      jobs = Array.new(3) { |num| klass.perform_later(num) }
+      slots = "ferrolock:{concurrency:LcRuleRefusedJob/k}:slots"
+      run_queued(klass) # 0 runs (the throttle's one run a minute); 1 is promoted
+      expect(ran).to eq([0])
+      expect(redis.zrange(slots, 0, -1)).to eq([jobs[1].job_id])
+      run_queued(klass) # 1 is refused by the throttle and put off for about a minute
+      expect(ran).to eq([])
+      expect(active_job_log.string).to match(/Retrying LcRuleRefusedJob.* in (59|60) seconds/)
+      # Its slot went to 2, queued as 1's perform ended; 1's retry waits without one.
+      expect(redis.zrange(slots, 0, -1)).to eq([jobs[2].job_id])
+      expect(queue(klass).map { |job| job["arguments"] }).to eq([[1], [2]])
+    end
+
     # Every key left has a TTL within the rule's duration (or the fencing counter's 30 min).
     def expect_keys_expire
       redis.keys("*").each { |key| expect(redis.pttl(key)).to be_between(1, 1_800_000), key }

@@ -90,7 +90,7 @@ module Ferrolock
           policy = job.class.ferrolock_concurrency
           return block.call if skip?(policy) || job.instance_variable_get(:@ferrolock_promoted)
 
-          holding = job.instance_variable_get(:@ferrolock_slot)
+          holding = held_slot(job)
           # Checked when it runs (Solid Queue checks when it is due), unless it is this very job
           # going on (resumption): that keeps its slot.
           return block.call if job.scheduled_at && !holding
@@ -162,6 +162,13 @@ module Ferrolock
 
         # A slot taken for a job its adapter then did not enqueue (it raised, or ActiveJob 7.1+
         # recorded an EnqueueError) is given back at once, not held until its lease runs out.
+        # The slot of this job, if it performs now and enqueues itself to go on. A job a
+        # concurrency_rule refused at perform is put off instead: its slot is given back when its
+        # perform ends, and the retry is admitted like any other job.
+        def held_slot(job)
+          job.instance_variable_get(:@ferrolock_slot) unless job.instance_variable_get(:@ferrolock_rule_refused)
+        end
+
         def enqueue_held(admission, block)
           enqueued = false
           result = block.call

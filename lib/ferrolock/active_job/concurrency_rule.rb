@@ -284,8 +284,14 @@ module Ferrolock
         outcome = chain(job, rules, 0, block)
         return outcome unless outcome.is_a?(ConcurrencyRule::Over)
 
-        # ActiveJob's own "Retrying" line says when it runs again.
-        job.retry_job(wait: outcome.delay, error: outcome.error)
+        # ActiveJob's own "Retrying" line says when it runs again. Not a continuation: a
+        # limits_concurrency slot it holds is given back, not kept for the retry (see Concurrency).
+        job.instance_variable_set(:@ferrolock_rule_refused, true)
+        begin
+          job.retry_job(wait: outcome.delay, error: outcome.error)
+        ensure
+          job.instance_variable_set(:@ferrolock_rule_refused, false)
+        end
         nil
       end
 
