@@ -320,11 +320,7 @@ fn blpop_still_times_out_where_client_commands_are_refused() {
     let admin = server.client("t");
     // No CLIENT at all, or CLIENT ID but not CLIENT UNBLOCK.
     for (user, rule) in [("noclient", "-client"), ("nounblock", "-client|unblock")] {
-        cmd(
-            &admin,
-            &["ACL", "SETUSER", user, "on", ">pw", "~*", "+@all", rule],
-        );
-        let url = format!("redis://{user}:pw@127.0.0.1:{}/0", server.port);
+        let url = server.acl_user(user, &["+@all", rule]);
         let c = Client::new(ClientOptions::new(&url)).unwrap();
         // Ends at Redis' pace (its next tick), but ends, and the connection stays usable.
         let took = median_blpop(&c, "empty", Duration::from_millis(30));

@@ -200,21 +200,7 @@ fn a_grant_published_while_the_inbox_was_not_listening_is_found_once_it_listens_
 #[test]
 fn a_server_without_channel_rights_gets_grant_lists() {
     let server = RedisServer::start();
-    let admin = server.client("t");
-    cmd(
-        &admin,
-        &[
-            "ACL",
-            "SETUSER",
-            "nochannels",
-            "on",
-            ">secret",
-            "~*",
-            "resetchannels",
-            "+@all",
-        ],
-    );
-    let url = format!("redis://nochannels:secret@127.0.0.1:{}/0", server.port);
+    let url = server.acl_user("nochannels", &["resetchannels", "+@all"]);
     let client = || {
         let mut opts = ClientOptions::new(&url);
         opts.namespace = "t".into();

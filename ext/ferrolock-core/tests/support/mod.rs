@@ -96,6 +96,15 @@ impl RedisServer {
         Client::new(opts).unwrap()
     }
 
+    /// Makes ACL user `user` (password "pw", every key, `rules` after +@all) and returns its URL.
+    #[allow(dead_code)] // (not every test binary uses it)
+    pub fn acl_user(&self, user: &str, rules: &[&str]) -> String {
+        let mut args = vec!["ACL", "SETUSER", user, "on", ">pw", "~*"];
+        args.extend_from_slice(rules);
+        cmd(&self.client("acl"), &args);
+        format!("redis://{user}:pw@127.0.0.1:{}/0", self.port)
+    }
+
     pub fn signal(&self, sig: &str) {
         let Some(child) = self.child.as_ref() else {
             return;
