@@ -10,6 +10,7 @@ require_relative "support/shoryuken_sqs"
 # redeliveries after a visibility timeout, a producer's second message, a delete that never reached
 # SQS. Every count comes from the workers' own record in Redis (spec/support/shoryuken_sqs_app.rb),
 # and is printed. Runs in the modern root (Ruby >= 3.2), in its own lane: bin/modern test shoryuken_sqs.
+# The limits_concurrency example runs on real Shoryuken 6.2.1 processes too (its own ActiveJob adapter).
 RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 against a real SQS server (moto)" do
   # (1)'s size: 500 messages of 1.5 s on 20 threads take about 40 s of work.
   messages = Integer(ENV.fetch("FERROLOCK_SQS_MESSAGES", "500"))
@@ -269,29 +270,36 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
     expect(skipped).to eq(1)
   end
 
-  # limits_concurrency through Shoryuken 7's own ActiveJob adapter: the producer's enqueue admits two
-  # jobs (sent to SQS) and parks four in Redis; each release in the worker enqueues the next through
-  # the adapter (a new SQS message). The jobs count themselves in Redis as they perform.
-  it "holds limits_concurrency's to: 2 through Shoryuken's ActiveJob adapter, blocked jobs promoted, each run once",
-     time_limit: 60 do
-    queue = uniq_name("ajmsg")
-    url = run.queue(queue, VisibilityTimeout: 5)
-    app = { app: FerrolockTest::ShoryukenSqs::ACTIVE_JOB_APP, queues: [queue] }
-    run.shoryuken({}, **app)
-    run.enqueue_active_jobs((0...6).map { |num| [queue, "LimitedJob", ["k", num, 0.4], 1] })
-    run.wait_for("6 jobs run", timeout: 30) { run.redis.llen("rec:lc:ran") >= 6 }
-    run.wait_for("every copy deleted", timeout: 15) { run.depth(url) == [0, 0] }
-    at_once = run.redis.lrange("rec:lc:at_once", 0, -1).map { |count| Integer(count) }
-    ran = run.redis.lrange("rec:lc:ran", 0, -1).map { |num| Integer(num) }
-    events = run.record[:events]
-    report("(7) limits_concurrency to: 2", jobs: 6, runs: ran.size, most_at_once: at_once.max,
-                                           blocked: events["blocked"].to_i, promoted: events["promoted"].to_i)
-    expect(at_once.size).to eq(6)
-    expect(at_once.max).to eq(2) # 10 threads: the limit, not a lack of threads, kept it at 2
-    expect(ran.sort).to eq((0...6).to_a)
-    expect([events["blocked"].to_i, events["promoted"].to_i]).to eq([4, 4])
-    expect(run.redis.keys("ferrolock:{concurrency:LimitedJob/k}:*").map { |key| run.redis.pttl(key) })
-      .to all(be > 0)
+  # limits_concurrency through Shoryuken's own ActiveJob adapter, 7.0.3's and 6.2.1's (Rails has none:
+  # 6.2's is ActiveJob::QueueAdapters::ShoryukenAdapter from its extensions, its processes real 6.2.1
+  # ones on the same aws-sdk-sqs and Rails 8.1): the producer's enqueue admits two jobs (sent to SQS)
+  # and parks four in Redis; each release in the worker enqueues the next through the adapter (a new
+  # SQS message). The jobs count themselves in Redis as they perform.
+  FerrolockTest::ShoryukenSqs::VERSIONS.each do |version|
+    it "holds limits_concurrency's to: 2 through Shoryuken #{version}'s ActiveJob adapter, blocked jobs " \
+       "promoted, each run once", time_limit: 60 do
+      run.shoryuken_version = version
+      queue = uniq_name("ajmsg")
+      url = run.queue(queue, VisibilityTimeout: 5)
+      app = { app: FerrolockTest::ShoryukenSqs::ACTIVE_JOB_APP, queues: [queue] }
+      run.shoryuken({}, **app)
+      run.enqueue_active_jobs((0...6).map { |num| [queue, "LimitedJob", ["k", num, 0.4], 1] })
+      run.wait_for("6 jobs run", timeout: 30) { run.redis.llen("rec:lc:ran") >= 6 }
+      run.wait_for("every copy deleted", timeout: 15) { run.depth(url) == [0, 0] }
+      at_once = run.redis.lrange("rec:lc:at_once", 0, -1).map { |count| Integer(count) }
+      ran = run.redis.lrange("rec:lc:ran", 0, -1).map { |num| Integer(num) }
+      events = run.record[:events]
+      report("(7) limits_concurrency to: 2, Shoryuken #{version}",
+             jobs: 6, runs: ran.size, most_at_once: at_once.max, blocked: events["blocked"].to_i,
+             promoted: events["promoted"].to_i)
+      expect(run.redis.smembers("rec:aj:shoryuken")).to eq([version]) # the producer's and the worker's
+      expect(at_once.size).to eq(6)
+      expect(at_once.max).to eq(2) # 10 threads: the limit, not a lack of threads, kept it at 2
+      expect(ran.sort).to eq((0...6).to_a)
+      expect([events["blocked"].to_i, events["promoted"].to_i]).to eq([4, 4])
+      expect(run.redis.keys("ferrolock:{concurrency:LimitedJob/k}:*").map { |key| run.redis.pttl(key) })
+        .to all(be > 0)
+    end
   end
 
   it "does not run a job again when its delete failed after success, and deletes it on its next delivery",

@@ -15,10 +15,12 @@ module FerrolockTest
   # real queues of a real SQS-compatible server (moto, spec/support/moto_server.rb). The example
   # process talks to moto with the vendored aws-sdk-sqs 1.87.0 (Debian's aws-sdk-core under it) to
   # make queues, send messages and read what is left; the workers record what ran in Redis
-  # (spec/support/shoryuken_sqs_app.rb).
+  # (spec/support/shoryuken_sqs_app.rb). A Run may use the vendored Shoryuken 6.2.1 instead
+  # (Run#shoryuken_version=): its processes then load 6.2.1's lib and run its bin/shoryuken, on the same
+  # aws-sdk-sqs 1.87.0 (6.2.1 asks only for aws-sdk-core >= 2 and requires aws-sdk-sqs).
   module ShoryukenSqs
     VENDOR = File.expand_path("../shared/vendor", ROOT)
-    SHORYUKEN = File.join(VENDOR, "shoryuken-7.0.3")
+    VERSIONS = %w[7.0.3 6.2.1].freeze
     SQS_LIB = File.join(VENDOR, "aws-sdk-sqs-1.87.0", "lib")
     APP = File.expand_path("shoryuken_sqs_app.rb", __dir__)
     ACTIVE_JOB_APP = File.expand_path("shoryuken_sqs_active_job_app.rb", __dir__)
@@ -28,10 +30,20 @@ module FerrolockTest
     # Why the lane cannot run here, or nil.
     def missing
       return "Shoryuken 7 needs Ruby >= 3.2 (bin/modern run …)" if RUBY_VERSION < "3.2"
-      return "vendored Shoryuken 7.0.3 not found at #{SHORYUKEN}" unless File.directory?(SHORYUKEN)
+
+      VERSIONS.each do |version|
+        dir = dir(version)
+        return "vendored Shoryuken #{version} not found at #{dir}" unless File.directory?(dir)
+      end
       return "vendored aws-sdk-sqs not found at #{SQS_LIB}" unless File.directory?(SQS_LIB)
 
       MotoServer.missing
+    end
+
+    # The vendored Shoryuken `version` (one of VERSIONS).
+    def dir(version)
+      VERSIONS.include?(version) or raise ArgumentError, "no vendored Shoryuken #{version} (#{VERSIONS.join(", ")})"
+      File.join(VENDOR, "shoryuken-#{version}")
     end
 
     # aws-sdk-core (Debian's: not in the Gemfile) and the vendored aws-sdk-sqs, in this bundled process:
@@ -57,6 +69,8 @@ module FerrolockTest
     # One scenario: a moto server, queues on it, Shoryuken processes. Stops all of them at #close.
     class Run
       attr_reader :moto, :sqs, :redis, :logs
+      # The vendored Shoryuken its processes run (VERSIONS; 7.0.3 unless set).
+      attr_accessor :shoryuken_version
 
       def initialize(redis_server)
         ShoryukenSqs.load_sdk
@@ -68,6 +82,7 @@ module FerrolockTest
         @logs = Dir.mktmpdir("ferrolock-shoryuken-sqs-")
         @pids = []
         @gates = []
+        @shoryuken_version = VERSIONS.first
       end
 
       # A queue; attributes in SQS's names ("VisibilityTimeout" => "1", "FifoQueue" => "true").
@@ -105,7 +120,7 @@ module FerrolockTest
       # no workers of the app's own, `queues` instead.
       def shoryuken(workers, concurrency: 10, endpoint: moto.endpoint, env: {}, app: APP, queues: workers.keys)
         log = File.join(@logs, "shoryuken-#{@pids.size}.log")
-        cmd = [RbConfig.ruby, File.join(SHORYUKEN, "bin", "shoryuken"), "start", "-r", app, "-q", *queues,
+        cmd = [RbConfig.ruby, File.join(shoryuken_dir, "bin", "shoryuken"), "start", "-r", app, "-q", *queues,
                "-c", concurrency.to_s, "-t", "8"]
         pid = ShoryukenSqs.unbundled do
           Process.spawn(app_env(workers, endpoint, queues).merge(env), *cmd, chdir: ROOT, pgroup: true, out: log,
@@ -133,7 +148,11 @@ module FerrolockTest
         { "REDIS_URL" => @redis_server.url, "FERROLOCK_RECORD_URL" => @redis_server.url,
           "FERROLOCK_SQS_ENDPOINT" => endpoint, "FERROLOCK_SQS_WORKERS" => JSON.generate(workers),
           "FERROLOCK_SQS_QUEUES" => queues.join(","), "FERROLOCK_REDIS_URL" => nil,
-          "RUBYLIB" => [*RailsVersion.libs, SQS_LIB, File.join(SHORYUKEN, "lib"), LIB].join(":") }
+          "RUBYLIB" => [*RailsVersion.libs, SQS_LIB, File.join(shoryuken_dir, "lib"), LIB].join(":") }
+      end
+
+      def shoryuken_dir
+        ShoryukenSqs.dir(shoryuken_version)
       end
 
       # The exit status of child `pid` within `timeout` seconds, or nil (it is killed then).

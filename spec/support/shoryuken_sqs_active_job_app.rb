@@ -1,10 +1,11 @@
 # frozen_string_literal: true
 
-# The app of a REAL Shoryuken 7.0.3 process running ActiveJob through Shoryuken's own adapter
+# The app of a REAL Shoryuken 7.0.3 (or 6.2.1) process running ActiveJob through Shoryuken's own adapter
 # (`shoryuken -r spec/support/shoryuken_sqs_active_job_app.rb -q QUEUE…`), with Rails 8.1's ActiveJob
-# (vendored; spec/support/shoryuken_sqs.rb puts it on RUBYLIB). It loads spec/support/shoryuken_sqs_app.rb
-# first (the README's set-up verbatim, the record in Redis), then defines a continuable job. Run by plain
-# `ruby` with FERROLOCK_SQS_ENQUEUE set, it is the producer instead: it enqueues and exits.
+# (vendored; spec/support/shoryuken_sqs.rb puts it and the Shoryuken of its Run on RUBYLIB). It loads
+# spec/support/shoryuken_sqs_app.rb first (the README's set-up verbatim, the record in Redis), then defines
+# a continuable job. Run by plain `ruby` with FERROLOCK_SQS_ENQUEUE set, it is the producer instead: it
+# enqueues and exits.
 #
 # Queues whose name starts with "ajkey-" lock on the ActiveJob job_id (an idempotency key: a producer
 # that enqueues the same job twice runs it once); the others on the SQS message id (the default).
@@ -12,17 +13,27 @@ require "shoryuken"
 require_relative "shoryuken_sqs_app"
 require "active_job"
 # Shoryuken loads its adapter only when ActiveJob was loaded before it (Rails apps' order); here, after.
-require "active_job/extensions"
-require "active_job/queue_adapters/shoryuken_adapter"
+# Rails has no Shoryuken adapter of its own (neither 6.1, 7.2 nor 8.1): `:shoryuken` is Shoryuken's,
+# ActiveJob::QueueAdapters::ShoryukenAdapter from its extensions in 6.x (its wrapper nested in it), from
+# active_job/queue_adapters in 7.x (its wrapper Shoryuken::ActiveJob::JobWrapper).
+if Shoryuken::VERSION.start_with?("6.")
+  require "shoryuken/extensions/active_job_extensions"
+  require "shoryuken/extensions/active_job_adapter"
+  wrapper = ActiveJob::QueueAdapters::ShoryukenAdapter::JobWrapper
+else
+  require "active_job/extensions"
+  require "active_job/queue_adapters/shoryuken_adapter"
+  wrapper = Shoryuken::ActiveJob::JobWrapper
+end
 
 ActiveJob::Base.queue_adapter = :shoryuken
 ActiveJob::Base.logger = Logger.new($stdout, level: :warn)
 
-Shoryuken::ActiveJob::JobWrapper.shoryuken_options(
+wrapper.shoryuken_options(
   ferrolock_lock: { idempotency_key: ->(sqs_msg, body) { body["job_id"] if sqs_msg.queue_name.start_with?("ajkey-") } }
 )
 ENV.fetch("FERROLOCK_SQS_QUEUES", "").split(",").each do |queue|
-  Shoryuken.register_worker(queue, Shoryuken::ActiveJob::JobWrapper)
+  Shoryuken.register_worker(queue, wrapper)
 end
 
 # Which job class each lock saw (the record: ferrolock names the job, not Shoryuken's wrapper).
@@ -32,6 +43,8 @@ rescue StandardError
   nil
 end
 
+# Which Shoryuken each process (workers and producer) loaded.
+ShoryukenSqsApp.redis.sadd("rec:aj:shoryuken", Shoryuken::VERSION)
 Shoryuken.configure_server do |config|
   config.on(:startup) { ShoryukenSqsApp.redis.rpush("rec:aj:booted", Process.pid) }
 end
