@@ -1,15 +1,14 @@
 # frozen_string_literal: true
 
-require "active_job"
 require "logger"
-
-# What the jobs of these examples ran, in order.
-LC_RAN = Queue.new
+require_relative "support/active_job_jobs"
 
 # limits_concurrency (Ferrolock::ActiveJob::Concurrency) in this process against the test Redis, on
 # ActiveJob's :test adapter (its queue is read and run here, as a worker would: ActiveJob::Base.execute
-# on the payload) and on :async and :inline. The Sidekiq processes' proofs are in
-# spec/active_job_concurrency_processes_spec.rb.
+# on the payload) and on :async. The Sidekiq processes' proofs are in
+# spec/active_job_concurrency_processes_spec.rb; the scenarios that Ferrolock::Testing.fake! must
+# answer alike (max_blocked, the check at perform, resumption, :inline, perform rules ...) run against
+# Redis and in memory in spec/testing_active_job_concurrency_spec.rb.
 RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
   let(:redis) { FerrolockTest.redis_server.redis }
   let(:log) { StringIO.new }
@@ -27,37 +26,7 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     ActiveJob::Base.logger, Ferrolock.config.logger = previous
   end
 
-  # A job class on the :test adapter with `limits` (none: not limited) and `body` as its class body.
-  def job_class(name, adapter: :test, **limits, &body)
-    klass = Class.new(ActiveJob::Base) do
-      include Ferrolock::ActiveJob::Concurrency
-      self.queue_adapter = adapter
-    end
-    stub_const(name, klass)
-    klass.limits_concurrency(**limits) unless limits.empty?
-    klass.class_eval(&body) if body
-    klass
-  end
-
-  def queue(klass) = klass.queue_adapter.enqueued_jobs
-
-  # Runs the queued jobs, oldest first, as a worker would, until none is left (jobs that a release
-  # promotes are queued meanwhile, and run in turn).
-  def work_off(klass)
-    ::ActiveJob::Base.execute(queue(klass).shift.transform_keys(&:to_s)) until queue(klass).empty?
-  end
-
-  def ran
-    out = []
-    out << LC_RAN.pop until LC_RAN.empty?
-    out
-  end
-
-  def recording(name, **limits)
-    job_class(name, **limits) do
-      define_method(:perform) { |account, num| LC_RAN << [account, num, ferrolock_fence] }
-    end
-  end
+  include FerrolockTest::ActiveJobJobs
 
   it "parks the jobs over the limit in Redis and enqueues them FIFO as slots free, one fencing token each" do
     events = []
@@ -129,20 +98,6 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     Ferrolock.unsubscribe(subscription) if subscription
   end
 
-  it "refuses the push past max_blocked: TooManyBlocked, or a discard with on_max_blocked: :discard" do
-    raising = recording("LcMaxJob", to: 1, key: ->(account, _n) { account }, max_blocked: 1)
-    raising.perform_later("a", 0)
-    raising.perform_later("a", 1)
-    expect { raising.perform_later("a", 2) }
-      .to raise_error(Ferrolock::ActiveJob::Concurrency::TooManyBlocked, /1 jobs blocked already.*max_blocked/)
-    dropping = recording("LcMaxDropJob", to: 1, key: ->(account, _n) { account }, max_blocked: 1,
-                                         on_max_blocked: :discard)
-    2.times { |n| dropping.perform_later("a", n) }
-    expect(dropping.perform_later("a", 2)).to be(false)
-    work_off(dropping)
-    expect(ran.map { |_, n, _| n }).to eq([0, 1])
-  end
-
   it "frees a dead holder's slot when its lease runs out and enqueues the next blocked job then" do
     klass = recording("LcDeadHolderJob", to: 1, key: ->(account, _n) { account }, duration: 0.5)
     admitted_at = Ferrolock.monotonic
@@ -168,38 +123,6 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     klass.queue_adapter = :test
     expect(klass.perform_later("a", 1)).to be_a(klass)
     expect(queue(klass).size).to eq(1) # not blocked behind a slot nobody holds
-  end
-
-  it "checks the slot at perform: a job run without one (an adapter's retry) is blocked then, and runs when promoted" do
-    klass = recording("LcRetryJob", to: 1, key: ->(account, _n) { account })
-    klass.perform_later("a", 0)
-    holder = queue(klass).shift.transform_keys(&:to_s)
-    # A retry of an earlier job of the key, delivered by the adapter (no enqueue callbacks ran).
-    retry_payload = klass.new("a", 1).serialize
-    ::ActiveJob::Base.execute(retry_payload)
-    expect(ran).to be_empty
-    expect(log.string).to include("blocked at perform")
-    ::ActiveJob::Base.execute(holder)
-    work_off(klass)
-    expect(ran.map { |_, n, _| n }).to eq([0, 1])
-  end
-
-  it "lets a job that enqueues itself again while it performs keep its slot (no queueing behind itself)" do
-    klass = job_class("LcResumeJob", to: 1, key: ->(account, _n) { account }) do
-      def perform(account, num)
-        LC_RAN << [account, num, ferrolock_fence]
-        retry_job if num.zero? && executions == 1 # a continuation's resumption: same job_id, queued again
-      end
-    end
-    first = klass.perform_later("a", 0)
-    ::ActiveJob::Base.execute(queue(klass).shift.transform_keys(&:to_s))
-    other = klass.perform_later("a", 1) # blocked: the resumption holds the slot
-    expect(queue(klass).map { |job| job["job_id"] }).to eq([first.job_id])
-    expect(redis.lrange("ferrolock:{concurrency:LcResumeJob/a}:blocked", 0, -1)).to eq([other.job_id])
-    work_off(klass)
-    runs = ran
-    expect(runs.map { |_, n, _| n }).to eq([0, 0, 1])
-    expect(runs.map(&:last)).to eq(runs.map(&:last).sort.uniq)
   end
 
   it "keeps the slot of a Rails 8.1 continuation across its interruption: the resumption never waits behind itself" do
@@ -277,17 +200,6 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     wait_until(timeout: 20, interval: 0.02, what: "30 jobs") { LC_RAN.size == 30 }
     expect(LC_MAX.value).to eq(2)
     expect(ran.sort).to eq((0...30).to_a)
-  end
-
-  it "runs :inline jobs at once while a slot is free, blocking the ones over the limit" do
-    klass = job_class("LcInlineJob", adapter: :inline, to: 1, key: ->(_n) { "k" }) do
-      def perform(num)
-        LC_RAN << num
-        self.class.perform_later(num + 10) if num < 2 # enqueued while this job holds the only slot
-      end
-    end
-    klass.perform_later(0)
-    expect(ran).to eq([0, 10])
   end
 
   # The index of keys with blocked jobs is what finds a key whose holders all died. A timer's visit
@@ -379,51 +291,6 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     let(:active_job_log) { StringIO.new }
 
     before { ActiveJob::Base.logger = Logger.new(active_job_log) }
-
-    def run_queued(klass) = ::ActiveJob::Base.execute(queue(klass).shift.transform_keys(&:to_s))
-
-    it "perform_limit: a job over it runs again later, the delay in ActiveJob's own Retrying line" do
-      stub_const("LC_NESTED", [])
-      klass = job_class("LcRuleLimitJob") do
-        concurrency_rule key: ->(account, _num) { account }, perform_limit: 1
-
-        def perform(account, num)
-          LC_RAN << [account, num]
-          # A second job of the key performs while this one holds the only slot.
-          ::ActiveJob::Base.execute(LC_NESTED.pop) if num.zero?
-        end
-      end
-      klass.perform_later("a", 0)
-      klass.perform_later("a", 1)
-      LC_NESTED << queue(klass).pop.transform_keys(&:to_s)
-      run_queued(klass)
-      expect(ran).to eq([["a", 0]])
-      expect(queue(klass).size).to eq(1)
-      retried = queue(klass).first
-      expect(retried["arguments"]).to eq(["a", 1])
-      expect(retried[:at] || retried["scheduled_at"]).not_to be_nil
-      expect(active_job_log.string).to match(/Retrying LcRuleLimitJob.* in 1 seconds, due to a Ferrolock::OverLimit/)
-      run_queued(klass) # its time came: the slot is free
-      expect(ran).to eq([["a", 1]])
-    end
-
-    it "perform_throttle and enqueue_throttle, several rules on one class" do
-      klass = job_class("LcRuleThrottleJob") do
-        concurrency_rule key: "partner", perform_throttle: [1, 60]
-        concurrency_rule key: ->(account, _num) { account }, enqueue_throttle: [2, :hour]
-
-        def perform(account, num) = LC_RAN << [account, num]
-      end
-      expect([klass.perform_later("a", 0), klass.perform_later("a", 1)]).to all(be_a(klass))
-      expect(klass.perform_later("a", 2)).to be(false) # the enqueue_throttle of "a"
-      expect(klass.perform_later("b", 3)).to be_a(klass)
-      run_queued(klass)
-      run_queued(klass) # the perform_throttle's one run a minute is spent
-      expect(ran).to eq([["a", 0]])
-      expect(active_job_log.string)
-        .to match(/Retrying LcRuleThrottleJob.* in (59|60) seconds, due to a Ferrolock::OverLimit/)
-      expect(queue(klass).map { |job| job["arguments"] }).to eq([["b", 3], ["a", 1]])
-    end
 
     # A rule's refusal puts the job off (a retry later), unlike a continuation: the limits_concurrency
     # slot it took at perform goes to the next blocked job instead of waiting out the retry.

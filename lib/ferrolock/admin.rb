@@ -95,7 +95,8 @@ module Ferrolock
     def force_release_job(key, job_id)
       key = Validate.name!(:key, key)
       job_id = Validate.text!(:job_id, job_id)
-      slots = Ferrolock::ActiveJob::Slots.new(@client)
+      # (Redis' own, as the LREM: never a testing mode's fake)
+      slots = Ferrolock::ActiveJob::Slots.new(@client, Native::JobConcurrency.new(@client.native))
       # (Taken out of the line first: the release promotes only the jobs still in it.)
       @client.call("LREM", slots.key_part(key, "blocked"), 0, job_id)
       slots.give_back(key, job_id).tap do

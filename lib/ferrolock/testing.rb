@@ -11,6 +11,7 @@ require_relative "testing/fake/dual_lock"
 require_relative "testing/fake/fair_tenant"
 require_relative "testing/fake/unique_lock"
 require_relative "testing/fake/message_lock"
+require_relative "testing/fake/job_concurrency"
 require_relative "testing/disabled"
 
 module Ferrolock

@@ -120,12 +120,7 @@ module Ferrolock
         end
 
         def skip?(policy)
-          policy.nil? || Backend.pass_through? || fake?
-        end
-
-        # Ferrolock::Testing's fake mode keeps no Redis: limits are not applied there.
-        def fake?
-          Backend.factory && !Ferrolock::Testing.real?
+          policy.nil? || Backend.pass_through?
         end
 
         # The job enqueues itself while it holds its slot: the slot stays its own, unless that

@@ -38,9 +38,10 @@ module Ferrolock
 
       attr_reader :client, :native, :timer
 
-      def initialize(client)
+      # native: Native::JobConcurrency's interface (Backend's: in memory under Testing.fake!).
+      def initialize(client, native = Backend.build(:JobConcurrency, client))
         @client = client
-        @native = Native::JobConcurrency.new(client.native)
+        @native = native
         @timer = ExpiryTimer.new(self)
       end
 

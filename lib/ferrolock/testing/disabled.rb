@@ -96,6 +96,30 @@ module Ferrolock
         def abort_message(_lease) = true
         def state_key(queue, message_id) = @client.key("msg:#{queue}:#{message_id}", "state")
       end
+
+      # Native::JobConcurrency: every job holds a slot at once, none is blocked (limits_concurrency
+      # and concurrency_rule do not even call it: only a timer started in another mode does).
+      class JobConcurrency
+        def initialize(client)
+          @client = client
+          @fencing_token = 0
+          @lock = ::Mutex.new
+        end
+
+        def admit(_key, _job_id, _payload, at_perform, _policy)
+          [:held, at_perform ? @lock.synchronize { @fencing_token += 1 } : 0, 0, []]
+        end
+
+        def running(key, job_id, _lease, fence) = JobSlot.new(self, key, job_id, fence)
+        def release(slot, _limit) = slot.finish! ? [true, []] : nil
+        def give_back(_key, _job_id, _limit) = [true, []]
+        def keep(slot) = slot.finish!
+        def reap(_key, _claim) = []
+        def due(_recheck) = [[], 0, nil]
+        def key_part(key, part) = @client.key("concurrency:#{key}", part)
+        def due_key = @client.key("concurrency", "due")
+        def lost?(_slot) = false
+      end
     end
   end
 end

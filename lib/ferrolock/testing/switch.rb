@@ -8,9 +8,10 @@ module Ferrolock
     # returned goes back to the backend that made it, whatever the mode is by then.
     class Switch
       # Methods whose first argument came from an acquisition.
-      GIVE_BACK = %i[unlock release leave wait finish abort_message].freeze
+      GIVE_BACK = %i[unlock release leave wait finish abort_message keep].freeze
       # Those arguments when Redis made them.
-      NATIVE_TOKENS = [Native::MutexHold, Native::LimiterSlot, Native::DualLockTicket, Native::MessageLease].freeze
+      NATIVE_TOKENS = [Native::MutexHold, Native::LimiterSlot, Native::DualLockTicket, Native::MessageLease,
+                       Native::JobSlot].freeze
 
       def initialize(kind, client, args)
         @kind = kind

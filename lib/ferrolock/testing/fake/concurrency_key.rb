@@ -1,0 +1,133 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  module Testing
+    module Fake
+      # One limits_concurrency key in memory, step for step as ext/ferrolock-core/lua/job_concurrency/
+      # admit.lua and release.lua keep it in Redis, in whole ms of Testing.now: slots (job_id => lease
+      # expiry), the line of blocked job_ids (oldest first), the payloads of blocked jobs and of promoted
+      # ones not started yet (job_id => [lease ms, payload]), the limit the last blocked job stored, the
+      # last fencing token. A performing job's slot is renewed, so here it never runs out.
+      class ConcurrencyKey
+        def initialize
+          @slots = {}
+          @blocked = []
+          @jobs = {}
+          @renewing = {}
+          @limit = nil
+          @fence = 0
+        end
+
+        # admit.lua: [outcome, fencing token, blocked count, promoted [[job_id, payload], ...]].
+        def admit(job_id, payload, at_perform, policy, now)
+          limit, lease, = policy
+          free_expired(now)
+          live, promoted = promote(limit, now, at_perform ? job_id : nil)
+          outcome, fence =
+            if live?(job_id, now) || (live < limit && !@jobs.key?(job_id))
+              hold(job_id, lease, at_perform, now)
+            else
+              over_limit(job_id, payload, policy)
+            end
+          [outcome, fence, @blocked.size, promoted]
+        end
+
+        # release.lua: [held (1, 0 when its lease had run out, -1 without a job_id), promoted]. A job
+        # giving its slot back is done with its payload too.
+        def release(job_id, limit, now)
+          held = job_id ? give_up(job_id, now) : -1
+          free_expired(now)
+          promoted = promote(limit || @limit || 1, now).last
+          @limit = nil if @blocked.empty? && @jobs.empty?
+          [held, promoted]
+        end
+
+        # The performing job's slot is renewed (never runs out here) from start to stop.
+        def renew(job_id)
+          @renewing[job_id] = true
+        end
+
+        def stop_renewing(job_id)
+          @renewing.delete(job_id)
+        end
+
+        # When a timer's visit would free a slot for the blocked jobs: the earliest lease not renewed,
+        # 0 when no slot is left; nil when nobody is blocked or every slot is renewed.
+        def due_at
+          return nil if @blocked.empty?
+
+          @slots.empty? ? 0 : @slots.except(*@renewing.keys).values.min
+        end
+
+        def slot?(job_id)
+          @slots.key?(job_id)
+        end
+
+        private
+
+        def live?(job_id, now)
+          at = @slots[job_id]
+          !at.nil? && (at > now || @renewing.key?(job_id))
+        end
+
+        def give_up(job_id, now)
+          held = live?(job_id, now) ? 1 : 0
+          [@slots, @jobs, @renewing].each { |table| table.delete(job_id) }
+          held
+        end
+
+        # Slots whose lease ran out are free; a promoted job that never started (its enqueue was
+        # lost) goes back to the head of the line.
+        def free_expired(now)
+          ran_out = @slots.select { |id, at| at <= now && !@renewing.key?(id) }
+          expired = ran_out.sort_by { |id, at| [at, id] }.map(&:first)
+          expired.each { |id| @slots.delete(id) }
+          @blocked.unshift(*expired.select { |id| @jobs.key?(id) })
+        end
+
+        # The oldest blocked jobs take the free slots, each with its own lease; `starting`, this very
+        # job delivered twice, takes its slot itself. [slots held, promoted].
+        def promote(limit, now, starting = nil)
+          live = @slots.size
+          promoted = []
+          while live < limit && (id = @blocked.shift)
+            lease, payload = @jobs[id]
+            next unless lease
+
+            @slots[id] = now + lease
+            live += 1
+            id == starting ? @jobs.delete(id) : promoted << [id, payload]
+          end
+          [live, promoted]
+        end
+
+        # At perform the job starts (its payload goes, a fencing token is issued); at enqueue (a
+        # resumption) its lease covers its wait in the queue.
+        def hold(job_id, lease, at_perform, now)
+          unless at_perform
+            @slots[job_id] = [@slots[job_id] || 0, now + lease].max
+            return [:held, 0]
+          end
+
+          @jobs.delete(job_id)
+          @limit = nil if @jobs.empty? && @blocked.empty?
+          @slots[job_id] = now + lease
+          # Never back, as the Redis counter's max(last + 1, time in µs).
+          [:held, @fence = [@fence + 1, now * 1000].max]
+        end
+
+        def over_limit(job_id, payload, policy)
+          limit, lease, on_conflict, max_blocked = policy
+          return [:waiting, 0] if @jobs.key?(job_id)
+          return [:discarded, 0] if on_conflict == "discard"
+          return [:full, 0] if max_blocked.positive? && @blocked.size >= max_blocked
+
+          @blocked << job_id
+          @jobs[job_id] = [lease, payload]
+          @limit = limit
+          [:blocked, 0]
+        end
+      end
+    end
+  end
+end
