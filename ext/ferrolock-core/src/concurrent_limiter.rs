@@ -36,6 +36,24 @@ lua_script!(RELEASE = "concurrent_limiter/release");
 lua_script!(RENEW = "concurrent_limiter/renew");
 lua_script!(STATUS = "concurrent_limiter/status");
 
+/// concurrent_limiter/renew.lua's arguments (also JobConcurrency's: its slots are the same).
+pub(crate) struct RenewArgs<'a> {
+    /// The slot's token.
+    pub token: &'a str,
+    /// The slot's lease from now (ms).
+    pub lease: u64,
+}
+
+impl RenewArgs<'_> {
+    /// The renewal of the slot in `slots` (the slots' sorted set).
+    pub fn call(&self, slots: &str) -> ScriptCall {
+        ScriptCall::new(&RENEW)
+            .key(slots)
+            .arg(self.token)
+            .arg(self.lease)
+    }
+}
+
 /// Between attempts a waiter blocks at least this long (unless its deadline is nearer): the
 /// earliest lease expiry keeps moving while holders renew, and re-checking it more often would
 /// cost a waiter more than two commands a second. Only a crashed holder's slot is found later.
@@ -283,10 +301,11 @@ impl Primitive for ConcurrentLimiter {
     }
 
     fn renew_script(&self, token: &str) -> ScriptCall {
-        ScriptCall::new(&RENEW)
-            .key(&self.line.key)
-            .arg(token)
-            .arg(crate::seconds::millis(self.line.lease))
+        RenewArgs {
+            token,
+            lease: crate::seconds::millis(self.line.lease),
+        }
+        .call(&self.line.key)
     }
 }
 

@@ -21,7 +21,7 @@
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use crate::lease::Lease;
+use crate::lease::{Lease, RenewKeyArgs};
 use crate::line::cohort::{self, Cohort};
 use crate::line::primitive::{AcquireArgs, Attempt, Hold, Line, Primitive, ReleaseArgs};
 use crate::line::unanswered_releases;
@@ -33,7 +33,6 @@ use std::time::{Duration, Instant};
 
 lua_script!(ACQUIRE = "dist_mutex/acquire");
 lua_script!(RELEASE = "dist_mutex/release");
-lua_script!(RENEW_KEY = "lease/renew_key");
 
 /// The fencing counter's TTL in lock TTLs (see `fence_ttl`).
 const FENCE_TTL_FACTOR: u32 = 10;
@@ -329,10 +328,11 @@ impl Primitive for DistMutex {
     }
 
     fn renew_script(&self, token: &str) -> ScriptCall {
-        ScriptCall::new(&RENEW_KEY)
-            .key(&self.line.key)
-            .arg(token)
-            .arg(crate::seconds::millis(self.line.lease))
+        RenewKeyArgs {
+            token,
+            ttl_ms: crate::seconds::millis(self.line.lease),
+        }
+        .call(&self.line.key)
     }
 
     fn hold(&self, token: &str, fencing_token: i64) -> Hold {

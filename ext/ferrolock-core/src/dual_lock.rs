@@ -14,19 +14,59 @@ use crate::client::{int, ints, Client};
 use crate::dual_lock_local::{self, Registration};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use crate::lease::Lease;
+use crate::lease::{Lease, RenewKeyArgs};
 use crate::line::handoff::{ack_grant, wait_grant};
 use crate::lost_leases::LostLease;
 use crate::lost_reason::why_lost;
 use crate::lua_script;
 use crate::replicas::{ack_timeout, eval_grant, refuse};
-use crate::script::ScriptCall;
+use crate::script::{Script, ScriptCall};
 use crate::wait::retry_after;
 use std::time::{Duration, Instant};
 
 lua_script!(ENTER = "dual_lock/enter");
 lua_script!(RELEASE = "dual_lock/release");
-lua_script!(RENEW_KEY = "lease/renew_key");
+
+/// dual_lock/enter.lua's arguments.
+struct EnterArgs<'a> {
+    /// The duplicate's owner token.
+    token: &'a str,
+    /// The WAIT lock's lease (ms).
+    wait_lease_ms: u64,
+    /// The EXEC lock's lease (ms).
+    exec_lease_ms: u64,
+}
+
+/// dual_lock/release.lua's arguments.
+struct ReleaseArgs<'a> {
+    /// The owner token releasing.
+    token: &'a str,
+    /// The EXEC lock's lease (ms), for the waiter it is handed to.
+    exec_lease_ms: u64,
+    /// The grant lists' key prefix (a waiter's token follows).
+    grant_prefix: &'a str,
+    /// The token was waiting: a grant not popped yet goes too.
+    was_waiting: bool,
+}
+
+impl EnterArgs<'_> {
+    fn call(&self, lock: &DualLock) -> ScriptCall {
+        lock.script_call(&ENTER, self.token)
+            .arg(self.token)
+            .arg(self.wait_lease_ms)
+            .arg(self.exec_lease_ms)
+    }
+}
+
+impl ReleaseArgs<'_> {
+    fn call(&self, lock: &DualLock) -> ScriptCall {
+        lock.script_call(&RELEASE, self.token)
+            .arg(self.token)
+            .arg(self.exec_lease_ms)
+            .arg(self.grant_prefix)
+            .flag(self.was_waiting)
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct DualLockOptions {
@@ -139,14 +179,22 @@ impl DualLock {
     /// The token-checked release of WAIT and/or EXEC (handing EXEC to the waiter), used by
     /// `leave` and `abandon`; `waited`: the token was waiting, so a grant not popped goes too.
     pub(crate) fn release_call(&self, token: &str, waited: bool) -> ScriptCall {
-        ScriptCall::new(&RELEASE)
+        ReleaseArgs {
+            token,
+            exec_lease_ms: crate::seconds::millis(self.opts.lease),
+            grant_prefix: &self.grant_prefix,
+            was_waiting: waited,
+        }
+        .call(self)
+    }
+
+    /// A call of the enter or release script: both take the same keys (the WAIT lock, the EXEC
+    /// lock, `token`'s grant list).
+    fn script_call(&self, script: &'static Script, token: &str) -> ScriptCall {
+        ScriptCall::new(script)
             .key(&self.wait_key)
             .key(&self.exec_key)
             .key(self.grant_key(token))
-            .arg(token)
-            .arg(crate::seconds::millis(self.opts.lease))
-            .arg(self.grant_prefix.as_str())
-            .arg(if waited { "1" } else { "0" })
     }
 
     fn grant_key(&self, token: &str) -> String {
@@ -270,13 +318,12 @@ impl DualLock {
     fn turn(&self, intr: &Interrupt, ticket: &mut Ticket) -> Result<()> {
         // The script may run, skip or keep the ticket: until it is known, nobody is skipped for it.
         ticket.local = None;
-        let call = ScriptCall::new(&ENTER)
-            .key(&self.wait_key)
-            .key(&self.exec_key)
-            .key(self.grant_key(&ticket.token))
-            .arg(&ticket.token)
-            .arg(crate::seconds::millis(self.opts.wait_lease))
-            .arg(crate::seconds::millis(self.opts.lease));
+        let call = EnterArgs {
+            token: &ticket.token,
+            wait_lease_ms: crate::seconds::millis(self.opts.wait_lease),
+            exec_lease_ms: crate::seconds::millis(self.opts.lease),
+        }
+        .call(self);
         let wanted = self.min_replicas_acked;
         let (reply, acked) = eval_grant(&self.client, intr, &call, wanted, self.opts.lease)?;
         let (stage, pttl) = match ints(&reply)?.as_slice() {
@@ -326,10 +373,11 @@ impl DualLock {
 
     /// The token-checked renewal of `key` (the lease's, and the hand-off's ack write).
     fn renew_call(&self, key: &str, token: &str, ttl: Duration) -> ScriptCall {
-        ScriptCall::new(&RENEW_KEY)
-            .key(key)
-            .arg(token)
-            .arg(crate::seconds::millis(ttl))
+        RenewKeyArgs {
+            token,
+            ttl_ms: crate::seconds::millis(ttl),
+        }
+        .call(key)
     }
 
     /// Gives up whatever the ticket holds: ends a run (waking the waiter) or a wait.

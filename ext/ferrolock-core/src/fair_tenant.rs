@@ -113,25 +113,57 @@ impl Rules {
     pub fn is_empty(&self) -> bool {
         self.pairs.is_empty()
     }
+}
 
-    /// exact.lua's rule arguments: the longest window, n, then (window, threshold) pairs.
-    fn exact_args(&self, mut call: ScriptCall) -> ScriptCall {
-        call = call.arg(self.longest()).arg(self.pairs.len());
-        for (per, threshold) in &self.pairs {
+/// exact.lua's arguments.
+struct ExactArgs<'a> {
+    /// The enqueued job.
+    jid: &'a str,
+    /// Count this enqueue (false: only evaluate, a re-push already counted).
+    record: bool,
+    /// The rules, sent as `longest` (the longest window, ms), `rule_count`, then each rule's
+    /// window (ms) and threshold.
+    rules: &'a Rules,
+}
+
+impl ExactArgs<'_> {
+    fn call(&self, key: &str) -> ScriptCall {
+        let rules = self.rules;
+        let mut call = ScriptCall::new(&EXACT)
+            .key(key)
+            .arg(self.jid)
+            .flag(self.record)
+            .arg(rules.longest())
+            .arg(rules.pairs.len());
+        for (per, threshold) in &rules.pairs {
             call = call.arg(*per).arg(*threshold);
         }
         call
     }
+}
 
-    /// bounded.lua's rule arguments: w, the windows, n, then (window number, threshold) pairs.
-    fn bounded_args(&self, mut call: ScriptCall) -> ScriptCall {
-        call = call.arg(self.windows.len());
-        for per in &self.windows {
+/// bounded.lua's arguments.
+struct BoundedArgs<'a> {
+    /// Count this enqueue (false: only evaluate, a re-push already counted).
+    record: bool,
+    /// The rules, sent as `w` (the number of distinct windows), the windows (ms, ascending),
+    /// `rule_count`, then each rule's window number (1-based) and threshold.
+    rules: &'a Rules,
+}
+
+impl BoundedArgs<'_> {
+    fn call(&self, key: &str) -> ScriptCall {
+        let rules = self.rules;
+        let mut call = ScriptCall::new(&BOUNDED)
+            .key(key)
+            .flag(self.record)
+            .arg(rules.windows.len());
+        for per in &rules.windows {
             call = call.arg(*per);
         }
-        call = call.arg(self.pairs.len());
-        for (per, threshold) in &self.pairs {
-            let number = self.windows.partition_point(|w| w < per) + 1;
+        call = call.arg(rules.pairs.len());
+        for (per, threshold) in &rules.pairs {
+            let number = rules.windows.partition_point(|w| w < per) + 1;
             call = call.arg(number).arg(*threshold);
         }
         call
@@ -199,15 +231,15 @@ pub fn check(
         return Err(Error::argument("jid: must not be empty"));
     }
     let key = key(client, enqueue.mode, enqueue.job_class, enqueue.tenant)?;
-    let record = if enqueue.record { "1" } else { "0" };
+    let record = enqueue.record;
     let call = match enqueue.mode {
-        Mode::Exact => rules.exact_args(
-            ScriptCall::new(&EXACT)
-                .key(key)
-                .arg(enqueue.jid)
-                .arg(record),
-        ),
-        Mode::Bounded => rules.bounded_args(ScriptCall::new(&BOUNDED).key(key).arg(record)),
+        Mode::Exact => ExactArgs {
+            jid: enqueue.jid,
+            record,
+            rules,
+        }
+        .call(&key),
+        Mode::Bounded => BoundedArgs { record, rules }.call(&key),
     };
     let index = int(&client.eval(intr, &call)?)?;
     usize::try_from(index)

@@ -15,22 +15,19 @@
 //! keys themselves. Admissions and releases of a key free and promote as they go, too.
 
 use crate::client::{int, text, Client};
+use crate::concurrent_limiter::RenewArgs;
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::keys::Keys;
 use crate::lease::Lease;
 use crate::lost_leases::LostLease;
-use crate::lua_script;
 use crate::script::ScriptCall;
 use redis::Value;
 use std::time::Duration;
 
-lua_script!(ADMIT = "job_concurrency/admit");
-lua_script!(RELEASE = "job_concurrency/release");
-lua_script!(DUE = "job_concurrency/due");
-lua_script!(FORGET = "job_concurrency/forget");
-// Slots are a zset of token -> expiry, as the limiter's: its renewal fits them.
-lua_script!(RENEW = "concurrent_limiter/renew");
+mod scripts;
+use scripts::{DueArgs, ForgetArgs, ReleaseArgs};
+// Slots are a zset of token -> expiry, as the limiter's: its renewal (RenewArgs) fits them.
 
 /// The fencing counter's TTL in leases (as DistMutex's).
 const FENCE_TTL_FACTOR: u32 = 10;
@@ -88,17 +85,24 @@ pub struct Released {
     pub promoted: Vec<Promoted>,
 }
 
-/// What one admission asks for.
+/// What one admission asks for: also admit.lua's arguments (scripts.rs), so its fields but `key`
+/// are named as the script's ARGV locals.
 pub struct Request<'a> {
+    /// The concurrency key (its Redis keys are `<ns>:{concurrency:<key>}:…`).
     pub key: &'a str,
+    /// The job: its slot's token.
     pub job_id: &'a str,
+    /// Slots of the key.
     pub limit: u32,
+    /// The slot's lease.
     pub lease: Duration,
+    /// What becomes of the job over the limit.
     pub on_conflict: OnConflict,
+    /// The serialized job, kept while it is blocked.
     pub payload: &'a str,
-    /// 0: no bound.
+    /// Blocked jobs at most (0: no bound).
     pub max_blocked: u32,
-    /// At perform: the job starts, and is issued a fencing token.
+    /// At perform: the job starts, and is issued a fencing token (its payload goes).
     pub at_perform: bool,
 }
 
@@ -158,25 +162,8 @@ impl JobConcurrency {
         if req.limit == 0 {
             return Err(Error::argument("to: must be at least 1"));
         }
-        let lease = crate::seconds::check_span("duration", req.lease)?;
-        let keys = self.keys(req.key)?;
-        let call = ScriptCall::new(&ADMIT)
-            .key(keys.part("slots"))
-            .key(keys.part("blocked"))
-            .key(keys.part("jobs"))
-            .key(keys.part("fence"))
-            .arg(req.job_id)
-            .arg(req.limit)
-            .arg(crate::seconds::millis(lease))
-            .arg(match req.on_conflict {
-                OnConflict::Block => "block",
-                OnConflict::Discard => "discard",
-            })
-            .arg(req.payload)
-            .arg(req.max_blocked)
-            .arg(if req.at_perform { "1" } else { "0" })
-            .arg(crate::seconds::millis(fence_ttl(lease)))
-            .arg(crate::seconds::millis(BLOCKED_TTL));
+        crate::seconds::check_span("duration", req.lease)?;
+        let call = req.admit_call(&self.keys(req.key)?);
         let reply = self.client.eval(intr, &call)?;
         let items = list(&reply, "admit")?;
         if items.len() < 5 {
@@ -218,10 +205,11 @@ impl JobConcurrency {
     pub fn running(&self, key: &str, job_id: &str, lease: Duration, fence: i64) -> Result<Running> {
         let lease = crate::seconds::check_span("duration", lease)?;
         let slots = self.keys(key)?.part("slots");
-        let renew = ScriptCall::new(&RENEW)
-            .key(&slots)
-            .arg(job_id)
-            .arg(crate::seconds::millis(lease));
+        let renew = RenewArgs {
+            token: job_id,
+            lease: crate::seconds::millis(lease),
+        }
+        .call(&slots);
         let report = LostLease {
             fencing_token: Some(fence),
             ..LostLease::new("limits_concurrency", key)
@@ -280,14 +268,12 @@ impl JobConcurrency {
     }
 
     fn release_call(&self, key: &str, job_id: &str, limit: Option<u32>) -> Result<ScriptCall> {
-        let keys = self.keys(key)?;
-        Ok(ScriptCall::new(&RELEASE)
-            .key(keys.part("slots"))
-            .key(keys.part("blocked"))
-            .key(keys.part("jobs"))
-            .arg(job_id)
-            .arg(limit.map(|l| l.to_string()).unwrap_or_default())
-            .arg(crate::seconds::millis(BLOCKED_TTL)))
+        let args = ReleaseArgs {
+            job_id,
+            limit,
+            blocked_ttl_ms: crate::seconds::millis(BLOCKED_TTL),
+        };
+        Ok(args.call(&self.keys(key)?))
     }
 
     /// `visit`: the timer's claim (its claim on the index entry is replaced by the key's real state).
@@ -333,11 +319,12 @@ impl JobConcurrency {
         intr: &Interrupt,
         recheck: Duration,
     ) -> Result<(Vec<String>, i64, Option<Duration>)> {
-        let call = ScriptCall::new(&DUE)
-            .key(&self.due_key)
-            .arg(crate::seconds::millis(recheck).max(1))
-            .arg(DUE_BATCH)
-            .arg(crate::seconds::millis(BLOCKED_TTL));
+        let call = DueArgs {
+            recheck_ms: crate::seconds::millis(recheck).max(1),
+            max_keys: DUE_BATCH,
+            index_ttl_ms: crate::seconds::millis(BLOCKED_TTL),
+        }
+        .call(&self.due_key);
         let reply = self.client.eval(intr, &call)?;
         let items = list(&reply, "due")?;
         let Some(first) = items.first() else {
@@ -371,10 +358,7 @@ impl JobConcurrency {
                 return Ok(());
             }
             Index::Forget(claim) => {
-                let call = ScriptCall::new(&FORGET)
-                    .key(&self.due_key)
-                    .arg(key)
-                    .arg(claim);
+                let call = ForgetArgs { name: key, claim }.call(&self.due_key);
                 self.client.eval(intr, &call)?;
                 return Ok(());
             }

@@ -11,11 +11,33 @@ use crate::client::{int, Client};
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::lost_leases::LostLease;
+use crate::lua_script;
 use crate::script::ScriptCall;
 use crate::watchdog::{Batch, LeaseEntry, Work};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+lua_script!(RENEW_KEY = "lease/renew_key");
+
+/// lease/renew_key.lua's arguments: the token-checked renewal of a lease kept as a string key
+/// holding its owner's token (a DistMutex's lock, a DualLock's locks, a MessageLock's state).
+pub(crate) struct RenewKeyArgs<'a> {
+    /// The owner token the key must still hold.
+    pub token: &'a str,
+    /// The key's TTL from now (ms): its lease.
+    pub ttl_ms: u64,
+}
+
+impl RenewKeyArgs<'_> {
+    /// The renewal of `key`.
+    pub fn call(&self, key: &str) -> ScriptCall {
+        ScriptCall::new(&RENEW_KEY)
+            .key(key)
+            .arg(self.token)
+            .arg(self.ttl_ms)
+    }
+}
 
 /// A registered lease; renewal stops when it is dropped.
 pub struct Lease {
@@ -207,17 +229,17 @@ mod tests {
     use crate::error::Error;
     use crate::watchdog::test_hooks::REFUSE_THREADS;
 
-    // (lua_script! is defined after this module.)
-    static RENEW: crate::script::Script = crate::script::Script::new(
-        "lease/renew_key",
-        include_str!("../lua/lease/renew_key.lua"),
-    );
-
     #[test]
     fn a_refused_watchdog_thread_is_an_error_and_the_next_lease_tries_again() {
         // Nothing listens there: no renewal in this test reaches a server, none needs to.
         let client = Client::new(ClientOptions::new("redis://127.0.0.1:1")).unwrap();
-        let renew = || ScriptCall::new(&RENEW).key("k").arg("token").arg(60_000);
+        let renew = || {
+            RenewKeyArgs {
+                token: "token",
+                ttl_ms: 60_000,
+            }
+            .call("k")
+        };
         let ttl = Duration::from_secs(60);
         let watchdog = client.inner.watchdog.get().clone();
 

@@ -7,7 +7,7 @@
 use crate::client::{int, text, Client};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
-use crate::lease::Lease;
+use crate::lease::{Lease, RenewKeyArgs};
 use crate::lost_leases::LostLease;
 use crate::lua_script;
 use crate::script::ScriptCall;
@@ -16,7 +16,52 @@ use std::time::Duration;
 lua_script!(BEGIN = "message_lock/begin");
 lua_script!(FINISH = "message_lock/finish");
 lua_script!(ABORT = "message_lock/abort");
-lua_script!(RENEW = "lease/renew_key");
+
+/// message_lock/begin.lua's arguments.
+struct BeginArgs<'a> {
+    /// This delivery's token.
+    token: &'a str,
+    /// The in-progress lease (ms).
+    lease_ms: u64,
+}
+
+impl BeginArgs<'_> {
+    fn call(&self, state_key: &str) -> ScriptCall {
+        ScriptCall::new(&BEGIN)
+            .key(state_key)
+            .arg(self.token)
+            .arg(self.lease_ms)
+    }
+}
+
+/// message_lock/finish.lua's arguments.
+struct FinishArgs<'a> {
+    /// The delivery's token.
+    token: &'a str,
+    /// How long the message stays "processed" (ms).
+    processed_ttl_ms: u64,
+}
+
+impl FinishArgs<'_> {
+    fn call(&self, state_key: &str) -> ScriptCall {
+        ScriptCall::new(&FINISH)
+            .key(state_key)
+            .arg(self.token)
+            .arg(self.processed_ttl_ms)
+    }
+}
+
+/// message_lock/abort.lua's arguments.
+struct AbortArgs<'a> {
+    /// The delivery's token.
+    token: &'a str,
+}
+
+impl AbortArgs<'_> {
+    fn call(&self, state_key: &str) -> ScriptCall {
+        ScriptCall::new(&ABORT).key(state_key).arg(self.token)
+    }
+}
 
 #[derive(Clone, Debug)]
 pub struct MessageLockOptions {
@@ -120,7 +165,7 @@ impl MessageLock {
         let Ok(key) = self.state_key(queue, message_id) else {
             return;
         };
-        let call = ScriptCall::new(&ABORT).key(&key).arg(token);
+        let call = AbortArgs { token }.call(&key);
         crate::lease::release_in_background(&self.client, call, self.lease);
     }
 
@@ -134,12 +179,16 @@ impl MessageLock {
         token: &str,
     ) -> Result<Begin> {
         let key = self.state_key(queue, message_id)?;
-        let ttl_ms = crate::seconds::millis(self.lease);
-        let call = ScriptCall::new(&BEGIN).key(&key).arg(token).arg(ttl_ms);
+        let lease_ms = crate::seconds::millis(self.lease);
+        let call = BeginArgs { token, lease_ms }.call(&key);
         let reply = self.client.eval(intr, &call)?;
         match text(&reply).as_deref() {
             Some("run") => {
-                let renew = ScriptCall::new(&RENEW).key(&key).arg(token).arg(ttl_ms);
+                let renew = RenewKeyArgs {
+                    token,
+                    ttl_ms: lease_ms,
+                }
+                .call(&key);
                 let report = LostLease {
                     queue: Some(queue.to_string()),
                     ..LostLease::new("shoryuken_lock", message_id)
@@ -164,10 +213,11 @@ impl MessageLock {
         let Running { key, token, lease } = running;
         let lost_before = lease.is_lost();
         drop(lease); // stop renewing: the renewal would find "processed" and report a loss
-        let call = ScriptCall::new(&FINISH)
-            .key(&key)
-            .arg(&token)
-            .arg(crate::seconds::millis(self.processed_ttl));
+        let call = FinishArgs {
+            token: &token,
+            processed_ttl_ms: crate::seconds::millis(self.processed_ttl),
+        }
+        .call(&key);
         match int(&crate::lease::release_now(
             &self.client,
             intr,
@@ -185,7 +235,7 @@ impl MessageLock {
     pub fn abort(&self, intr: &Interrupt, running: Running) -> Result<bool> {
         let Running { key, token, lease } = running;
         drop(lease);
-        let call = ScriptCall::new(&ABORT).key(&key).arg(&token);
+        let call = AbortArgs { token: &token }.call(&key);
         Ok(int(&crate::lease::release_now(
             &self.client,
             intr,

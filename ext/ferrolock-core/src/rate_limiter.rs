@@ -28,7 +28,7 @@ use crate::client::{ints, Client};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::lua_script;
-use crate::script::ScriptCall;
+use crate::script::{Script, ScriptCall};
 use std::time::{Duration, Instant};
 
 lua_script!(WINDOW = "rate_limiter/window");
@@ -36,6 +36,104 @@ lua_script!(SLIDING_WINDOW = "rate_limiter/sliding_window");
 lua_script!(GCRA = "rate_limiter/gcra");
 lua_script!(STATUS = "rate_limiter/status");
 lua_script!(REFUND = "rate_limiter/refund");
+
+/// window.lua's and sliding_window.lua's arguments (the same).
+struct WindowArgs<'a> {
+    /// Calls per interval.
+    count: u32,
+    /// The interval (µs).
+    interval: f64,
+    /// The longest the call waits for its slot (µs): a later one is not reserved.
+    max_wait: u64,
+    /// The call's id (for a refund).
+    call_id: &'a str,
+}
+
+impl WindowArgs<'_> {
+    /// The call of `script` (WINDOW or SLIDING_WINDOW) on the limiter's `key`.
+    fn call(&self, script: &'static Script, key: &str) -> ScriptCall {
+        ScriptCall::new(script)
+            .key(key)
+            .arg(self.count)
+            .arg(self.interval)
+            .arg(self.max_wait)
+            .arg(self.call_id)
+    }
+}
+
+/// gcra.lua's arguments.
+struct GcraArgs<'a> {
+    /// The emission interval (µs: interval / count).
+    emission: f64,
+    /// How far ahead of its theoretical arrival time a call may go (µs).
+    tolerance: f64,
+    /// What the call spends (1 unless a points limiter).
+    cost: u32,
+    /// The longest the call waits for its slot (µs): a later one is not reserved.
+    max_wait: u64,
+    /// The call's id (for a refund).
+    call_id: &'a str,
+}
+
+impl GcraArgs<'_> {
+    fn call(&self, key: &str) -> ScriptCall {
+        ScriptCall::new(&GCRA)
+            .key(key)
+            .arg(self.emission)
+            .arg(self.tolerance)
+            .arg(self.cost)
+            .arg(self.max_wait)
+            .arg(self.call_id)
+    }
+}
+
+/// refund.lua's arguments.
+struct RefundArgs<'a> {
+    /// The algorithm's script: "window", "sliding_window" or "gcra".
+    kind: &'static str,
+    /// The id of the call given back.
+    call_id: &'a str,
+    /// What it spent.
+    cost: u32,
+    /// GCRA's emission interval (µs; unused by the others).
+    emission: f64,
+}
+
+impl RefundArgs<'_> {
+    fn call(&self, key: &str) -> ScriptCall {
+        ScriptCall::new(&REFUND)
+            .key(key)
+            .arg(self.kind)
+            .arg(self.call_id)
+            .arg(self.cost)
+            .arg(self.emission)
+    }
+}
+
+/// status.lua's arguments.
+struct StatusArgs {
+    /// The algorithm's script: "window", "sliding_window" or "gcra".
+    kind: &'static str,
+    /// Calls per interval.
+    count: u32,
+    /// The interval (µs).
+    interval: f64,
+    /// GCRA's emission interval and tolerance (µs; unused by the others).
+    emission: f64,
+    tolerance: f64,
+}
+
+impl StatusArgs {
+    fn call(&self, key: &str) -> ScriptCall {
+        ScriptCall::new(&STATUS)
+            .key(key)
+            .arg(self.kind)
+            .arg(self.count)
+            .arg(self.interval)
+            .arg(self.emission)
+            .arg(self.tolerance)
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algorithm {
@@ -212,7 +310,7 @@ impl RateLimiter {
 
     fn reserve_call(&self, claim: &Claim, max_wait: Duration) -> ScriptCall {
         // µs, rounded down: a slot is never reserved past the wait.
-        let max_wait_us = u64::try_from(max_wait.as_micros()).unwrap_or(u64::MAX);
+        let max_wait = u64::try_from(max_wait.as_micros()).unwrap_or(u64::MAX);
         match self.algorithm {
             Algorithm::Window | Algorithm::SlidingWindow => {
                 let script = if self.algorithm == Algorithm::Window {
@@ -220,22 +318,24 @@ impl RateLimiter {
                 } else {
                     &SLIDING_WINDOW
                 };
-                ScriptCall::new(script)
-                    .key(&self.key)
-                    .arg(self.count)
-                    .arg(self.interval_us())
-                    .arg(max_wait_us)
-                    .arg(claim.id.as_str())
+                let args = WindowArgs {
+                    count: self.count,
+                    interval: self.interval_us(),
+                    max_wait,
+                    call_id: &claim.id,
+                };
+                args.call(script, &self.key)
             }
             Algorithm::Bucket | Algorithm::Leaky { .. } | Algorithm::Points => {
                 let (emission, tolerance) = self.gcra();
-                ScriptCall::new(&GCRA)
-                    .key(&self.key)
-                    .arg(emission)
-                    .arg(tolerance)
-                    .arg(claim.cost)
-                    .arg(max_wait_us)
-                    .arg(claim.id.as_str())
+                let args = GcraArgs {
+                    emission,
+                    tolerance,
+                    cost: claim.cost,
+                    max_wait,
+                    call_id: &claim.id,
+                };
+                args.call(&self.key)
             }
         }
     }
@@ -322,12 +422,13 @@ impl RateLimiter {
     /// `refund` by the claim's id and cost (a grant returned to Ruby and then abandoned).
     pub fn refund_id(&self, id: &str, cost: u32) {
         let (emission, _) = self.gcra();
-        let call = ScriptCall::new(&REFUND)
-            .key(&self.key)
-            .arg(self.algorithm.kind())
-            .arg(id)
-            .arg(cost)
-            .arg(emission);
+        let call = RefundArgs {
+            kind: self.algorithm.kind(),
+            call_id: id,
+            cost,
+            emission,
+        }
+        .call(&self.key);
         // Retried while Redis is unreachable, for a while: a refund that comes long after its
         // slot gives back little, and the id check makes any repeat harmless.
         let give_up_after = self
@@ -338,13 +439,14 @@ impl RateLimiter {
 
     pub fn status(&self, intr: &Interrupt) -> Result<RateStatus> {
         let (emission, tolerance) = self.gcra();
-        let call = ScriptCall::new(&STATUS)
-            .key(&self.key)
-            .arg(self.algorithm.kind())
-            .arg(self.count)
-            .arg(self.interval_us())
-            .arg(emission)
-            .arg(tolerance);
+        let call = StatusArgs {
+            kind: self.algorithm.kind(),
+            count: self.count,
+            interval: self.interval_us(),
+            emission,
+            tolerance,
+        }
+        .call(&self.key);
         match ints(&self.client.eval(intr, &call)?)?.as_slice() {
             [remaining, reset_us] => Ok(RateStatus {
                 remaining: (*remaining).max(0) as u64,

@@ -16,6 +16,87 @@ lua_script!(RELEASE = "unique_lock/release");
 lua_script!(EXPIRE = "unique_lock/expire");
 lua_script!(HAND_OVER = "unique_lock/hand_over");
 
+/// unique_lock/take.lua's arguments.
+struct TakeArgs<'a> {
+    /// The job taking the lock.
+    jid: &'a str,
+    /// The lock's TTL (ms).
+    ttl_ms: u64,
+    /// What becomes of a lock this jid holds already.
+    on_held: OnHeld,
+}
+
+/// take.lua's `on_held`.
+#[derive(Clone, Copy)]
+enum OnHeld {
+    /// "keep": its expiry stays (until_expired).
+    Keep,
+    /// "set": its expiry becomes `ttl_ms`.
+    Set,
+}
+
+impl TakeArgs<'_> {
+    fn call(&self, key: &str) -> ScriptCall {
+        ScriptCall::new(&TAKE)
+            .key(key)
+            .arg(self.jid)
+            .arg(self.ttl_ms)
+            .arg(match self.on_held {
+                OnHeld::Keep => "keep",
+                OnHeld::Set => "set",
+            })
+    }
+}
+
+/// unique_lock/release.lua's arguments.
+struct ReleaseArgs<'a> {
+    /// The job freeing the lock.
+    jid: &'a str,
+}
+
+impl ReleaseArgs<'_> {
+    fn call(&self, key: &str) -> ScriptCall {
+        ScriptCall::new(&RELEASE).key(key).arg(self.jid)
+    }
+}
+
+/// unique_lock/expire.lua's arguments.
+struct ExpireArgs<'a> {
+    /// The job holding the lock.
+    jid: &'a str,
+    /// The lock's TTL from now (ms).
+    ttl_ms: u64,
+}
+
+impl ExpireArgs<'_> {
+    fn call(&self, key: &str) -> ScriptCall {
+        ScriptCall::new(&EXPIRE)
+            .key(key)
+            .arg(self.jid)
+            .arg(self.ttl_ms)
+    }
+}
+
+/// unique_lock/hand_over.lua's arguments.
+struct HandOverArgs<'a> {
+    /// The job holding the lock.
+    jid: &'a str,
+    /// The job it goes to.
+    new_jid: &'a str,
+    /// The lock's TTL from now (ms).
+    ttl_ms: u64,
+}
+
+impl HandOverArgs<'_> {
+    fn call(&self, key: &str) -> ScriptCall {
+        ScriptCall::new(&HAND_OVER)
+            .key(key)
+            .arg(self.jid)
+            .arg(self.new_jid)
+            .arg(self.ttl_ms)
+    }
+}
+
 #[derive(Clone)]
 pub struct UniqueLock {
     client: Client,
@@ -45,11 +126,12 @@ impl UniqueLock {
         ttl: Duration,
         keep: bool,
     ) -> Result<Option<String>> {
-        let call = ScriptCall::new(&TAKE)
-            .key(&self.key)
-            .arg(check_jid("jid", jid)?)
-            .arg(ttl_ms(ttl)?)
-            .arg(if keep { "keep" } else { "set" });
+        let call = TakeArgs {
+            jid: check_jid("jid", jid)?,
+            ttl_ms: ttl_ms(ttl)?,
+            on_held: if keep { OnHeld::Keep } else { OnHeld::Set },
+        }
+        .call(&self.key);
         match self.client.eval(intr, &call)? {
             Value::Nil => Ok(None),
             reply => text(&reply)
@@ -60,18 +142,20 @@ impl UniqueLock {
 
     /// True when `jid` held the lock and it is now free.
     pub fn release(&self, intr: &Interrupt, jid: &str) -> Result<bool> {
-        let call = ScriptCall::new(&RELEASE)
-            .key(&self.key)
-            .arg(check_jid("jid", jid)?);
+        let call = ReleaseArgs {
+            jid: check_jid("jid", jid)?,
+        }
+        .call(&self.key);
         Ok(int(&self.client.eval(intr, &call)?)? == 1)
     }
 
     /// Sets the lock's expiry to `ttl` from now if `jid` holds it; false when it does not.
     pub fn expire(&self, intr: &Interrupt, jid: &str, ttl: Duration) -> Result<bool> {
-        let call = ScriptCall::new(&EXPIRE)
-            .key(&self.key)
-            .arg(check_jid("jid", jid)?)
-            .arg(ttl_ms(ttl)?);
+        let call = ExpireArgs {
+            jid: check_jid("jid", jid)?,
+            ttl_ms: ttl_ms(ttl)?,
+        }
+        .call(&self.key);
         Ok(int(&self.client.eval(intr, &call)?)? == 1)
     }
 
@@ -84,11 +168,12 @@ impl UniqueLock {
         to_jid: &str,
         ttl: Duration,
     ) -> Result<bool> {
-        let call = ScriptCall::new(&HAND_OVER)
-            .key(&self.key)
-            .arg(check_jid("from_jid", from_jid)?)
-            .arg(check_jid("to_jid", to_jid)?)
-            .arg(ttl_ms(ttl)?);
+        let call = HandOverArgs {
+            jid: check_jid("from_jid", from_jid)?,
+            new_jid: check_jid("to_jid", to_jid)?,
+            ttl_ms: ttl_ms(ttl)?,
+        }
+        .call(&self.key);
         Ok(int(&self.client.eval(intr, &call)?)? == 1)
     }
 

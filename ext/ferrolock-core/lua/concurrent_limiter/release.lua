@@ -47,14 +47,14 @@ local grant_prefix = ARGV[3]
 local successor = ARGV[5]
 local successor_wait_ms = ARGV[6]
 local line_ttl_ms = ARGV[8]
-local refresh_line_ttl = ARGV[9]
+local refresh_line = ARGV[9]
 local successor_inbox = ARGV[10]
 local inbox_prefix = ARGV[11]
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token, lease = ARGV[1], tonumber(ARGV[2])
-local leaving = ARGV[4] == '1'
+local leave_line = ARGV[4] == '1'
 
 local limit = tonumber(ARGV[7] or '')
 local expiry, live
@@ -111,7 +111,7 @@ local function grant(who, deadline, inbox, value)
 end
 
 -- A token that gives up reads the whole line (rare): its own entries go wherever they are.
-local function leave_line()
+local function drop_own_entries()
   for _, entry in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
     if parse(entry) == token then
       redis.call('LREM', KEYS[2], 0, entry)
@@ -121,8 +121,8 @@ local function leave_line()
 end
 
 if not holds then
-  if leaving then
-    leave_line()
+  if leave_line then
+    drop_own_entries()
   end
   if expiry or maybe_member then
     -- Expired: others may have counted it as free already, so it must not come back.
@@ -135,7 +135,7 @@ end
 -- this token holds a live slot, so it is never queued by a release that hands nothing over).
 local queued, length
 local successor_wait = tonumber(successor_wait_ms or 0) or 0
-if successor and successor ~= '' and not leaving then
+if successor and successor ~= '' and not leave_line then
   queued = successor .. '|' .. string.format('%d', now + successor_wait)
   if successor_inbox and successor_inbox ~= '' then
     queued = queued .. '|@' .. successor_inbox
@@ -182,8 +182,8 @@ if next_token then
     return redis.error_reply('TRYAGAIN the next waiter\'s grant key is not on this node yet')
   end
 end
-if leaving then
-  leave_line()
+if leave_line then
+  drop_own_entries()
 end
 if next_token then
   -- The waiter takes the slot with this lease's expiry (the slots key already outlives it): it
@@ -231,7 +231,7 @@ end
 -- The local waiter's entry outlives its wait, as acquire.lua keeps the line (only when others
 -- still wait: a line just emptied is gone), when the client asks, or when the RPUSH above made
 -- the list (then the pop reached its only entry, so it is gone again: kept as a guard).
-if queued and popped < length and (refresh_line_ttl == '1' or length == 1) then
+if queued and popped < length and (refresh_line == '1' or length == 1) then
   redis.call('PEXPIRE', KEYS[2], line_ttl_ms)
 end
 return done()

@@ -49,12 +49,12 @@ local own_token = ARGV[1]
 local lease_ms = ARGV[2]
 local fence_ttl_ms = ARGV[3]
 local grant_prefix = ARGV[4]
-local leaving = ARGV[5]
+local leave_line = ARGV[5]
 local on_cluster = ARGV[6]
 local successor = ARGV[7]
 local successor_wait_ms = ARGV[8]
 local line_ttl_ms = ARGV[9]
-local refresh_line_ttl = ARGV[10]
+local refresh_line = ARGV[10]
 local successor_inbox = ARGV[11]
 local inbox_prefix = ARGV[12]
 
@@ -69,7 +69,7 @@ end
 
 local mine = own_token .. '|'
 -- Only a waiter leaving the line reads the lock first (it must clean up whether it holds or not).
-local checked = leaving == '1'
+local checked = leave_line == '1'
 if checked then
   local holds = redis.call('GET', KEYS[1]) == own_token
   -- Leaving the line (rare: a waiter that gave up): its entries and any grant not popped yet.
@@ -215,7 +215,7 @@ end
 -- The local waiter's entry outlives its wait, as acquire.lua keeps the line (only when others
 -- still wait: a line just emptied is gone), when the client asks, or when the RPUSH above made
 -- the list (then the pop reached its only entry, so it is gone again: kept as a guard).
-if queued and popped < length and (refresh_line_ttl == '1' or length == 1) then
+if queued and popped < length and (refresh_line == '1' or length == 1) then
   redis.call('PEXPIRE', KEYS[3], line_ttl_ms)
 end
 return done()

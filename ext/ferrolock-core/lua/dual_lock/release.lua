@@ -5,8 +5,9 @@
 -- is set to its token, its WAIT deleted, and a grant pushed to its own list, so it runs without
 -- another attempt.
 -- KEYS[1] wait lock, KEYS[2] exec lock, KEYS[3] this token's grant list
--- ARGV[1] token, ARGV[2] exec ttl (ms), ARGV[3] grant list key prefix (the waiter's token
--- follows), ARGV[4] '1' when the token was waiting (a grant not popped yet goes too)
+-- ARGV[1] token, ARGV[2] the EXEC lock's lease (ms), ARGV[3] grant list key prefix (the
+-- waiter's token follows), ARGV[4] '1' when the token was waiting (a grant not popped yet goes
+-- too)
 -- Returns 1 when EXEC was ours and is released (or handed on), else 0.
 --
 -- The waiter's grant list cannot be declared in KEYS (who waits is read here). On a Redis
@@ -15,11 +16,11 @@
 -- cannot be reached here, the script returns TRYAGAIN having changed nothing.
 
 -- The arguments by name (their slots are listed above).
-local exec_ttl_ms = ARGV[2]
+local token = ARGV[1]
+local exec_lease_ms = ARGV[2]
 local grant_prefix = ARGV[3]
 local was_waiting = ARGV[4]
 
-local token = ARGV[1]
 local wait = redis.call('GET', KEYS[1])
 local exec = redis.call('GET', KEYS[2])
 local next_token = exec == token and wait and wait ~= token and wait
@@ -31,7 +32,7 @@ if next_token then
   end
   -- The waiter pops it at once (or finds EXEC its own at its next turn, which deletes it): the
   -- TTL only catches a waiter that died, whose EXEC expires with the same TTL.
-  redis.call('PEXPIRE', grant, exec_ttl_ms)
+  redis.call('PEXPIRE', grant, exec_lease_ms)
 end
 if wait == token then
   redis.call('DEL', KEYS[1])
@@ -43,7 +44,7 @@ if exec ~= token then
   return 0
 end
 if next_token then
-  redis.call('SET', KEYS[2], next_token, 'PX', exec_ttl_ms)
+  redis.call('SET', KEYS[2], next_token, 'PX', exec_lease_ms)
   redis.call('DEL', KEYS[1])
 else
   redis.call('DEL', KEYS[2])

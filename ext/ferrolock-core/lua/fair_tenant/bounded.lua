@@ -9,10 +9,14 @@
 -- ARGV[2] number of distinct windows w, then the w windows (ms, ascending: the longest last),
 -- then the number of rules n, then n pairs: window number (1-based), threshold.
 -- Returns the index (1-based) of the LAST rule whose estimated count exceeds its threshold, or 0.
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
+
+-- The arguments by name (their slots are listed above; the windows and rules follow w).
 local record = ARGV[1] == '1'
 local w = tonumber(ARGV[2])
+local rule_count = tonumber(ARGV[3 + w])
+
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
 
 local fields = {}
 for j = 1, w do
@@ -62,7 +66,7 @@ if record then
 end
 
 local base = 3 + w
-for i = tonumber(ARGV[base]), 1, -1 do
+for i = rule_count, 1, -1 do
   if estimates[tonumber(ARGV[base + 2 * i - 1])] > tonumber(ARGV[base + 2 * i]) then
     return i
   end

@@ -11,12 +11,12 @@
 -- The arguments by name (their slots are listed above).
 local jid = ARGV[1]
 local record = ARGV[2]
+local longest = tonumber(ARGV[3])
 local rule_count = ARGV[4]
 
 local t = redis.call('TIME')
 local now = t[1] * 1000 + math.floor(t[2] / 1000)
 local key = KEYS[1]
-local longest = tonumber(ARGV[3])
 -- Entries at or before now - longest can match no rule any more.
 redis.call('ZREMRANGEBYSCORE', key, '-inf', now - longest)
 -- NX: a jid pushed again (retry, scheduled job) keeps its first time and counts once.

@@ -13,7 +13,7 @@
 
 -- The arguments by name (their slots are listed above).
 local job_id = ARGV[1]
-local limit_arg = ARGV[2]
+local limit = tonumber(ARGV[2])
 local blocked_ttl_ms = ARGV[3]
 
 local t = redis.call('TIME')
@@ -31,7 +31,7 @@ if job_id ~= '' then
   redis.call('HDEL', KEYS[3], job_id)
 end
 
-local limit = tonumber(limit_arg) or tonumber(redis.call('HGET', KEYS[3], '{limit}') or '') or 1
+limit = limit or tonumber(redis.call('HGET', KEYS[3], '{limit}') or '') or 1
 
 local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
 if #expired > 0 then

@@ -14,12 +14,12 @@
 -- {0, µs until the next slot}; times are Redis time in µs.
 
 -- The arguments by name (their slots are listed above).
+local emission, tolerance = tonumber(ARGV[1]), tonumber(ARGV[2])
+local cost, max_wait = tonumber(ARGV[3]), tonumber(ARGV[4])
 local call_id = ARGV[5]
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local emission, tolerance = tonumber(ARGV[1]), tonumber(ARGV[2])
-local cost, max_wait = tonumber(ARGV[3]), tonumber(ARGV[4])
 
 local tat = tonumber(redis.call('HGET', KEYS[1], 't')) or now
 if tat < now then

@@ -11,18 +11,17 @@
 -- Returns 1 if a slot was given back, else 0.
 
 -- The arguments by name (their slots are listed above).
-local emission_us = ARGV[4]
-
-local kind, id, cost = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local kind, call_id, cost = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local emission = tonumber(ARGV[4])
 
 if kind == 'sliding_window' then
-  return redis.call('ZREM', KEYS[1], id)
+  return redis.call('ZREM', KEYS[1], call_id)
 end
-if redis.call('HGET', KEYS[1], 'id') ~= id then
+if redis.call('HGET', KEYS[1], 'id') ~= call_id then
   return 0
 end
 if kind == 'gcra' then
-  local tat = tonumber(redis.call('HGET', KEYS[1], 't')) - cost * tonumber(emission_us)
+  local tat = tonumber(redis.call('HGET', KEYS[1], 't')) - cost * emission
   redis.call('HSET', KEYS[1], 't', string.format('%.17g', tat))
 else
   redis.call('HINCRBY', KEYS[1], 'n', -cost)

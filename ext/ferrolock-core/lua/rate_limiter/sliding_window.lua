@@ -10,11 +10,11 @@
 -- {0, µs until the next place}; times are Redis time in µs.
 
 -- The arguments by name (their slots are listed above).
+local count, interval, max_wait = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local call_id = ARGV[4]
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local count, interval, max_wait = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 
 -- Calls that went ahead at or before now - interval are out of the window (now - interval, now].
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - interval)

@@ -6,12 +6,11 @@
 -- Returns {remaining, µs until full}.
 
 -- The arguments by name (their slots are listed above).
-local emission_us = ARGV[4]
-local tolerance_us = ARGV[5]
+local kind, count, interval = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local emission, tolerance = tonumber(ARGV[4]), tonumber(ARGV[5])
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local kind, count, interval = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 
 if kind == 'window' then
   local window = math.floor(now / interval)
@@ -47,7 +46,6 @@ if kind == 'sliding_window' then
   return {left, math.max(0, newest + interval - now)}
 end
 
-local emission, tolerance = tonumber(emission_us), tonumber(tolerance_us)
 local tat = math.max(now, tonumber(redis.call('HGET', KEYS[1], 't')) or now)
 local remaining = math.floor((now + tolerance - tat) / emission + 1e-9) + 1
 return {math.max(0, remaining), math.ceil(tat - now)}

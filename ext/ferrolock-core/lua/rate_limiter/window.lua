@@ -9,11 +9,11 @@
 -- else {0, µs until the next window with room}; times are Redis time in µs.
 
 -- The arguments by name (their slots are listed above).
+local count, interval, max_wait = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local call_id = ARGV[4]
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local count, interval, max_wait = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 
 local window, used = math.floor(now / interval), 0
 local stored = redis.call('HMGET', KEYS[1], 'w', 'n')

@@ -1,0 +1,97 @@
+//! The scripts of JobConcurrency and their typed arguments: one struct a script, its fields
+//! named as the script's ARGV locals, sent in ARGV order by its `call`.
+
+use super::{fence_ttl, OnConflict, Request, BLOCKED_TTL};
+use crate::keys::Keys;
+use crate::lua_script;
+use crate::script::ScriptCall;
+use crate::seconds::millis;
+
+lua_script!(ADMIT = "job_concurrency/admit");
+lua_script!(RELEASE = "job_concurrency/release");
+lua_script!(DUE = "job_concurrency/due");
+lua_script!(FORGET = "job_concurrency/forget");
+
+/// admit.lua's arguments are a [`Request`]'s: its fields but `key` (which names the keys) are
+/// ARGV[1] to ARGV[7], named as the script's locals; the fencing counter's TTL and the blocked
+/// jobs' TTL follow, from the lease and `BLOCKED_TTL`.
+impl Request<'_> {
+    pub fn admit_call(&self, keys: &Keys) -> ScriptCall {
+        ScriptCall::new(&ADMIT)
+            .key(keys.part("slots"))
+            .key(keys.part("blocked"))
+            .key(keys.part("jobs"))
+            .key(keys.part("fence"))
+            .arg(self.job_id)
+            .arg(self.limit)
+            .arg(millis(self.lease))
+            .arg(match self.on_conflict {
+                OnConflict::Block => "block",
+                OnConflict::Discard => "discard",
+            })
+            .arg(self.payload)
+            .arg(self.max_blocked)
+            .flag(self.at_perform)
+            .arg(millis(fence_ttl(self.lease)))
+            .arg(millis(BLOCKED_TTL))
+    }
+}
+
+/// release.lua's arguments.
+pub(super) struct ReleaseArgs<'a> {
+    /// The job giving its slot back ("": none, only free expired slots and promote).
+    pub job_id: &'a str,
+    /// Slots of the key (None: the one stored by the last job blocked).
+    pub limit: Option<u32>,
+    /// The TTL of the blocked list and the jobs hash (ms).
+    pub blocked_ttl_ms: u64,
+}
+
+impl ReleaseArgs<'_> {
+    pub fn call(&self, keys: &Keys) -> ScriptCall {
+        ScriptCall::new(&RELEASE)
+            .key(keys.part("slots"))
+            .key(keys.part("blocked"))
+            .key(keys.part("jobs"))
+            .arg(self.job_id)
+            .arg(self.limit.map(|l| l.to_string()).unwrap_or_default())
+            .arg(self.blocked_ttl_ms)
+    }
+}
+
+/// due.lua's arguments.
+pub(super) struct DueArgs {
+    /// How long a claimed key's entry is put off (ms).
+    pub recheck_ms: u64,
+    /// Keys one visit claims at most.
+    pub max_keys: u32,
+    /// The index's TTL (ms).
+    pub index_ttl_ms: u64,
+}
+
+impl DueArgs {
+    pub fn call(&self, due_key: &str) -> ScriptCall {
+        ScriptCall::new(&DUE)
+            .key(due_key)
+            .arg(self.recheck_ms)
+            .arg(self.max_keys)
+            .arg(self.index_ttl_ms)
+    }
+}
+
+/// forget.lua's arguments.
+pub(super) struct ForgetArgs<'a> {
+    /// The key (its name in the index).
+    pub name: &'a str,
+    /// The visit's claim: the entry goes only if nothing moved it since.
+    pub claim: i64,
+}
+
+impl ForgetArgs<'_> {
+    pub fn call(&self, due_key: &str) -> ScriptCall {
+        ScriptCall::new(&FORGET)
+            .key(due_key)
+            .arg(self.name)
+            .arg(self.claim)
+    }
+}
