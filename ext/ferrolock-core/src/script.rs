@@ -25,12 +25,23 @@ impl Script {
     }
 }
 
-/// Declares a `static` [`Script`] from `lua/<path>.lua`.
+/// Declares a `static` [`Script`] from `lua/<path>.lua`. With `after "<shared>", ...` the
+/// shared files (`lua/<shared>.lua`, defining local functions) come first: Lua scripts cannot
+/// `require`, so the source sent to Redis (and so its SHA) is still one self-contained string,
+/// joined at compile time.
 #[macro_export]
 macro_rules! lua_script {
     ($vis:vis $ident:ident = $path:literal) => {
-        $vis static $ident: $crate::script::Script =
-            $crate::script::Script::new($path, include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $path, ".lua")));
+        $crate::lua_script!($vis $ident = $path, after);
+    };
+    ($vis:vis $ident:ident = $path:literal, after $($shared:literal),*) => {
+        $vis static $ident: $crate::script::Script = $crate::script::Script::new(
+            $path,
+            concat!(
+                $(include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $shared, ".lua")),)*
+                include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/lua/", $path, ".lua"))
+            ),
+        );
     };
 }
 

@@ -36,49 +36,9 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 -- empties here).
 local waited = redis.call('EXISTS', KEYS[2]) == 1
 
--- The slots key outlives every live slot.
-local function cover(ms)
-  if redis.call('PTTL', KEYS[1]) < ms then
-    redis.call('PEXPIRE', KEYS[1], ms)
-  end
-end
-
--- Slots whose lease ran out are free (their holder stopped renewing: it crashed, or was paused
--- past its lease). A promoted job that never started goes back to the head of the line.
-local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
-if #expired > 0 then
-  for i = #expired, 1, -1 do
-    if redis.call('HEXISTS', KEYS[3], expired[i]) == 1 then
-      redis.call('LPUSH', KEYS[2], expired[i])
-    end
-  end
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-end
-
--- The oldest blocked jobs take the free slots (each with its own class's lease).
-local live = redis.call('ZCARD', KEYS[1])
-local promoted = {}
-while live < limit do
-  local next_id = redis.call('LPOP', KEYS[2])
-  if not next_id then
-    break
-  end
-  local entry = redis.call('HGET', KEYS[3], next_id)
-  if entry then
-    local ms, body = string.match(entry, '^(%d+)|(.*)$')
-    ms = tonumber(ms)
-    redis.call('ZADD', KEYS[1], now + ms, next_id)
-    cover(ms)
-    live = live + 1
-    if next_id == job_id and at_perform then
-      -- A copy of this very job runs now (the queue delivered it twice): it takes the slot itself.
-      redis.call('HDEL', KEYS[3], next_id)
-    else
-      promoted[#promoted + 1] = next_id
-      promoted[#promoted + 1] = body
-    end
-  end
-end
+-- Frees expired slots and promotes the oldest blocked jobs (promote.lua); a copy of this very
+-- job starting now takes its slot itself.
+local promoted, live = promote(now, limit, at_perform and job_id or nil)
 
 local function earliest()
   local first = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)

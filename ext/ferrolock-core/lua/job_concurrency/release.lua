@@ -33,36 +33,8 @@ end
 
 limit = limit or tonumber(redis.call('HGET', KEYS[3], '{limit}') or '') or 1
 
-local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
-if #expired > 0 then
-  for i = #expired, 1, -1 do
-    if redis.call('HEXISTS', KEYS[3], expired[i]) == 1 then
-      redis.call('LPUSH', KEYS[2], expired[i])
-    end
-  end
-  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-end
-
-local live = redis.call('ZCARD', KEYS[1])
-local promoted = {}
-while live < limit do
-  local next_id = redis.call('LPOP', KEYS[2])
-  if not next_id then
-    break
-  end
-  local entry = redis.call('HGET', KEYS[3], next_id)
-  if entry then
-    local ms, body = string.match(entry, '^(%d+)|(.*)$')
-    ms = tonumber(ms)
-    redis.call('ZADD', KEYS[1], now + ms, next_id)
-    if redis.call('PTTL', KEYS[1]) < ms then
-      redis.call('PEXPIRE', KEYS[1], ms)
-    end
-    live = live + 1
-    promoted[#promoted + 1] = next_id
-    promoted[#promoted + 1] = body
-  end
-end
+-- Frees expired slots and promotes the oldest blocked jobs (promote.lua).
+local promoted = promote(now, limit, nil)
 
 local waiting = redis.call('LLEN', KEYS[2])
 if waiting > 0 then

@@ -7,8 +7,9 @@ use crate::lua_script;
 use crate::script::ScriptCall;
 use crate::seconds::millis;
 
-lua_script!(ADMIT = "job_concurrency/admit");
-lua_script!(RELEASE = "job_concurrency/release");
+// admit.lua and release.lua both free expired slots and promote blocked jobs (promote.lua).
+lua_script!(ADMIT = "job_concurrency/admit", after "job_concurrency/promote");
+lua_script!(RELEASE = "job_concurrency/release", after "job_concurrency/promote");
 lua_script!(DUE = "job_concurrency/due");
 lua_script!(FORGET = "job_concurrency/forget");
 
@@ -93,5 +94,26 @@ impl ForgetArgs<'_> {
             .key(due_key)
             .arg(self.name)
             .arg(self.claim)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn admit_and_release_each_carry_the_shared_promote_function_once() {
+        let shared = include_str!("../../lua/job_concurrency/promote.lua");
+        for (script, own) in [
+            (
+                &super::ADMIT,
+                include_str!("../../lua/job_concurrency/admit.lua"),
+            ),
+            (
+                &super::RELEASE,
+                include_str!("../../lua/job_concurrency/release.lua"),
+            ),
+        ] {
+            assert_eq!(script.source, format!("{shared}{own}"), "{}", script.name);
+            assert_eq!(script.source.matches("local function promote(").count(), 1);
+        }
     }
 }

@@ -1,0 +1,53 @@
+-- Shared by admit.lua and release.lua, which src/job_concurrency.rs declares with this file in
+-- front of them (Lua scripts cannot require): the keys are theirs (KEYS[1] slots, KEYS[2]
+-- blocked, KEYS[3] jobs, as in admit.lua).
+
+-- The slots key outlives every live slot.
+local function cover(ms)
+  if redis.call('PTTL', KEYS[1]) < ms then
+    redis.call('PEXPIRE', KEYS[1], ms)
+  end
+end
+
+-- Frees the slots whose lease ran out at `now` (their holder stopped renewing: it crashed, or was
+-- paused past its lease; a promoted job that never started goes back to the head of the line),
+-- then the oldest blocked jobs take the free slots up to `limit` (each with its own class's
+-- lease). `starting`: the job_id of a job starting now (nil: none); a copy of it found in the line
+-- (the queue delivered it twice) takes its slot itself instead of being promoted.
+-- Returns the promoted jobs ({job_id, payload, ...}) and the live slots' count.
+local function promote(now, limit, starting)
+  local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+  if #expired > 0 then
+    for i = #expired, 1, -1 do
+      if redis.call('HEXISTS', KEYS[3], expired[i]) == 1 then
+        redis.call('LPUSH', KEYS[2], expired[i])
+      end
+    end
+    redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  end
+
+  local live = redis.call('ZCARD', KEYS[1])
+  local promoted = {}
+  while live < limit do
+    local next_id = redis.call('LPOP', KEYS[2])
+    if not next_id then
+      break
+    end
+    local entry = redis.call('HGET', KEYS[3], next_id)
+    if entry then
+      local ms, body = string.match(entry, '^(%d+)|(.*)$')
+      ms = tonumber(ms)
+      redis.call('ZADD', KEYS[1], now + ms, next_id)
+      cover(ms)
+      live = live + 1
+      if next_id == starting then
+        redis.call('HDEL', KEYS[3], next_id)
+      else
+        promoted[#promoted + 1] = next_id
+        promoted[#promoted + 1] = body
+      end
+    end
+  end
+  return promoted, live
+end
+
