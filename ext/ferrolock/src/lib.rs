@@ -42,6 +42,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     let native = ferrolock.define_module("Native")?;
     ruby_api::admin::init(ruby, native)?;
     ruby_api::client::init(ruby, native)?;
+    ruby_api::cohort::init(ruby, native)?;
     ruby_api::concurrent_limiter::init(ruby, native)?;
     ruby_api::dist_mutex::init(ruby, native)?;
     ruby_api::fair_tenant::init(ruby, native)?;

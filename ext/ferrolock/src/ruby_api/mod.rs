@@ -1,5 +1,6 @@
 pub mod admin;
 pub mod client;
+pub mod cohort;
 pub mod concurrent_limiter;
 pub mod dist_mutex;
 pub mod dual_lock;
