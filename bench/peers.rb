@@ -35,6 +35,11 @@ module PeersBench
   end
   # Which configurations run, as workers/processes (FERROLOCK_PEERS_CONFIGS="8/2"; all by default).
   ONLY_CONFIGS = ENV["FERROLOCK_PEERS_CONFIGS"]&.split(",")&.map { |c| c.split("/").map { |n| Integer(n) } }
+  # Which kinds run (FERROLOCK_PEERS_KINDS="mutex"; both by default), and which peers by their driver
+  # name (FERROLOCK_PEERS_ONLY="rslock,redis-semaphore-mutex"; all by default): a quicker run when
+  # measuring one change.
+  KINDS = ENV.fetch("FERROLOCK_PEERS_KINDS", "mutex,semaphore").split(",").map { |k| k.strip.to_sym }.freeze
+  ONLY_PEERS = ENV["FERROLOCK_PEERS_ONLY"]&.split(",")&.map(&:strip)
   CEILING = "the same section, no lock (ceiling)"
 
   # kind: :mutex or :semaphore (limit LIMIT); lang: which Toolchains method starts its driver.
@@ -176,7 +181,7 @@ module PeersBench
   end
 
   def one_round(kind, section)
-    peers = PEERS.select { |peer| peer.kind == kind }
+    peers = PEERS.select { |peer| peer.kind == kind && (ONLY_PEERS.nil? || ONLY_PEERS.include?(peer.impl)) }
     configs(section).flat_map do |workers, processes|
       ours_label = kind == :mutex ? "ferrolock DistMutex" : "ferrolock ConcurrentLimiter(3)"
       ceiling = section == :io ? [[CEILING, [workers, processes], measure_ceiling(workers, processes)]] : []
@@ -199,7 +204,7 @@ require_relative "peers/report"
 Bench.define("peers") do
   notes = PeersBench.drivers.filter_map { |lang, d| "- #{lang} peers skipped: #{d}" if d.is_a?(String) }
   tables = PeersBench::SECTIONS.flat_map do |section|
-    %i[mutex semaphore].map { |kind| PeersBench::Report.tables(kind, section, PeersBench.results(kind, section)) }
+    PeersBench::KINDS.map { |kind| PeersBench::Report.tables(kind, section, PeersBench.results(kind, section)) }
   end
   runs = "- Each row: the best of #{PeersBench::ROUNDS} round(s) (by sections/s); contended runs last " \
          "#{PeersBench::SECONDS} s, the lone worker's #{PeersBench::ALONE_SECONDS} s."

@@ -61,6 +61,36 @@ impl Line {
         })
     }
 
+    /// The hold a holder of this process just passed to a local waiter that has not taken it yet
+    /// (local.rs `take_pass`), taken by this caller with no wait and no Redis: for the binding,
+    /// before it gives up Ruby's GVL to `enter` (the receiver, still to be scheduled, would
+    /// otherwise take it first). None when there is none, or when grants must be acknowledged by
+    /// replicas (`enter` then takes the plain path).
+    pub(crate) fn enter_passed<P: Primitive>(&self) -> Result<Option<Hold>> {
+        if self.min_replicas_acked > 0 {
+            return Ok(None);
+        }
+        let Some((baton, member)) = local::take_pass(self.client.identity(), &self.key) else {
+            return Ok(None);
+        };
+        self.passed_hold::<P>(baton, member).map(Some)
+    }
+
+    fn passed_hold<P: Primitive>(
+        &self,
+        baton: local::Baton,
+        member: local::Member,
+    ) -> Result<Hold> {
+        let Ok(mut hold) = baton.downcast::<Hold>() else {
+            return Err(Error::internal(format!(
+                "{}: a foreign hold was passed",
+                P::KIND
+            )));
+        };
+        hold.member = Some(member);
+        Ok(*hold)
+    }
+
     /// One round trip, also on the uncontended path: the hold, or what the script reported
     /// (queued unless `args.wait_ms` is 0).
     pub(crate) fn attempt<P: Primitive>(
@@ -115,6 +145,7 @@ impl Line {
         let (turn, mut member) =
             match local::join(self.client.identity(), &self.key, token, deadline) {
                 Joined::Active(member) => (Turn::Attempt { uncertain: false }, member),
+                Joined::Passed(baton, member) => (Turn::Handed(baton), member),
                 // Holders renew, so nobody but a release passes a local waiter on within a
                 // lease; a slot freed by another process's release while none of this one
                 // waits in Redis is found within UNQUEUED_GRACE (the oldest then attempts).
@@ -129,14 +160,7 @@ impl Line {
             };
         if let Turn::Handed(baton) = turn {
             // A holder of this process passed us its hold (cohort.rs): no Redis.
-            let Ok(mut hold) = baton.downcast::<Hold>() else {
-                return Err(Error::internal(format!(
-                    "{}: a foreign hold was passed",
-                    P::KIND
-                )));
-            };
-            hold.member = Some(member);
-            return Ok(Some(*hold));
+            return self.passed_hold::<P>(baton, member).map(Some);
         }
         // `member` lives until this returns: an error passes the turn on as it drops.
         let queued_by_release = start_turn(turn, queued, || {

@@ -16,6 +16,7 @@ both!(
     a_local_pass_costs_no_redis_command,
     local_passes_past_the_block_are_refused,
     another_process_waits_at_most_two_cohorts,
+    a_waiter_passed_over_enters_within_one_cohort,
 );
 
 /// A thread that takes the hold, says `name` (with a lock's fencing token) when inside, and
@@ -156,6 +157,59 @@ fn another_process_waits_at_most_two_cohorts<P: Lined>() {
         assert!(
             waited <= bound,
             "local_passes {local_passes}: {waited} sections of the other process (bound {bound})"
+        );
+    }
+}
+
+/// A holder that takes the hold straight back after each release (it may take a pass its local
+/// waiter has not woken for yet, see src/line/local.rs `join`) keeps it from that waiter for at
+/// most one cohort: then its release queues the waiter in Redis.
+fn a_waiter_passed_over_enters_within_one_cohort<P: Lined>() {
+    for local_passes in [0u32, 3, 8] {
+        let server = RedisServer::start();
+        let observer = server.client("t");
+        let other = P::make(&server.client("t"), "barge", 30_000, local_passes);
+        let p = Arc::new(P::make(&server.client("t"), "barge", 30_000, local_passes));
+        let other_hold = crate::both::take(&other);
+        let entered = Arc::new(AtomicBool::new(false));
+        // The holder: the process's waiter in Redis, then in and out as fast as it can.
+        let holder = {
+            let (p, entered) = (p.clone(), entered.clone());
+            std::thread::spawn(move || {
+                let intr = Interrupt::new();
+                let mut hold = crate::both::take(&*p);
+                let mut sections = 1;
+                while !entered.load(Ordering::SeqCst) && sections < 1_000 {
+                    p.leave(&intr, hold).unwrap();
+                    hold = crate::both::take(&*p);
+                    sections += 1;
+                }
+                p.leave(&intr, hold).unwrap();
+                sections
+            })
+        };
+        until("the holder queued in Redis", || {
+            queued::<P>(&observer, "barge") == 1
+        });
+        let waiter = {
+            let (p, entered) = (p.clone(), entered.clone());
+            std::thread::spawn(move || {
+                let hold = crate::both::take(&*p);
+                entered.store(true, Ordering::SeqCst);
+                p.leave(&Interrupt::new(), hold).unwrap();
+            })
+        };
+        until("waits locally", || p.local_waiters() == 1);
+        other.leave(&Interrupt::new(), other_hold).unwrap();
+        let sections = holder.join().unwrap();
+        waiter.join().unwrap();
+        // The holder's own section, its cohort's passes, and the one it may start as the waiter
+        // enters.
+        let bound = local_passes as usize + 2;
+        eprintln!("local_passes {local_passes}: the waiter waited {sections} sections");
+        assert!(
+            sections <= bound,
+            "local_passes {local_passes}: the waiter waited {sections} sections (bound {bound})"
         );
     }
 }
