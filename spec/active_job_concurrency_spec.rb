@@ -202,8 +202,8 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     expect(ran.sort).to eq((0...30).to_a)
   end
 
-  # The index of keys with blocked jobs is what finds a key whose holders all died. A timer's visit
-  # that found a line empty drops the key's entry only while the entry still has the visit's claim:
+  # The index of keys with parked jobs is what finds a key whose holders all died. A timer's visit
+  # that found none parked drops the key's entry only while the entry still has the visit's claim:
   # the first job blocked in a line makes the entry due at once, so a drop that comes after leaves
   # it. The visit's last half (forget.lua) is run by hand after such a block, with no timer in this
   # process (the native object, not Slots).
@@ -215,11 +215,16 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     expect(native.admit("k", "first", "{}", false, policy).first).to eq(:blocked)
     due = native.due_key
     expect(redis.zscore(due, "k")).to eq(1.0) # the first blocked job: due at once
+    names, = native.due(5.0)
+    expect(names).to eq(["k"])
+    # The holder ends: "first" is promoted, and starts. Nothing is parked now (what a visit then
+    # reads: the entry is made due at once and claimed again); then "second" is blocked, the first
+    # of the line again.
+    expect(native.give_back("k", "holder", 1)).to eq([true, [["first", "{}"]]])
+    expect(native.admit("k", "first", "{}", true, policy).first).to eq(:held)
+    expect(redis.zscore(due, "k")).to eq(1.0)
     names, claim, = native.due(5.0)
     expect(names).to eq(["k"])
-    # The holder ends: "first" is promoted and the line is empty (what the visit would read);
-    # then "second" is blocked, the first of the line again.
-    expect(native.give_back("k", "holder", 1)).to eq([true, [["first", "{}"]]])
     expect(native.admit("k", "second", "{}", false, policy).first).to eq(:blocked)
     forget = File.read(File.expand_path("../ext/ferrolock-core/lua/job_concurrency/forget.lua", __dir__))
     expect(redis.eval(forget, keys: [due], argv: ["k", claim])).to eq(0)

@@ -133,27 +133,43 @@ RSpec.shared_examples "limits_concurrency on a ferrolock backend" do |mode|
     expect(ran.map { |_, n, _| n }).to eq([1])
   end
 
-  it "puts a promoted job whose enqueue failed back at the head of the line when its lease runs out" do
-    # Redis drops the slots key (its TTL is the last lease written) as the promoted job's lease ends,
-    # so the scripts never see that expired slot and its job is left out of the line.
-    skip "job_concurrency's scripts lose the expired promoted job with the slots key's TTL" if mode == :real
+  # Three jobs of one key with to: 1; the holder runs, and its release promotes the second job,
+  # whose enqueue fails (the queue is down). Returns the jobs.
+  def lose_a_promotion(klass)
     failing = stub_const("TjcFailingAdapter", Class.new do
       def enqueue(_job) = raise(IOError, "queue down")
       def enqueue_at(job, _timestamp) = enqueue(job)
     end)
-    klass = recording("TjcLostPromotionJob", to: 1, key: ->(account, _n) { account }, duration: 0.5)
     jobs = Array.new(3) { |n| klass.perform_later("a", n) }
     holder = queue(klass).shift.transform_keys(&:to_s)
     klass.queue_adapter = failing.new
-    ::ActiveJob::Base.execute(holder) # its release promotes 1, whose enqueue fails
+    ::ActiveJob::Base.execute(holder)
     klass.queue_adapter = :test
     expect(queue(klass)).to be_empty
+    expect(log.string).to include("could not enqueue promoted job #{jobs[1].job_id}")
+    jobs
+  end
+
+  it "puts a promoted job whose enqueue failed back at the head of the line when its lease runs out" do
+    # The slots key must outlive that lease (while the payload is kept), or the expired slot goes
+    # with it and the job is left out of the line.
+    klass = recording("TjcLostPromotionJob", to: 1, key: ->(account, _n) { account }, duration: 0.5)
+    lose_a_promotion(klass)
     clock.advance(0.7)
     klass.perform_later("a", 3)
     expect(promoted(klass).map { |job| job["arguments"] }).to eq([["a", 1]])
     work_off(klass)
     expect(ran.map { |_, n, _| n }).to eq([0, 1, 2, 3])
-    expect(log.string).to include("could not enqueue promoted job #{jobs[1].job_id}")
+  end
+
+  it "has the timer enqueue again a promoted job whose enqueue failed, with no other call" do
+    # The key stays in the timer's index while a promoted job has not started.
+    klass = recording("TjcLostPromotionTimerJob", to: 1, key: ->(account, _n) { account }, duration: 0.5)
+    lose_a_promotion(klass)
+    clock.advance(0.7)
+    expect(promoted(klass).map { |job| job["arguments"] }).to eq([["a", 1]])
+    work_off(klass)
+    expect(ran.map { |_, n, _| n }).to eq([0, 1, 2])
   end
 
   it "keeps a performing job's slot past its lease (renewed while it performs)" do

@@ -9,7 +9,9 @@
 //! continuation's resumption) finds its own slot instead of queueing behind itself.
 //!
 //! A holder that died frees its slot when its lease runs out; the blocked jobs behind it must
-//! then be promoted by somebody. Every key with blocked jobs is listed in one index per namespace
+//! then be promoted by somebody; so must a promoted job whose enqueue was lost (its payload stays
+//! until it starts, and its slot's lease running out puts it back at the head of the line). Every
+//! key with such parked jobs is listed in one index per namespace
 //! (`<ns>:{concurrency}:due`, scored by the key's earliest lease expiry), which each process's
 //! timer reads once per wake-up (`due`), sleeping until the earliest entry: no worker polls the
 //! keys themselves. Admissions and releases of a key free and promote as they go, too.
@@ -145,7 +147,7 @@ impl JobConcurrency {
         self.client.keys(&format!("concurrency:{key}"))
     }
 
-    /// The index of keys with blocked jobs.
+    /// The index of keys with parked jobs (blocked, or promoted and not started).
     pub fn due_key(&self) -> &str {
         &self.due_key
     }
@@ -166,7 +168,7 @@ impl JobConcurrency {
         let call = req.admit_call(&self.keys(req.key)?);
         let reply = self.client.eval(intr, &call)?;
         let items = list(&reply, "admit")?;
-        if items.len() < 5 {
+        if items.len() < 6 {
             return Err(unexpected("admit", &reply));
         }
         let outcome = match text(&items[0]).as_deref() {
@@ -179,15 +181,18 @@ impl JobConcurrency {
         };
         let earliest = int(&items[2])?;
         let blocked = int(&items[3])?;
-        let promoted = promoted(&items[5..])?;
-        // Only a visit drops an entry (forget.lua): a line that empties here has its entry made
-        // due at once, and so does the first job blocked in a line, so a visit that found the
-        // line empty just before cannot drop it.
+        let parked = int(&items[5])?;
+        let promoted = promoted(&items[6..])?;
+        // The index watches keys with parked jobs (blocked, or promoted and not started: one
+        // whose enqueue was lost comes back when its lease ends). Only a visit drops an entry
+        // (forget.lua): a key left with none parked here has its entry made due at once, and so
+        // does the first job parked in a line, so a visit that found none just before cannot
+        // drop it.
         let index = if int(&items[4])? == 1 {
             Index::DueIfListed
-        } else if outcome == Outcome::Blocked && blocked == 1 {
+        } else if outcome == Outcome::Blocked && parked == 1 {
             Index::Earlier(DUE_AT_ONCE)
-        } else if outcome == Outcome::Blocked || (blocked > 0 && !promoted.is_empty()) {
+        } else if outcome == Outcome::Blocked || (parked > 0 && !promoted.is_empty()) {
             Index::Earlier(earliest)
         } else {
             Index::Keep
@@ -285,20 +290,21 @@ impl JobConcurrency {
         visit: Option<i64>,
     ) -> Result<Released> {
         let items = list(reply, "release")?;
-        if items.len() < 4 {
+        if items.len() < 5 {
             return Err(unexpected("release", reply));
         }
         let earliest = int(&items[1])?;
-        let blocked = int(&items[2])?;
-        let promoted = promoted(&items[4..])?;
-        // Only a visit drops an entry (forget.lua): a line emptied here has it made due at once.
-        let index = if let (Some(claim), 0) = (visit, blocked) {
+        let parked = int(&items[4])?;
+        let promoted = promoted(&items[5..])?;
+        // Only a visit drops an entry (forget.lua), once no job is parked: a key left with none
+        // parked here has it made due at once.
+        let index = if let (Some(claim), 0) = (visit, parked) {
             Index::Forget(claim)
         } else if int(&items[3])? == 1 {
             Index::DueIfListed
-        } else if visit.is_some() && blocked > 0 {
+        } else if visit.is_some() && parked > 0 {
             Index::Set(earliest)
-        } else if blocked > 0 && !promoted.is_empty() {
+        } else if parked > 0 && !promoted.is_empty() {
             // A promoted job's lease may end before the others' (classes of one group with
             // different durations).
             Index::Earlier(earliest)
@@ -340,7 +346,7 @@ impl JobConcurrency {
         Ok((names, claim, next))
     }
 
-    /// Keeps the index of keys with blocked jobs true to what a script found. An entry may be
+    /// Keeps the index of keys with parked jobs true to what a script found. An entry may be
     /// early (a visit finds nothing due and puts it right) or outlive its line until the next
     /// timer wake-up, never missing while a job is blocked: only a visit drops an entry, and
     /// only while nothing moved it since its claim.

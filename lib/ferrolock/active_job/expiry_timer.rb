@@ -2,7 +2,8 @@
 
 module Ferrolock
   module ActiveJob
-    # Promotes blocked jobs whose slot holder died: a key with blocked jobs is listed in one
+    # Promotes blocked jobs whose slot holder died, and enqueues again a promoted job whose enqueue
+    # was lost once its lease ran out: a key with such parked jobs is listed in one
     # index per namespace, scored by its earliest lease expiry. One thread per process reads that
     # index (one script call), visits the keys that are due and sleeps until the next entry is
     # due, at most `interval`. Releases and admissions of a key free and promote too, so this only

@@ -14,7 +14,8 @@
 -- ARGV[8] the fencing counter's TTL (ms), ARGV[9] the TTL of blocked and jobs (ms; refreshed by
 -- every write, so only a key idle that long expires)
 -- Returns {outcome, fencing token (0 at enqueue), earliest live slot expiry (ms, -1: none),
--- blocked count, 1 when this call emptied the line (0 otherwise), promoted job_id, its payload,
+-- blocked count, 1 when this call left no job parked where some was (0 otherwise), parked count
+-- (blocked, or promoted and not started: what the timer's index watches), promoted job_id, its payload,
 -- ...}; outcome: 'held' (the job holds a slot),
 -- 'blocked' (parked now), 'waiting' (parked already: left in its place), 'discarded', 'full'
 -- (max_blocked reached: nothing stored).
@@ -32,9 +33,9 @@ local blocked_ttl_ms = ARGV[9]
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
--- Whether anyone waits before this call (the caller drops the key from the index when the line
--- empties here).
-local waited = redis.call('EXISTS', KEYS[2]) == 1
+-- Whether any job was parked before this call (the caller drops the key from the index once none
+-- is: `settle`).
+local waited = parked() > 0
 
 -- Frees expired slots and promotes the oldest blocked jobs (promote.lua); a copy of this very
 -- job starting now takes its slot itself.
@@ -49,8 +50,9 @@ local function earliest()
 end
 
 local function reply(outcome, fence)
+  local n = settle(blocked_ttl_ms)
   local waiting = redis.call('LLEN', KEYS[2])
-  local r = {outcome, fence, earliest(), waiting, (waited and waiting == 0) and 1 or 0}
+  local r = {outcome, fence, earliest(), waiting, (waited and n == 0) and 1 or 0, n}
   for i = 1, #promoted do
     r[#r + 1] = promoted[i]
   end
@@ -71,12 +73,8 @@ end
 
 local function hold()
   if at_perform then
-    -- Started: a promoted job's payload is no longer needed to bring it back; with nobody
-    -- waiting and no other promoted job pending, only the limit is left, which nobody needs.
+    -- Started: a promoted job's payload is no longer needed to bring it back.
     redis.call('HDEL', KEYS[3], job_id)
-    if redis.call('HLEN', KEYS[3]) == 1 and redis.call('EXISTS', KEYS[2]) == 0 then
-      redis.call('DEL', KEYS[3])
-    end
     redis.call('ZADD', KEYS[1], now + lease, job_id)
     cover(lease)
     return reply('held', issue())
@@ -106,6 +104,4 @@ if max_blocked > 0 and redis.call('LLEN', KEYS[2]) >= max_blocked then
 end
 redis.call('RPUSH', KEYS[2], job_id)
 redis.call('HSET', KEYS[3], job_id, string.format('%d', lease) .. '|' .. payload, '{limit}', limit)
-redis.call('PEXPIRE', KEYS[2], blocked_ttl_ms)
-redis.call('PEXPIRE', KEYS[3], blocked_ttl_ms)
 return reply('blocked', 0)

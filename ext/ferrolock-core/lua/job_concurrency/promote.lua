@@ -2,6 +2,11 @@
 -- front of them (Lua scripts cannot require): the keys are theirs (KEYS[1] slots, KEYS[2]
 -- blocked, KEYS[3] jobs, as in admit.lua).
 
+-- Jobs whose payload is kept here (blocked, or promoted and not started yet).
+local function parked()
+  return redis.call('HLEN', KEYS[3]) - redis.call('HEXISTS', KEYS[3], '{limit}')
+end
+
 -- The slots key outlives every live slot.
 local function cover(ms)
   if redis.call('PTTL', KEYS[1]) < ms then
@@ -51,3 +56,28 @@ local function promote(now, limit, starting)
   return promoted, live
 end
 
+
+-- The keys' TTLs once a script's writes are done; returns how many jobs are parked. While a job's
+-- payload is kept (blocked, or promoted and not started), the slots key lives as long as the
+-- payloads: a promoted job whose enqueue was lost is brought back by seeing its expired slot,
+-- which must still be there when its lease has run out. Once none is, only the limit is left
+-- (dropped) and the slots key lives until its last lease ends.
+local function settle(blocked_ttl_ms)
+  local n = parked()
+  if n > 0 then
+    redis.call('PEXPIRE', KEYS[3], blocked_ttl_ms)
+    if redis.call('EXISTS', KEYS[2]) == 1 then
+      redis.call('PEXPIRE', KEYS[2], blocked_ttl_ms)
+    end
+    if redis.call('EXISTS', KEYS[1]) == 1 then
+      redis.call('PEXPIRE', KEYS[1], blocked_ttl_ms)
+    end
+    return n
+  end
+  redis.call('DEL', KEYS[3])
+  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  if last[2] then
+    redis.call('PEXPIREAT', KEYS[1], last[2])
+  end
+  return 0
+end

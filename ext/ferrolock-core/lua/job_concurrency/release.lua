@@ -6,7 +6,8 @@
 -- ARGV[3] the TTL of blocked and jobs (ms)
 -- Returns {1 when the job held a live slot (0: its lease had run out, so its slot was counted as
 -- free already and is not freed again; -1: no job_id), earliest live slot expiry (ms, -1: none),
--- blocked count, 1 when this call emptied the line (0 otherwise), promoted job_id, its payload,
+-- blocked count, 1 when this call left no job parked where some was (0 otherwise), parked count
+-- (blocked, or promoted and not started), promoted job_id, its payload,
 -- ...}. A job that gives its slot back is done with its payload too (one promoted whose enqueue
 -- could not be made: it is dropped). The member goes at most once, so a late or
 -- repeated release never frees a slot someone else holds now.
@@ -19,7 +20,7 @@ local blocked_ttl_ms = ARGV[3]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
-local waited = redis.call('EXISTS', KEYS[2]) == 1
+local waited = parked() > 0
 
 local held = -1
 if job_id ~= '' then
@@ -36,17 +37,10 @@ limit = limit or tonumber(redis.call('HGET', KEYS[3], '{limit}') or '') or 1
 -- Frees expired slots and promotes the oldest blocked jobs (promote.lua).
 local promoted = promote(now, limit, nil)
 
+local n = settle(blocked_ttl_ms)
 local waiting = redis.call('LLEN', KEYS[2])
-if waiting > 0 then
-  redis.call('PEXPIRE', KEYS[2], blocked_ttl_ms)
-  redis.call('PEXPIRE', KEYS[3], blocked_ttl_ms)
-elseif redis.call('HLEN', KEYS[3]) <= 1 and redis.call('HEXISTS', KEYS[3], '{limit}') == 1 then
-  -- Nobody blocked and no promoted job pending: only the limit is left, which nobody needs.
-  redis.call('DEL', KEYS[3])
-end
-
 local first = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. now, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)
-local r = {held, first[2] and tonumber(first[2]) or -1, waiting, (waited and waiting == 0) and 1 or 0}
+local r = {held, first[2] and tonumber(first[2]) or -1, waiting, (waited and n == 0) and 1 or 0, n}
 for i = 1, #promoted do
   r[#r + 1] = promoted[i]
 end
