@@ -296,11 +296,11 @@ impl Primitive for ConcurrentLimiter {
             .arg(line.grant_key(""))
             .flag(r.leave_line)
             .arg(r.successor)
-            .arg(r.wait_ms)
+            .arg(r.successor_wait_ms)
             .arg(self.limit)
             .arg(crate::seconds::millis(line.line_ttl()))
             .flag(r.refresh_line)
-            .arg(r.inbox.unwrap_or(""))
+            .arg(r.successor_inbox.unwrap_or(""))
             .arg(crate::line::inbox::Inbox::channel(
                 line.client.namespace(),
                 "",

@@ -330,10 +330,10 @@ impl Primitive for DistMutex {
             .flag(r.leave_line)
             .flag(client.is_cluster())
             .arg(r.successor)
-            .arg(r.wait_ms)
+            .arg(r.successor_wait_ms)
             .arg(crate::seconds::millis(line.line_ttl()))
             .flag(r.refresh_line)
-            .arg(r.inbox.unwrap_or(""))
+            .arg(r.successor_inbox.unwrap_or(""))
             .arg(crate::line::inbox::Inbox::channel(client.namespace(), ""))
     }
 

@@ -74,10 +74,11 @@ pub(crate) struct ReleaseArgs<'a> {
     /// The token also leaves the line (a waiter giving up).
     pub leave_line: bool,
     /// A local waiter's token to queue at the tail of the line ("" for none), planning to wait
-    /// `wait_ms`, granted through `inbox` if given; `refresh_line`: set the line's TTL after it.
+    /// `successor_wait_ms`, granted through `successor_inbox` if given; `refresh_line`: set the
+    /// line's TTL after it.
     pub successor: &'a str,
-    pub inbox: Option<&'a str>,
-    pub wait_ms: u64,
+    pub successor_inbox: Option<&'a str>,
+    pub successor_wait_ms: u64,
     pub refresh_line: bool,
 }
 
@@ -87,8 +88,8 @@ impl ReleaseArgs<'_> {
         ReleaseArgs {
             leave_line,
             successor: "",
-            inbox: None,
-            wait_ms: 0,
+            successor_inbox: None,
+            successor_wait_ms: 0,
             refresh_line: false,
         }
     }

@@ -121,8 +121,8 @@ impl Line {
         let args = ReleaseArgs {
             leave_line: false,
             successor: &successor.token,
-            inbox: client.inbox().id_or_start(client),
-            wait_ms,
+            successor_inbox: client.inbox().id_or_start(client),
+            successor_wait_ms: wait_ms,
             refresh_line: refresh,
         };
         let call = p.release_script(token, &args);
