@@ -8,7 +8,7 @@
 //! (line/handoff.rs): no second attempt, no barging.
 //!
 //! Threads of one process waiting for the same name queue in Redis one at a time
-//! (line/local.rs): the others wait in the process, and the next release of any of the process's
+//! (line/local/): the others wait in the process, and the next release of any of the process's
 //! holders queues the next local waiter at the tail of the Redis line in the same script (when
 //! the process has nobody there), so that waiter only pops its grant.
 //!

@@ -7,7 +7,7 @@
 //! which pops the grant from its own list and enters (line/handoff.rs): no second attempt, no
 //! barging.
 //!
-//! Threads of one process waiting for the same name queue in Redis one at a time (line/local.rs):
+//! Threads of one process waiting for the same name queue in Redis one at a time (line/local/):
 //! the others wait in the process, and a release queues the releasing process's next local
 //! waiter at the tail of the Redis line in the same script (when the process has nobody there),
 //! so that waiter only pops its grant.

@@ -1,6 +1,6 @@
 //! The wait to enter, written once for every primitive that queues in a Redis line: attempt
 //! (queueing on failure), wait for the hand-off, give up at the deadline; behind the process's
-//! waiter in Redis first, when another thread of the process waits there (local.rs).
+//! waiter in Redis first, when another thread of the process waits there (local/).
 
 use super::handoff::{ack_grant, await_grant, Awaiting};
 use super::inbox::Waited;
@@ -15,7 +15,7 @@ use redis::Value;
 use std::time::{Duration, Instant};
 
 /// A limiter's oldest local waiter attempts by itself once nobody of its process has waited in
-/// Redis for this long (local.rs, `unqueued`): only releases of this process's holders pass
+/// Redis for this long (local/wait.rs, `unqueued`): only releases of this process's holders pass
 /// local waiters on, so a slot freed meanwhile by another process (with an empty line) would
 /// stay idle until one of them releases. Short, so such a slot idles at most this long; it costs
 /// one attempt only when no holder of the process released within it (long blocks), which also
@@ -62,7 +62,7 @@ impl Line {
     }
 
     /// The hold a holder of this process just passed to a local waiter that has not taken it yet
-    /// (local.rs `take_pass`), taken by this caller with no wait and no Redis: for the binding,
+    /// (local/ `take_pass`), taken by this caller with no wait and no Redis: for the binding,
     /// before it gives up Ruby's GVL to `enter` (the receiver, still to be scheduled, would
     /// otherwise take it first). None when there is none, or when grants must be acknowledged by
     /// replicas (`enter` then takes the plain path).

@@ -1,6 +1,6 @@
 //! The release, written once for every primitive that queues in a Redis line: pass the hold to
 //! a thread of this process waiting for the name (cohort.rs), else give it back through Redis,
-//! queueing the process's next local waiter in the same script (local.rs); and the give-back of
+//! queueing the process's next local waiter in the same script (local/); and the give-back of
 //! a call cut short (`abandon`).
 
 use super::local::{self, Member, Successor, Turn};

@@ -1,4 +1,4 @@
-//! One waiter per process per name (src/line/local.rs), what DistMutex adds to local_line.rs (run
+//! One waiter per process per name (src/line/local/), what DistMutex adds to local_line.rs (run
 //! against both primitives): the waiter in Redis interrupted passes its turn on, fencing tokens
 //! grow through it all, and a release that lost the lock hands nothing over. A client stands for
 //! a process here.

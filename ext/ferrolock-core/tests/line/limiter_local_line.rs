@@ -1,4 +1,4 @@
-//! One waiter per process per name for ConcurrentLimiter (src/line/local.rs), what several slots
+//! One waiter per process per name for ConcurrentLimiter (src/line/local/), what several slots
 //! add to local_line.rs (run against both primitives): the next release of any of the process's
 //! holders queues its next local waiter, a slot freed elsewhere reaches local waiters, and the
 //! limit holds under many threads. A client stands for a process here.

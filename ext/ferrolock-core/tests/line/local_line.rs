@@ -1,4 +1,4 @@
-//! One waiter per process per name, for both primitives (src/line/local.rs): threads of one
+//! One waiter per process per name, for both primitives (src/line/local/): threads of one
 //! client waiting for the same name keep one entry in the Redis line; the others wait in the
 //! process, in the order they came, and a release queues the next of them. A client stands for
 //! a process here.

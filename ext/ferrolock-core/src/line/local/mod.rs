@@ -20,6 +20,13 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+mod line_ttl;
+mod wait;
+
+pub(crate) use line_ttl::line_refresh_needed;
+pub use line_ttl::{forget_line_refresh, line_refreshed};
+pub use wait::{Left, LocalWaiter};
+
 /// How often a local waiter looks at its interrupt (a condition variable cannot be woken by
 /// `Interrupt::cancel`), so an interrupt ends a local wait within this.
 const INTERRUPT_POLL: Duration = Duration::from_millis(10);
@@ -423,181 +430,6 @@ pub fn join(client_id: usize, lock_key: &str, token: &str, deadline: Option<Inst
     })
 }
 
-pub struct LocalWaiter {
-    key: LineKey,
-    id: u64,
-    wake: Arc<Condvar>,
-    generation: u64,
-}
-
-/// Why a local wait ended without a turn.
-#[derive(Debug)]
-pub enum Left {
-    Timeout,
-    Interrupted,
-}
-
-impl LocalWaiter {
-    /// Waits to be passed on. Never longer than `recheck` (the lock TTL) while nobody passes it
-    /// on: then it goes to Redis by itself, so a bug that loses a turn cannot
-    /// strand it. `unqueued` (a limiter's): the oldest local waiter also goes to Redis by
-    /// itself once nobody of the process has waited in Redis for that long (only holders
-    /// would pass it on, while a slot may be free). Once a release is queueing it, it waits
-    /// for the outcome even past its deadline or an interrupt (a round trip): the caller then
-    /// handles both with its entry.
-    pub fn wait(
-        self,
-        intr: &Interrupt,
-        recheck: Duration,
-        unqueued: Option<Duration>,
-    ) -> std::result::Result<(Turn, Member), Left> {
-        let started = Instant::now();
-        // Since when this waiter is the oldest with nobody of the process in Redis.
-        let mut unqueued_since: Option<Instant> = None;
-        let mut lines = lines();
-        loop {
-            let line = lines
-                .0
-                .get_mut(&self.key)
-                .expect("a line with waiters stays");
-            let mut slice = INTERRUPT_POLL;
-            match line.slots.get(&self.id) {
-                Some(Slot::Told(_)) => {
-                    let Some(Slot::Told(turn)) = line.slots.remove(&self.id) else {
-                        unreachable!("matched above");
-                    };
-                    line.wakes.remove(&self.id);
-                    // Taken even if interrupted or out of time meanwhile: the caller holds it
-                    // now, and gives it back as any acquisition that raced an interrupt.
-                    let role = match turn {
-                        Turn::Handed(_) => Role::Holding,
-                        _ => Role::InRedis,
-                    };
-                    let member = Member {
-                        key: self.key.clone(),
-                        generation: self.generation,
-                        role,
-                    };
-                    return Ok((turn, member));
-                }
-                Some(Slot::Handed { .. }) => {
-                    let Some(Slot::Handed { baton, .. }) = line.slots.remove(&self.id) else {
-                        unreachable!("matched above");
-                    };
-                    line.wakes.remove(&self.id);
-                    if line.handed == Some(self.id) {
-                        line.handed = None;
-                    }
-                    let member = Member {
-                        key: self.key.clone(),
-                        generation: self.generation,
-                        role: Role::Holding,
-                    };
-                    return Ok((Turn::Handed(baton), member));
-                }
-                Some(Slot::Promoting) => {}
-                Some(Slot::Waiting { deadline, .. }) => {
-                    let deadline = *deadline;
-                    let now = Instant::now();
-                    let left = if intr.is_cancelled() {
-                        Some(Left::Interrupted)
-                    } else if deadline.is_some_and(|d| d <= now) {
-                        Some(Left::Timeout)
-                    } else {
-                        None
-                    };
-                    if let Some(why) = left {
-                        line.waiting.retain(|id| *id != self.id);
-                        line.slots.remove(&self.id);
-                        line.wakes.remove(&self.id);
-                        drop_if_unused(&mut lines, &self.key);
-                        return Err(why);
-                    }
-                    let waited = now - started;
-                    let first_unqueued = unqueued
-                        .filter(|_| line.in_redis == 0 && line.waiting.front() == Some(&self.id));
-                    let since = match first_unqueued {
-                        Some(_) => *unqueued_since.get_or_insert(now),
-                        None => {
-                            unqueued_since = None;
-                            now
-                        }
-                    };
-                    let unqueued_left =
-                        first_unqueued.map(|limit| limit.saturating_sub(now - since));
-                    if waited >= recheck || unqueued_left.is_some_and(|l| l.is_zero()) {
-                        // Nobody passed it on within a lock TTL (or, first in line, within
-                        // `unqueued` while nobody of the process was in Redis): go alone.
-                        line.waiting.retain(|id| *id != self.id);
-                        line.slots.remove(&self.id);
-                        line.wakes.remove(&self.id);
-                        line.in_redis += 1;
-                        let member = Member {
-                            key: self.key.clone(),
-                            generation: self.generation,
-                            role: Role::InRedis,
-                        };
-                        return Ok((Turn::Attempt { uncertain: false }, member));
-                    }
-                    slice = slice.min(recheck - waited);
-                    if let Some(l) = unqueued_left {
-                        slice = slice.min(l);
-                    }
-                    if let Some(d) = deadline {
-                        slice = slice.min(d - now);
-                    }
-                }
-                None => unreachable!("a waiter's slot stays until it leaves"),
-            }
-            lines = self
-                .wake
-                .wait_timeout(lines, slice)
-                .unwrap_or_else(|e| e.into_inner())
-                .0;
-        }
-    }
-}
-
-/// Whether a write queueing an entry needed until `needed_until` must set the Redis line's TTL
-/// (`line_ttl`, the same for every writer of the name): yes unless this process's last setting
-/// of it (`refreshed`) keeps the line alive that long.
-fn refresh_needed(refreshed: Option<Instant>, needed_until: Instant, line_ttl: Duration) -> bool {
-    refreshed.is_none_or(|at| at + line_ttl < needed_until)
-}
-
-/// Whether a release of this process queueing an entry needed until `needed_until` must set the
-/// Redis line's TTL to `line_ttl` (always when this process has no line for the name: nothing
-/// known).
-pub(crate) fn line_refresh_needed(
-    client_id: usize,
-    lock_key: &str,
-    needed_until: Instant,
-    line_ttl: Duration,
-) -> bool {
-    let refreshed = lines()
-        .0
-        .get(&(client_id, lock_key.to_string()))
-        .and_then(|l| l.line_refreshed);
-    refresh_needed(refreshed, needed_until, line_ttl)
-}
-
-/// A script of this process set the Redis line's TTL (or left no line), sent at `sent_at`:
-/// remembered while the process has a line for the name.
-pub fn line_refreshed(client_id: usize, lock_key: &str, sent_at: Instant) {
-    if let Some(line) = lines().0.get_mut(&(client_id, lock_key.to_string())) {
-        // Replies of concurrent holders may come back out of order: the latest send counts.
-        line.line_refreshed = Some(line.line_refreshed.map_or(sent_at, |t| t.max(sent_at)));
-    }
-}
-
-/// Tests: forget when the Redis line's TTL was last set, as a line made anew would.
-#[doc(hidden)]
-pub fn forget_line_refresh(client_id: usize, lock_key: &str) {
-    if let Some(line) = lines().0.get_mut(&(client_id, lock_key.to_string())) {
-        line.line_refreshed = None;
-    }
-}
-
 /// A limiter has `room` free slots: up to that many of the oldest local waiters attempt now (each
 /// then counts as a waiter in Redis).
 pub fn pass_room(client_id: usize, lock_key: &str, room: usize) {
@@ -659,21 +491,5 @@ mod tests {
         assert_eq!(baton_value(baton), 2);
         drop(member);
         assert_eq!(local_waiters(client, "k"), 0);
-    }
-
-    #[test]
-    fn a_line_is_refreshed_unless_a_recent_refresh_covers_the_entry() {
-        let ttl = Duration::from_secs(62);
-        let t = Instant::now();
-        // Nothing known: always.
-        assert!(refresh_needed(None, t, ttl));
-        // Covered up to the line TTL after the last refresh, not a moment beyond.
-        assert!(!refresh_needed(Some(t), t + Duration::from_secs(31), ttl));
-        assert!(!refresh_needed(Some(t), t + ttl, ttl));
-        assert!(refresh_needed(
-            Some(t),
-            t + ttl + Duration::from_millis(1),
-            ttl
-        ));
     }
 }
