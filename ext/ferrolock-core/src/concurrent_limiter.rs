@@ -155,13 +155,6 @@ impl ConcurrentLimiter {
             .map(Slot))
     }
 
-    /// A slot a holder of this process just passed to a thread that has not taken it yet
-    /// (`Line::enter_passed`): no wait, no Redis. The binding calls it before `acquire`, with
-    /// Ruby's GVL held.
-    pub fn acquire_passed(&self) -> Result<Option<Slot>> {
-        Ok(self.line.enter_passed::<Self>()?.map(Slot))
-    }
-
     /// Threads of this process waiting for this name behind the one in Redis (for tests).
     pub fn local_waiters(&self) -> usize {
         self.line.local_waiters()

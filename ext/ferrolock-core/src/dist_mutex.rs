@@ -183,16 +183,6 @@ impl DistMutex {
         }
     }
 
-    /// The lock, when a holder of this process just passed it to a thread that has not taken it
-    /// yet (`Line::enter_passed`): no wait, no Redis. The binding calls it before `lock`, with
-    /// Ruby's GVL held.
-    pub fn lock_passed(&self) -> Result<Option<Held>> {
-        if !self.auto_release {
-            return Ok(None);
-        }
-        Ok(self.line.enter_passed::<Self>()?.map(Held))
-    }
-
     /// Threads of this process waiting for this name behind the one in Redis (for tests).
     pub fn local_waiters(&self) -> usize {
         self.line.local_waiters()

@@ -61,21 +61,6 @@ impl Line {
         })
     }
 
-    /// The hold a holder of this process just passed to a local waiter that has not taken it yet
-    /// (local/ `take_pass`), taken by this caller with no wait and no Redis: for the binding,
-    /// before it gives up Ruby's GVL to `enter` (the receiver, still to be scheduled, would
-    /// otherwise take it first). None when there is none, or when grants must be acknowledged by
-    /// replicas (`enter` then takes the plain path).
-    pub(crate) fn enter_passed<P: Primitive>(&self) -> Result<Option<Hold>> {
-        if self.min_replicas_acked > 0 {
-            return Ok(None);
-        }
-        let Some((baton, member)) = local::take_pass(self.client.identity(), &self.key) else {
-            return Ok(None);
-        };
-        self.passed_hold::<P>(baton, member).map(Some)
-    }
-
     fn passed_hold<P: Primitive>(
         &self,
         baton: local::Baton,
@@ -145,7 +130,6 @@ impl Line {
         let (turn, mut member) =
             match local::join(self.client.identity(), &self.key, token, deadline) {
                 Joined::Active(member) => (Turn::Attempt { uncertain: false }, member),
-                Joined::Passed(baton, member) => (Turn::Handed(baton), member),
                 // Holders renew, so nobody but a release passes a local waiter on within a
                 // lease; a slot freed by another process's release while none of this one
                 // waits in Redis is found within UNQUEUED_GRACE (the oldest then attempts).

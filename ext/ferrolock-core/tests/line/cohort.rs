@@ -161,9 +161,9 @@ fn another_process_waits_at_most_two_cohorts<P: Lined>() {
     }
 }
 
-/// A holder that takes the hold straight back after each release (it may take a pass its local
-/// waiter has not woken for yet, see src/line/local/ `take_pass`) keeps it from that waiter for at
-/// most one cohort: then its release queues the waiter in Redis.
+/// A holder that comes straight back for the hold after each release keeps it from a waiter of
+/// its own process for at most one cohort: its passes go to that waiter, and a cohort's last
+/// release queues it in Redis.
 fn a_waiter_passed_over_enters_within_one_cohort<P: Lined>() {
     for local_passes in [0u32, 3, 8] {
         let server = RedisServer::start();

@@ -60,15 +60,6 @@ impl RbConcurrentLimiter {
         // A limiter always has a finite wait; 0 gives a deadline of now: one attempt.
         let deadline =
             deadline(ruby, "wait_timeout", Some(wait_timeout))?.unwrap_or_else(Instant::now);
-        // A slot just passed to a thread of this process that has not woken yet is taken with
-        // the GVL held (see DistMutex#lock).
-        if let Some(slot) = rb_self
-            .0
-            .acquire_passed()
-            .map_err(|e| core_error(ruby, e))?
-        {
-            return Ok(Some(RbLimiterSlot(HeldCell::new(slot))));
-        }
         let token = ConcurrentLimiter::new_token();
         // The deadline bounds a stalled Redis too (caller_deadline.rs).
         let slot = acquire(ruby, |intr| {

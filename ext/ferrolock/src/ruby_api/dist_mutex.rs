@@ -103,11 +103,6 @@ impl RbDistMutex {
     /// keyword says (`timeout:` there is its deprecated name).
     fn lock(ruby: &Ruby, rb_self: &Self, wait_timeout: Option<f64>) -> Result<RbMutexHold, Error> {
         let deadline = deadline(ruby, "wait_timeout", wait_timeout)?;
-        // A lock just passed to a thread of this process that has not woken yet is taken with
-        // the GVL held: this thread runs now, that one would first have to be scheduled.
-        if let Some(held) = rb_self.0.lock_passed().map_err(|e| core_error(ruby, e))? {
-            return Ok(RbMutexHold::new(held));
-        }
         let token = DistMutex::new_token();
         // The deadline bounds a stalled Redis too (caller_deadline.rs).
         let held = acquire(ruby, |intr| {

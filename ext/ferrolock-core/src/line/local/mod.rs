@@ -61,9 +61,6 @@ struct Line {
     /// When this process sent the last write (its reply came back) that set the Redis line's
     /// TTL: taken before sending, so the line lives at least a line TTL past it.
     line_refreshed: Option<Instant>,
-    /// The local waiter a holder just passed its hold to, until it takes it: a thread that joins
-    /// meanwhile takes the hold instead (see `join`).
-    handed: Option<u64>,
 }
 
 enum Slot {
@@ -74,13 +71,6 @@ enum Slot {
     /// A release is queueing this waiter in Redis right now: it cannot leave until told.
     Promoting,
     Told(Turn),
-    /// A holder passed this waiter its hold (`Turn::Handed`), not taken yet; the waiter's
-    /// `Waiting` state is kept should a joining thread take the hold first.
-    Handed {
-        baton: Baton,
-        token: String,
-        deadline: Option<Instant>,
-    },
 }
 
 /// What a local waiter does once passed on (it is then the process's waiter in Redis).
@@ -115,35 +105,6 @@ impl Line {
         if let Some(wake) = self.wakes.get(&id) {
             wake.notify_one();
         }
-    }
-
-    /// A thread that comes while a passed hold waits for its receiver to wake (typically the
-    /// holder that passed it, coming straight back) takes it, and the receiver goes back to the
-    /// head of the local line: the hold goes on on a thread that is running instead of one still
-    /// to be scheduled. The pass already counted in its cohort, so a receiver is passed over at
-    /// most as often as a cohort may pass on; then the release queues it in Redis.
-    fn take_pass(&mut self, key: &LineKey, generation: u64) -> Option<(Baton, Member)> {
-        let id = self.handed.take()?;
-        let slot = self.slots.get_mut(&id)?;
-        if !matches!(slot, Slot::Handed { .. }) {
-            return None; // its receiver took it already
-        }
-        let Slot::Handed {
-            baton,
-            token,
-            deadline,
-        } = std::mem::replace(slot, Slot::Promoting)
-        else {
-            unreachable!("matched above");
-        };
-        *slot = Slot::Waiting { token, deadline };
-        self.waiting.push_front(id);
-        let member = Member {
-            key: key.clone(),
-            generation,
-            role: Role::Holding,
-        };
-        Some((baton, member))
     }
 
     fn is_unused(&self) -> bool {
@@ -269,19 +230,7 @@ impl Member {
         let Some((line, id)) = self.next_local_waiter(&mut lines, ahead_of_redis_waiter) else {
             return Err(self);
         };
-        let Some(Slot::Waiting { token, deadline }) = line.slots.remove(&id) else {
-            unreachable!("only waiting slots are in `waiting`");
-        };
-        let baton = baton();
-        line.slots.insert(
-            id,
-            Slot::Handed {
-                baton,
-                token,
-                deadline,
-            },
-        );
-        line.handed = Some(id);
+        line.slots.insert(id, Slot::Told(Turn::Handed(baton())));
         line.wake(id);
         drop(lines);
         // Its holding count goes to the waiter, which becomes a holding member.
@@ -378,20 +327,8 @@ impl Drop for Successor {
 pub enum Joined {
     /// Nobody of this process waits in Redis nor here: go to Redis yourself.
     Active(Member),
-    /// A hold a holder had just passed to a local waiter that has not woken yet: it is this
-    /// thread's now, as a holding member (see `join`).
-    Passed(Baton, Member),
     /// Wait here with [`LocalWaiter::wait`].
     Local(LocalWaiter),
-}
-
-/// The hold a holder of this process just passed to a local waiter that has not taken it yet
-/// (see `Line::take_pass`), for a thread about to join the line for `lock_key` of `client_id`.
-pub fn take_pass(client_id: usize, lock_key: &str) -> Option<(Baton, Member)> {
-    let mut lines = lines();
-    let key = (client_id, lock_key.to_string());
-    let line = lines.0.get_mut(&key)?;
-    line.take_pass(&key, crate::fork::generation())
 }
 
 /// Joins the line for `lock_key` of `client_id`.
@@ -400,9 +337,6 @@ pub fn join(client_id: usize, lock_key: &str, token: &str, deadline: Option<Inst
     let generation = crate::fork::generation();
     let mut lines = lines();
     let line = lines.0.entry(key.clone()).or_default();
-    if let Some(member) = line.take_pass(&key, generation) {
-        return Joined::Passed(member.0, member.1);
-    }
     if line.in_redis == 0 && line.waiting.is_empty() {
         line.in_redis = 1;
         let role = Role::InRedis;
@@ -450,46 +384,4 @@ pub fn local_waiters(client_id: usize, lock_key: &str) -> usize {
         .0
         .get(&(client_id, lock_key.to_string()))
         .map_or(0, |l| l.waiting.len())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn baton_value(baton: Baton) -> u32 {
-        *baton.downcast::<u32>().expect("a u32 baton")
-    }
-
-    #[test]
-    fn a_thread_joining_before_the_receiver_wakes_takes_the_pass_and_the_receiver_keeps_its_place()
-    {
-        let client = usize::MAX; // no real client has this identity
-        let Joined::Active(mut holder) = join(client, "k", "a", None) else {
-            panic!("the first comer goes to Redis");
-        };
-        let Joined::Local(receiver) = join(client, "k", "b", None) else {
-            panic!("b waits behind a, in Redis");
-        };
-        holder.acquired();
-        let mut holder = Some(holder);
-        assert!(pass_on(&mut holder, false, || Box::new(1u32)));
-        // b was told but has not run yet: c, joining now, holds from now on.
-        let Joined::Passed(baton, taker) = join(client, "k", "c", None) else {
-            panic!("c should take the pass b has not taken yet");
-        };
-        assert_eq!(baton_value(baton), 1);
-        assert_eq!(local_waiters(client, "k"), 1, "b is back in the line");
-        // c's pass goes to b, which was still first.
-        let mut taker = Some(taker);
-        assert!(pass_on(&mut taker, false, || Box::new(2u32)));
-        let (turn, member) = receiver
-            .wait(&Interrupt::new(), Duration::from_secs(5), None)
-            .expect("b is passed on");
-        let Turn::Handed(baton) = turn else {
-            panic!("b should be handed the hold, got {turn:?}");
-        };
-        assert_eq!(baton_value(baton), 2);
-        drop(member);
-        assert_eq!(local_waiters(client, "k"), 0);
-    }
 }

@@ -60,21 +60,6 @@ impl LocalWaiter {
                     };
                     return Ok((turn, member));
                 }
-                Some(Slot::Handed { .. }) => {
-                    let Some(Slot::Handed { baton, .. }) = line.slots.remove(&self.id) else {
-                        unreachable!("matched above");
-                    };
-                    line.wakes.remove(&self.id);
-                    if line.handed == Some(self.id) {
-                        line.handed = None;
-                    }
-                    let member = Member {
-                        key: self.key.clone(),
-                        generation: self.generation,
-                        role: Role::Holding,
-                    };
-                    return Ok((Turn::Handed(baton), member));
-                }
                 Some(Slot::Promoting) => {}
                 Some(Slot::Waiting { deadline, .. }) => {
                     let deadline = *deadline;
