@@ -76,13 +76,11 @@ local function hold()
     -- Started: a promoted job's payload is no longer needed to bring it back.
     redis.call('HDEL', KEYS[3], job_id)
     redis.call('ZADD', KEYS[1], now + lease, job_id)
-    cover(lease)
     return reply('held', issue())
   end
   -- At enqueue (a resumption of a job holding its slot): the lease covers its wait in the queue.
   local expiry = tonumber(redis.call('ZSCORE', KEYS[1], job_id) or 0)
   redis.call('ZADD', KEYS[1], math.max(expiry, now + lease), job_id)
-  cover(lease)
   return reply('held', 0)
 end
 

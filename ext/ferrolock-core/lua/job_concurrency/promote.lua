@@ -7,13 +7,6 @@ local function parked()
   return redis.call('HLEN', KEYS[3]) - redis.call('HEXISTS', KEYS[3], '{limit}')
 end
 
--- The slots key outlives every live slot.
-local function cover(ms)
-  if redis.call('PTTL', KEYS[1]) < ms then
-    redis.call('PEXPIRE', KEYS[1], ms)
-  end
-end
-
 -- Frees the slots whose lease ran out at `now` (their holder stopped renewing: it crashed, or was
 -- paused past its lease; a promoted job that never started goes back to the head of the line),
 -- then the oldest blocked jobs take the free slots up to `limit` (each with its own class's
@@ -43,7 +36,6 @@ local function promote(now, limit, starting)
       local ms, body = string.match(entry, '^(%d+)|(.*)$')
       ms = tonumber(ms)
       redis.call('ZADD', KEYS[1], now + ms, next_id)
-      cover(ms)
       live = live + 1
       if next_id == starting then
         redis.call('HDEL', KEYS[3], next_id)
