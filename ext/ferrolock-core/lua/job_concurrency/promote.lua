@@ -48,7 +48,6 @@ local function promote(now, limit, starting)
   return promoted, live
 end
 
-
 -- The keys' TTLs once a script's writes are done; returns how many jobs are parked. While a job's
 -- payload is kept (blocked, or promoted and not started), the slots key lives as long as the
 -- payloads: a promoted job whose enqueue was lost is brought back by seeing its expired slot,

@@ -61,21 +61,6 @@ impl Line {
         })
     }
 
-    fn passed_hold<P: Primitive>(
-        &self,
-        baton: local::Baton,
-        member: local::Member,
-    ) -> Result<Hold> {
-        let Ok(mut hold) = baton.downcast::<Hold>() else {
-            return Err(Error::internal(format!(
-                "{}: a foreign hold was passed",
-                P::KIND
-            )));
-        };
-        hold.member = Some(member);
-        Ok(*hold)
-    }
-
     /// One round trip, also on the uncontended path: the hold, or what the script reported
     /// (queued unless `args.wait_ms` is 0).
     pub(crate) fn attempt<P: Primitive>(
@@ -144,7 +129,14 @@ impl Line {
             };
         if let Turn::Handed(baton) = turn {
             // A holder of this process passed us its hold (cohort.rs): no Redis.
-            return self.passed_hold::<P>(baton, member).map(Some);
+            let Ok(mut hold) = baton.downcast::<Hold>() else {
+                return Err(Error::internal(format!(
+                    "{}: a foreign hold was passed",
+                    P::KIND
+                )));
+            };
+            hold.member = Some(member);
+            return Ok(Some(*hold));
         }
         // `member` lives until this returns: an error passes the turn on as it drops.
         let queued_by_release = start_turn(turn, queued, || {
