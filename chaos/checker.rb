@@ -21,13 +21,20 @@ module Chaos
     # { total:, lost: (one was reported LockLost), conn: (else one ended in ConnectionError), unexplained: }
     def overlaps(prim)
       counts = { total: 0, lost: 0, conn: 0, unexplained: 0 }
-      @history.sections_of(prim).group_by(&:name).each_value do |sections|
-        each_overlap(sections) do |a, b|
-          counts[:total] += 1
-          counts[explanation(a.outcome, b.outcome)] += 1
-        end
+      overlapping_pairs(prim).each do |a, b|
+        counts[:total] += 1
+        counts[explanation(a.outcome, b.outcome)] += 1
       end
       counts
+    end
+
+    # The unexplained pairs themselves, with the faults that acted from a lease before the first
+    # started until the second ended: [[a, b, faults], ...] (printed so a failed run can be read).
+    def unexplained_overlaps(prim)
+      overlapping_pairs(prim).select { |a, b| explanation(a.outcome, b.outcome) == :unexplained }.map do |a, b|
+        near = @faults.select { |f| f[:end] >= a.s - Settings::LEASE && f[:start] <= [a.e, b.e].max }
+        [a, b, near]
+      end
     end
 
     # Consecutive non-excused mutex sections whose fencing token did not grow:
@@ -93,12 +100,15 @@ module Chaos
       outcomes.include?("conn") ? :conn : :unexplained
     end
 
-    def each_overlap(sections)
-      active = []
-      sections.sort_by(&:s).each do |section|
-        active.select! { |other| other.e > section.s }
-        active.each { |other| yield other, section }
-        active << section
+    def overlapping_pairs(prim)
+      @history.sections_of(prim).group_by(&:name).values.flat_map do |sections|
+        active = []
+        sections.sort_by(&:s).flat_map do |section|
+          active.select! { |other| other.e > section.s }
+          pairs = active.map { |other| [other, section] }
+          active << section
+          pairs
+        end
       end
     end
 

@@ -38,12 +38,22 @@ module Chaos
 
     def add(record)
       case record[:ev]
-      when "start" then @sections[record[:id]] = Section.new(**record.slice(:prim, :name, :id, :pid, :s, :token))
-      when "end" then @sections.fetch(record[:id]).tap { |s| s.e = record[:e] }.outcome = record[:outcome]
+      when "start", "ended", "end" then add_section(record)
       when "wait" then @waits << record
       when "trigger" then @jobs[record[:job]] = Job.new(**record.slice(:job, :key, :pid, :t))
       when "job_done" then @jobs.fetch(record[:job]).result = record[:result]
       else add_other(record)
+      end
+    end
+
+    # "ended": the block's end, written before the release; "end": the release's outcome too.
+    def add_section(record)
+      if record[:ev] == "start"
+        @sections[record[:id]] = Section.new(**record.slice(:prim, :name, :id, :pid, :s, :token))
+      else
+        section = @sections.fetch(record[:id])
+        section.e = record[:e]
+        section.outcome = record[:outcome] if record[:ev] == "end"
       end
     end
 
@@ -59,7 +69,8 @@ module Chaos
     end
 
     # A section, attempt or job without its end line belongs to a killed worker (ends at the
-    # kill) or to one that never finished (reported as "unfinished").
+    # kill, or where its block ended if that was written) or to one that never finished
+    # (reported as "unfinished").
     def close_cut_short
       @sections.each_value { |section| close_section(section) if section.outcome.nil? }
       @attempts.values.flatten.each { |attempt| close_attempt(attempt) if attempt.result.nil? }
@@ -67,7 +78,8 @@ module Chaos
     end
 
     def close_section(section)
-      section.e, section.outcome = cut_short(section.pid, section.s)
+      ended, section.outcome = cut_short(section.pid, section.s)
+      section.e ||= ended
     end
 
     def close_attempt(attempt)

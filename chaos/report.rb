@@ -24,6 +24,7 @@ module Chaos
       wait_rows
       recovery_row
       other_rows
+      unexplained_details
       @failures
     end
 
@@ -66,6 +67,22 @@ module Chaos
     def overlaps_row(what, counts)
       row("#{what} overlapping (total / one reported LockLost / one hit ConnectionError / unexplained)",
           counts.values_at(:total, :lost, :conn, :unexplained).join(" / "), failed: counts[:unexplained].positive?)
+    end
+
+    # Each unexplained overlap, its two sections and the faults near them (times: seconds on the
+    # run's shared clock).
+    def unexplained_details
+      %w[mutex dual].each do |prim|
+        @checker.unexplained_overlaps(prim).each do |a, b, faults|
+          puts "", "unexplained #{prim} overlap on #{a.name.inspect}:"
+          [a, b].each { |s| puts "  #{s.id} pid #{s.pid}: #{span(s.s, s.e)} #{s.outcome} token #{s.token.inspect}" }
+          faults.each { |f| puts "  fault #{f[:kind]}: #{span(f[:start], f[:end])}" }
+        end
+      end
+    end
+
+    def span(from, to)
+      format("%<from>.4f..%<to>.4f", from: from, to: to)
     end
 
     def limiter_rows

@@ -62,6 +62,14 @@ module Chaos
         @journal.write(ev: "start", prim: prim, id: id, name: name, s: Chaos.now, pid: Process.pid, **extra)
       end
 
+      # The block's end, written before the release: a worker killed between its release (which may
+      # hand the lock to another process at once) and its "end" line still shows when its section ended.
+      def block_ended(id)
+        ended = Chaos.now
+        @journal.write(ev: "ended", id: id, e: ended)
+        ended
+      end
+
       def section_end(id, ended, error)
         @journal.write(ev: "end", id: id, e: ended, outcome: outcome_of(error))
       end

@@ -49,7 +49,7 @@ module Chaos
             wait_record(started, Settings::MAX_WAIT, "acquired")
             section_start(job, lock.key)
             section_pause(0.03, 0.12)
-            call[:ended] = Chaos.now
+            call[:ended] = block_ended(job)
           end
           call[:error] = release_failure
         rescue Ferrolock::Error => e

@@ -30,7 +30,7 @@ module Chaos
             wait_record(started, Settings::WAIT_TIMEOUT, "acquired")
             section_start(id, @limiter.name)
             section_pause(0.05, 0.2)
-            ended = Chaos.now
+            ended = block_ended(id)
           end
           error = release_failure
         rescue Ferrolock::Error => e

@@ -40,7 +40,7 @@ module Chaos
         id = next_id
         section_start(id, mutex.name, token: mutex.fencing_token)
         section_pause(0.01, 0.06)
-        ended = Chaos.now
+        ended = block_ended(id)
         error = release(mutex)
         section_end(id, ended, error)
       end
