@@ -14,19 +14,32 @@ module FerrolockTest
 
     class Exceeded < Exception; end # rubocop:disable Lint/InheritException -- a `rescue => e` in the example must not swallow it
 
+    # An example that took more than this share of its limit is named in the log: the next slow
+    # machine may push it over.
+    NEAR = 0.6
+
     def self.run(example)
       limit = example.metadata.fetch(:time_limit, DEFAULT)
       state = { done: false, runner: Thread.current, lock: Thread::Mutex.new, cond: Thread::ConditionVariable.new }
       watchdog = Thread.new { watch(state, limit, example) }
       watchdog.name = "example time limit"
       watchdog.report_on_exception = false
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
       example.run
+      near_limit(example, limit, Process.clock_gettime(Process::CLOCK_MONOTONIC) - started)
     ensure
       state[:lock].synchronize do
         state[:done] = true
         state[:cond].broadcast
       end
       watchdog&.join
+    end
+
+    def self.near_limit(example, limit, took)
+      return if took <= NEAR * limit
+
+      warn format("\nnear its time limit: %<took>.1f s of %<limit>s s (%<where>s)",
+                  took: took, limit: limit, where: example.metadata[:location])
     end
 
     def self.watch(state, limit, example)
