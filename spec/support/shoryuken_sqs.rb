@@ -237,11 +237,17 @@ module FerrolockTest
         end.join("\n")
       end
 
+      # Each part in its own ensure: an example's time limit may cut the teardown short, and moto or
+      # the log folder must not outlive the example then.
       def close
         stop_processes
         @gates.each(&:stop)
-        @moto.stop
-        FileUtils.rm_rf(@logs)
+      ensure
+        begin
+          @moto.stop
+        ensure
+          FileUtils.rm_rf(@logs)
+        end
       end
     end
   end
