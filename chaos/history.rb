@@ -38,7 +38,8 @@ module Chaos
 
     def add(record)
       case record[:ev]
-      when "start", "ended", "end" then add_section(record)
+      when "start" then @sections[record[:id]] = Section.new(**record.slice(:prim, :name, :id, :pid, :s, :token))
+      when "ended", "end" then section_ended(record)
       when "wait" then @waits << record
       when "trigger" then @jobs[record[:job]] = Job.new(**record.slice(:job, :key, :pid, :t))
       when "job_done" then @jobs.fetch(record[:job]).result = record[:result]
@@ -47,14 +48,10 @@ module Chaos
     end
 
     # "ended": the block's end, written before the release; "end": the release's outcome too.
-    def add_section(record)
-      if record[:ev] == "start"
-        @sections[record[:id]] = Section.new(**record.slice(:prim, :name, :id, :pid, :s, :token))
-      else
-        section = @sections.fetch(record[:id])
-        section.e = record[:e]
-        section.outcome = record[:outcome] if record[:ev] == "end"
-      end
+    def section_ended(record)
+      section = @sections.fetch(record[:id])
+      section.e = record[:e]
+      section.outcome = record[:outcome] if record[:ev] == "end"
     end
 
     def add_other(record)
