@@ -118,4 +118,20 @@ RSpec.describe "Loading ferrolock" do
     end
     expect(offenders).to eq([])
   end
+
+  # Digest::SHA256 loaded lazily (`require "digest"` alone) is loaded by its first use, and two
+  # threads making that first use at once can get "RuntimeError: Digest::Base cannot be directly
+  # inherited in Ruby" (a Sidekiq job failed so in CI). Each class that hashes loads it up front.
+  %w[Ferrolock::Sidekiq::UniqueDigest Ferrolock::Sidekiq::DualLockSettings
+     Ferrolock::Shoryuken::IdempotencyKey Ferrolock::Shoryuken::Resumption].each do |name|
+    it "has SHA-256 loaded once #{name} is, before its first use" do
+      out = run_ruby!(<<~RUBY)
+        require "ferrolock"
+        before = Digest.const_defined?(:SHA256, false)
+        Object.const_get(#{name.inspect})
+        puts [before, Digest.const_defined?(:SHA256, false)].inspect
+      RUBY
+      expect(out.lines.last.chomp).to end_with("true]")
+    end
+  end
 end

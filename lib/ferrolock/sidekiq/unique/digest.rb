@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-require "digest"
+require "digest/sha2" # now: Digest::SHA256 loaded on first use can raise in one of two threads racing to it
 require "json"
 
 module Ferrolock
