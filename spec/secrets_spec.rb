@@ -156,8 +156,7 @@ RSpec.describe "passwords are never shown", time_limit: 300 do
 
     let(:app) { FerrolockTest::SidekiqWeb.app }
 
-    # Sidekiq's own pages read Sidekiq's Redis (the process count in the header): the suite's server,
-    # whatever an earlier example left (once, in a clean-clone run, they asked 127.0.0.1:6379).
+    # Sidekiq's own pages read Sidekiq's Redis (the process count in the header): the suite's server.
     before do
       FerrolockTest::SidekiqWeb.load!
       Sidekiq.configure_client { |c| c.redis = { url: FerrolockTest.redis_server.url } }

@@ -42,6 +42,19 @@ RSpec.configure do |config|
   # No example can hang the suite: each fails after its time limit (spec/support/time_limit.rb).
   config.around { |example| FerrolockTest::ExampleTimeLimit.run(example) }
 
+  # Every later example (and Sidekiq's pool, built once) reads REDIS_URL: one that leaves it changed
+  # fails, and the next finds it as it was (spec/unbundled_children_spec.rb says how it was lost once).
+  # An around hook, so an example's own around hook has put back what it changed.
+  config.around do |example|
+    example.run
+    url = FerrolockTest.redis_server.url
+    next if ENV["REDIS_URL"] == url
+
+    left = ENV.fetch("REDIS_URL", nil)
+    ENV["REDIS_URL"] = url
+    raise "this example left ENV[\"REDIS_URL\"] #{left.inspect}, not the test server's #{url}"
+  end
+
   config.before do
     server = FerrolockTest.redis_server
     server.start unless server.running?

@@ -29,10 +29,10 @@ RSpec.describe "Locks tab in headless Chromium" do
     env = { "REDIS_URL" => FerrolockTest.redis_server.url,
             "RUBYLIB" => FerrolockTest::SidekiqVersion.rubylib(FerrolockTest::LIB) }
     # Outside Bundler: WEBrick is Debian's ruby-webrick, not a bundled gem.
-    @server_in, @server_out, @server = unbundled do
-      Open3.popen2(env, RbConfig.ruby, "-I", FerrolockTest::LIB,
-                   File.join(FerrolockTest::ROOT, "spec/support/web_server.rb"), @port.to_s, pgroup: true)
-    end
+    @server_in, @server_out, @server =
+      Open3.popen2(FerrolockTest.unbundled_env(env), RbConfig.ruby, "-I", FerrolockTest::LIB,
+                   File.join(FerrolockTest::ROOT, "spec/support/web_server.rb"), @port.to_s,
+                   pgroup: true, **FerrolockTest::UNBUNDLED)
     ready = @server_out.wait_readable(30) && @server_out.gets
     raise "the web server did not start within 30 s" unless ready == "listening\n"
   end
@@ -40,10 +40,6 @@ RSpec.describe "Locks tab in headless Chromium" do
   after do
     stop_server
     @holder&.stop
-  end
-
-  def unbundled(&block)
-    defined?(Bundler) ? Bundler.with_unbundled_env(&block) : yield
   end
 
   def stop_server

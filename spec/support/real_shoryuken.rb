@@ -26,7 +26,7 @@ module FerrolockTest
     def run(example, code, env: {}, timeout: 45)
       reason = missing
       example.skip(reason) if reason
-      out = unbundled { example.run_ruby!("load #{BOOT.dump}\n#{code}", env: child_env(env), timeout: timeout) }
+      out = example.run_ruby!("load #{BOOT.dump}\n#{code}", env: child_env(env), timeout: timeout, unbundled: true)
       result = JSON.parse(out.lines.last || "{}")
       example.skip(result["skip"]) if result["skip"]
       result
@@ -35,22 +35,14 @@ module FerrolockTest
     # Starts `code` (after the boot file) in the background, in its own process group, output to
     # log_path; returns its pid. For a child the example kills.
     def spawn(code, log_path:, env: {})
-      env = { "REDIS_URL" => FerrolockTest.redis_server.url }.merge(child_env(env))
-      unbundled do
-        Process.spawn(env, RbConfig.ruby, "-I", LIB, "-e", "load #{BOOT.dump}\n#{code}",
-                      chdir: ROOT, pgroup: true, out: log_path, err: %i[child out])
-      end
+      env = FerrolockTest.unbundled_env({ "REDIS_URL" => FerrolockTest.redis_server.url }.merge(child_env(env)))
+      Process.spawn(env, RbConfig.ruby, "-I", LIB, "-e", "load #{BOOT.dump}\n#{code}",
+                    chdir: ROOT, pgroup: true, out: log_path, err: %i[child out], **UNBUNDLED)
     end
 
     # Unbundling restores the environment rspec started with: keep the child on the test Redis.
     def child_env(env)
       { "FERROLOCK_SHORYUKEN_DIR" => DIR, "FERROLOCK_REDIS_URL" => nil }.merge(env)
-    end
-
-    # Shoryuken's dependencies (Debian's aws-sdk-core, concurrent-ruby, thor) are not in the
-    # Gemfile: the child runs with plain RubyGems, not under `bundle exec`.
-    def unbundled(&block)
-      defined?(Bundler) ? Bundler.with_unbundled_env(&block) : yield
     end
 
     # Scenario code defining worker class `name` on `queue` with shoryuken_options `options` (Ruby

@@ -51,19 +51,12 @@ module FerrolockTest
     def load_sdk
       return if defined?(Aws::SQS::Client)
 
-      paths = unbundled do
-        IO.popen([RbConfig.ruby, "-e", 'require "aws-sdk-core"; puts $LOAD_PATH'], &:read)
-      end
+      paths = IO.popen(FerrolockTest.unbundled_env, [RbConfig.ruby, "-e", 'require "aws-sdk-core"; puts $LOAD_PATH'],
+                       **UNBUNDLED, &:read)
       (paths.split("\n") - $LOAD_PATH).reverse_each { |path| $LOAD_PATH.unshift(path) }
       $LOAD_PATH.unshift(SQS_LIB)
       require "aws-sdk-core"
       require "aws-sdk-sqs"
-    end
-
-    # Shoryuken's dependencies (Debian's aws-sdk-core, concurrent-ruby, thor, zeitwerk) are not in
-    # the Gemfile: its processes run with plain RubyGems, not under `bundle exec`.
-    def unbundled(&block)
-      defined?(Bundler) ? Bundler.with_unbundled_env(&block) : yield
     end
 
     # One scenario: a moto server, queues on it, Shoryuken processes. Stops all of them at #close.
@@ -122,10 +115,8 @@ module FerrolockTest
         log = File.join(@logs, "shoryuken-#{@pids.size}.log")
         cmd = [RbConfig.ruby, File.join(shoryuken_dir, "bin", "shoryuken"), "start", "-r", app, "-q", *queues,
                "-c", concurrency.to_s, "-t", "8"]
-        pid = ShoryukenSqs.unbundled do
-          Process.spawn(app_env(workers, endpoint, queues).merge(env), *cmd, chdir: ROOT, pgroup: true, out: log,
-                                                                             err: %i[child out])
-        end
+        pid = Process.spawn(FerrolockTest.unbundled_env(app_env(workers, endpoint, queues).merge(env)), *cmd,
+                            chdir: ROOT, pgroup: true, out: log, err: %i[child out], **UNBUNDLED)
         @pids << pid
         pid
       end
@@ -135,9 +126,8 @@ module FerrolockTest
       def enqueue_active_jobs(jobs, timeout: 30, env: {})
         log = File.join(@logs, "producer.log")
         env = app_env({}, moto.endpoint, []).merge("FERROLOCK_SQS_ENQUEUE" => JSON.generate(jobs), **env)
-        pid = ShoryukenSqs.unbundled do
-          Process.spawn(env, RbConfig.ruby, ACTIVE_JOB_APP, chdir: ROOT, pgroup: true, out: log, err: %i[child out])
-        end
+        pid = Process.spawn(FerrolockTest.unbundled_env(env), RbConfig.ruby, ACTIVE_JOB_APP,
+                            chdir: ROOT, pgroup: true, out: log, err: %i[child out], **UNBUNDLED)
         status = wait_exit(pid, timeout)
         raise "the producer failed (#{status.inspect}):\n#{File.read(log)}" unless status&.success?
       end
