@@ -114,13 +114,8 @@ RSpec.describe "README.md ruby snippets" do
                 %(abort "ferrolock client: \#{Ferrolock.client.ping.inspect}" unless Ferrolock.client.ping == "PONG"),
                 (uses_shoryuken ? %(puts "chain: \#{Shoryuken.server_middleware.entries.map(&:klass).join(" ")}") : "")]
                .join("\n")
-      # Unbundling restores the environment rspec started with: of ferrolock's settings keep only
-      # what this spec sets.
-      run = lambda do
-        env = ENV.keys.grep(/\AFERROLOCK_REDIS_/).to_h { |name| [name, nil] }.merge(topology_env(code))
-        run_ruby(script, env: env, timeout: 60)
-      end
-      out, err, status = uses_shoryuken ? FerrolockTest::RealShoryuken.unbundled(&run) : run.call
+      # Shoryuken's snippets run outside Bundler (its gems are Debian's, not the Gemfile's).
+      out, err, status = run_ruby(script, env: topology_env(code), timeout: 60, unbundled: uses_shoryuken)
       expect(status).to be_success, "README.md:#{line} failed (exit #{status.exitstatus}):\n#{err}\n#{out}"
       # A snippet that says what it logs must log it (stderr: the default logger; stdout: Sidekiq's).
       code.scan(/# logs "([^"]+)"/).flatten.each do |logged|

@@ -22,9 +22,9 @@ module FerrolockTest
 end
 
 ENV["REDIS_URL"] = FerrolockTest.redis_server.url
-# The test server only: no cluster or sentinels from the environment either (FERROLOCK_REDIS_CLUSTER …).
-ENV.each_key.grep(/\AFERROLOCK_REDIS_/).each { |key| ENV.delete(key) }
-ENV.delete("FERROLOCK_NAMESPACE") # the default namespace, "ferrolock", unless an example sets one
+# The test server only: no cluster or sentinels from the environment either (FERROLOCK_REDIS_CLUSTER …),
+# and the default namespace, "ferrolock", unless an example sets one.
+ENV.each_key.grep(FerrolockTest::NOT_INHERITED).each { |key| ENV.delete(key) }
 
 require "ferrolock"
 

@@ -10,13 +10,17 @@ module FerrolockTest
   ROOT = File.expand_path("../..", __dir__)
   LIB = File.join(ROOT, "lib")
 
+  # What the suite takes out of the environment it was started with (spec_helper): the test server
+  # only, no cluster, sentinels or namespace from the caller's shell.
+  NOT_INHERITED = /\AFERROLOCK_(REDIS_|NAMESPACE\z)/
+
   # The whole environment of a child started outside Bundler (plain RubyGems: Debian's gems that are
-  # not in the Gemfile): the one rspec started with, less Bundler's variables, plus `env`. Give it
-  # to spawn with UNBUNDLED (unsetenv_others). Never Bundler.with_unbundled_env: it swaps ENV, which
-  # every thread shares, so another thread meanwhile finds no REDIS_URL (Sidekiq's pool is built
-  # for localhost:6379, for good), and two threads' overlapping swaps leave it swapped.
+  # not in the Gemfile): the one rspec started with, less Bundler's variables and NOT_INHERITED, plus
+  # `env`. Give it to spawn with UNBUNDLED (unsetenv_others). Never Bundler.with_unbundled_env: it
+  # swaps ENV, which every thread shares, so another thread meanwhile finds no REDIS_URL (Sidekiq's
+  # pool is built for localhost:6379, for good), and two threads' overlapping swaps leave it swapped.
   def self.unbundled_env(env = {})
-    (defined?(Bundler) ? Bundler.unbundled_env : ENV.to_h).merge(env)
+    (defined?(Bundler) ? Bundler.unbundled_env : ENV.to_h).reject { |name, _| NOT_INHERITED.match?(name) }.merge(env)
   end
   UNBUNDLED = { unsetenv_others: true }.freeze
 

@@ -40,9 +40,8 @@ module FerrolockTest
                     chdir: ROOT, pgroup: true, out: log_path, err: %i[child out], **UNBUNDLED)
     end
 
-    # Unbundling restores the environment rspec started with: keep the child on the test Redis.
     def child_env(env)
-      { "FERROLOCK_SHORYUKEN_DIR" => DIR, "FERROLOCK_REDIS_URL" => nil }.merge(env)
+      { "FERROLOCK_SHORYUKEN_DIR" => DIR }.merge(env)
     end
 
     # Scenario code defining worker class `name` on `queue` with shoryuken_options `options` (Ruby

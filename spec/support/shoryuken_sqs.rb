@@ -137,7 +137,7 @@ module FerrolockTest
       def app_env(workers, endpoint, queues)
         { "REDIS_URL" => @redis_server.url, "FERROLOCK_RECORD_URL" => @redis_server.url,
           "FERROLOCK_SQS_ENDPOINT" => endpoint, "FERROLOCK_SQS_WORKERS" => JSON.generate(workers),
-          "FERROLOCK_SQS_QUEUES" => queues.join(","), "FERROLOCK_REDIS_URL" => nil,
+          "FERROLOCK_SQS_QUEUES" => queues.join(","),
           "RUBYLIB" => [*RailsVersion.libs, SQS_LIB, File.join(shoryuken_dir, "lib"), LIB].join(":") }
       end
 
