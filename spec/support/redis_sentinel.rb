@@ -36,6 +36,8 @@ module FerrolockTest
 
     def start
       servers.each(&:start)
+      # The primary's port moves if another suite took it first: --replicaof named the first choice.
+      servers[1].redis.call("REPLICAOF", RedisServer::HOST, servers[0].port.to_s)
       sentinels.each(&:start)
       what = -> { "the replica in sync and every sentinel seeing it and the other sentinels (#{states})" }
       wait_for(what) { replica_synced?(servers[1]) && sentinels.all?(&:ready?) }
@@ -222,20 +224,11 @@ module FerrolockTest
         deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + RedisServer::BOOT_TIMEOUT
         until Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
           return false if Process.waitpid(@pid, Process::WNOHANG)
-          return true if pong?
+          # This sentinel, not another suite's server that took the port first.
+          return true if FerrolockTest.redis_answering_as?(RedisServer::HOST, port, @pid, password: @setup.password)
 
           sleep 0.02
         end
-        false
-      end
-
-      def pong?
-        TCPSocket.open(RedisServer::HOST, port) do |socket|
-          socket.write("PING\r\n")
-          # With requirepass, an unauthenticated PING gets -NOAUTH: the sentinel is up all the same.
-          !socket.gets.nil?
-        end
-      rescue SystemCallError, IOError
         false
       end
 

@@ -130,12 +130,7 @@ module FerrolockTest
     private
 
     def answering?
-      TCPSocket.open(host, port) do |socket|
-        socket.write("PING\r\n")
-        socket.gets == "+PONG\r\n"
-      end
-    rescue SystemCallError, IOError
-      false
+      FerrolockTest.redis_answering_as?(host, port, @pid)
     end
 
     def close_redis
