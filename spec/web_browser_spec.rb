@@ -31,8 +31,7 @@ RSpec.describe "Locks tab in headless Chromium" do
     # Outside Bundler: WEBrick is Debian's ruby-webrick, not a bundled gem.
     @server_in, @server_out, @server =
       Open3.popen2(FerrolockTest.unbundled_env(env), RbConfig.ruby, "-I", FerrolockTest::LIB,
-                   File.join(FerrolockTest::ROOT, "spec/support/web_server.rb"), @port.to_s,
-                   pgroup: true, **FerrolockTest::UNBUNDLED)
+                   File.join(FerrolockTest::ROOT, "spec/support/web_server.rb"), @port.to_s, pgroup: true)
     ready = @server_out.wait_readable(30) && @server_out.gets
     raise "the web server did not start within 30 s" unless ready == "listening\n"
   end

@@ -16,13 +16,14 @@ module FerrolockTest
 
   # The whole environment of a child started outside Bundler (plain RubyGems: Debian's gems that are
   # not in the Gemfile): the one rspec started with, less Bundler's variables and NOT_INHERITED, plus
-  # `env`. Give it to spawn with UNBUNDLED (unsetenv_others). Never Bundler.with_unbundled_env: it
-  # swaps ENV, which every thread shares, so another thread meanwhile finds no REDIS_URL (Sidekiq's
-  # pool is built for localhost:6379, for good), and two threads' overlapping swaps leave it swapped.
+  # `env`; what ENV has beyond it is unset (nil), so spawn needs no option. Never
+  # Bundler.with_unbundled_env: it swaps ENV, which every thread shares, so another thread meanwhile
+  # finds no REDIS_URL (Sidekiq's pool is built for localhost:6379, for good), and two threads'
+  # overlapping swaps leave it swapped.
   def self.unbundled_env(env = {})
-    (defined?(Bundler) ? Bundler.unbundled_env : ENV.to_h).reject { |name, _| NOT_INHERITED.match?(name) }.merge(env)
+    started = (defined?(Bundler) ? Bundler.unbundled_env : ENV.to_h).reject { |name, _| NOT_INHERITED.match?(name) }
+    ENV.keys.to_h { |name| [name, nil] }.merge(started, env)
   end
-  UNBUNDLED = { unsetenv_others: true }.freeze
 
   # Runs Ruby code in a separate process with lib/ on the load path; returns
   # [stdout, stderr, status]. The code sees ENV["REDIS_URL"] = the test server; `unbundled: true`
@@ -32,8 +33,7 @@ module FerrolockTest
       env = { "REDIS_URL" => FerrolockTest.redis_server.url }.merge(env)
       env = FerrolockTest.unbundled_env(env) if unbundled
       cmd = [RbConfig.ruby, "-I", LIB, "-e", code]
-      options = { chdir: ROOT, pgroup: true, **(unbundled ? UNBUNDLED : {}) }
-      Open3.popen3(env, *cmd, **options) do |stdin, stdout, stderr, wait|
+      Open3.popen3(env, *cmd, chdir: ROOT, pgroup: true) do |stdin, stdout, stderr, wait|
         stdin.close
         out = Thread.new { stdout.read }
         err = Thread.new { stderr.read }

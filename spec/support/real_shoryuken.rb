@@ -37,7 +37,7 @@ module FerrolockTest
     def spawn(code, log_path:, env: {})
       env = FerrolockTest.unbundled_env({ "REDIS_URL" => FerrolockTest.redis_server.url }.merge(child_env(env)))
       Process.spawn(env, RbConfig.ruby, "-I", LIB, "-e", "load #{BOOT.dump}\n#{code}",
-                    chdir: ROOT, pgroup: true, out: log_path, err: %i[child out], **UNBUNDLED)
+                    chdir: ROOT, pgroup: true, out: log_path, err: %i[child out])
     end
 
     def child_env(env)

@@ -51,8 +51,8 @@ module FerrolockTest
     def load_sdk
       return if defined?(Aws::SQS::Client)
 
-      paths = IO.popen(FerrolockTest.unbundled_env, [RbConfig.ruby, "-e", 'require "aws-sdk-core"; puts $LOAD_PATH'],
-                       **UNBUNDLED, &:read)
+      probe = [RbConfig.ruby, "-e", 'require "aws-sdk-core"; puts $LOAD_PATH']
+      paths = IO.popen(FerrolockTest.unbundled_env, probe, &:read)
       (paths.split("\n") - $LOAD_PATH).reverse_each { |path| $LOAD_PATH.unshift(path) }
       $LOAD_PATH.unshift(SQS_LIB)
       require "aws-sdk-core"
@@ -116,7 +116,7 @@ module FerrolockTest
         cmd = [RbConfig.ruby, File.join(shoryuken_dir, "bin", "shoryuken"), "start", "-r", app, "-q", *queues,
                "-c", concurrency.to_s, "-t", "8"]
         pid = Process.spawn(FerrolockTest.unbundled_env(app_env(workers, endpoint, queues).merge(env)), *cmd,
-                            chdir: ROOT, pgroup: true, out: log, err: %i[child out], **UNBUNDLED)
+                            chdir: ROOT, pgroup: true, out: log, err: %i[child out])
         @pids << pid
         pid
       end
@@ -127,7 +127,7 @@ module FerrolockTest
         log = File.join(@logs, "producer.log")
         env = app_env({}, moto.endpoint, []).merge("FERROLOCK_SQS_ENQUEUE" => JSON.generate(jobs), **env)
         pid = Process.spawn(FerrolockTest.unbundled_env(env), RbConfig.ruby, ACTIVE_JOB_APP,
-                            chdir: ROOT, pgroup: true, out: log, err: %i[child out], **UNBUNDLED)
+                            chdir: ROOT, pgroup: true, out: log, err: %i[child out])
         status = wait_exit(pid, timeout)
         raise "the producer failed (#{status.inspect}):\n#{File.read(log)}" unless status&.success?
       end
