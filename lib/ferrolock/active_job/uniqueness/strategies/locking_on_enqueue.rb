@@ -1,0 +1,46 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  module ActiveJob
+    module Uniqueness
+      module Strategies
+        # Strategies that lock when the job is enqueued. A job that enqueues itself while it
+        # performs (a retry_on retry, a continuation's resumption: the same job_id) takes its own
+        # lock again, never a conflict. A lock taken for an enqueue that then failed is freed.
+        module LockingOnEnqueue
+          def before_enqueue
+            return if lock(resource: lock_key, ttl: lock_ttl, keep: keep_expiry?)
+
+            handle_conflict(resource: lock_key, on_conflict: on_conflict)
+            abort_job
+          rescue Ferrolock::ConnectionError, Ferrolock::TimeoutError => e
+            handle_redis_connection_error(resource: lock_key, on_redis_connection_error: on_redis_connection_error,
+                                          error: e)
+            abort_job
+          end
+
+          def around_enqueue(block)
+            return if @job_aborted
+
+            performing = Performing.of(job)
+            enqueued = false
+            result = block.call
+            enqueued = !job.respond_to?(:successfully_enqueued?) || job.successfully_enqueued? != false
+            result
+          ensure
+            if performing
+              performing.resumed = enqueued # freed (or kept) when its perform ends
+            elsif !@job_aborted && !enqueued
+              unlock(resource: lock_key)
+            end
+          end
+
+          private
+
+          # until_expired: a retry keeps the first enqueue's expiry.
+          def keep_expiry? = false
+        end
+      end
+    end
+  end
+end
