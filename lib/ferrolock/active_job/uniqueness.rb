@@ -31,7 +31,7 @@ module Ferrolock
         end
 
         def lock_manager
-          @lock_manager ||= LockManager.new(config.client)
+          @lock_manager ||= LockManager.new
         end
 
         # Deletes the locks of a class (job_class_name:) or of one job's arguments (and arguments:),

@@ -24,6 +24,7 @@ module Ferrolock
           @redlock_servers = nil
           @redlock_options = DEFAULT_REDLOCK_OPTIONS
           @client = nil
+          @redlock_client = nil
           @digest_method = nil
         end
 
@@ -64,7 +65,7 @@ module Ferrolock
         # (a Redlock quorum) or a client object are warned about and Ferrolock.client is used.
         def redlock_servers=(servers)
           @redlock_servers = servers
-          @client = nil
+          @redlock_client = nil
           urls = Array(servers)
           return if urls.size == 1 && urls.first.is_a?(String)
 
@@ -86,7 +87,7 @@ module Ferrolock
 
         # The client the locks live on: `client`, else redlock_servers' one URL, else Ferrolock.client.
         def client
-          @client ||= redlock_client || Ferrolock.client
+          @client || (@redlock_client ||= redlock_client) || Ferrolock.client
         end
 
         private

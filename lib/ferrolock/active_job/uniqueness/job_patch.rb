@@ -15,7 +15,7 @@ module Ferrolock
           base.class_attribute :lock_strategy_class, instance_writer: false
           base.class_attribute :lock_options, instance_writer: false
           base.extend(ClassMethods)
-          base.prepend(Ownership::Payload)
+          base.prepend(Ownership::Payload, Strategies::PerformNow)
           base.before_enqueue { |job| job.lock_strategy.before_enqueue if job.lock_strategy_class }
           base.before_perform { |job| job.lock_strategy.before_perform if job.lock_strategy_class }
           base.after_perform { |job| job.lock_strategy.after_perform if job.lock_strategy_class }

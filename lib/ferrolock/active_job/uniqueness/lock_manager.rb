@@ -12,7 +12,8 @@ module Ferrolock
       class LockManager
         SCAN_COUNT = 1000
 
-        def initialize(client)
+        # client: nil follows ActiveJob::Uniqueness.config.client (looked up at each call).
+        def initialize(client = nil)
           @client = client
         end
 
@@ -63,7 +64,7 @@ module Ferrolock
 
         # Deletes a lock whoever holds it (unlock!, and custom strategies written for the old gem).
         def delete_lock(resource)
-          @client.call("DEL", resource)
+          client.call("DEL", resource)
           true
         end
 
@@ -71,8 +72,8 @@ module Ferrolock
         def delete_locks(wildcard)
           cursor = "0"
           loop do
-            cursor, keys = @client.call("SCAN", cursor, "MATCH", wildcard, "COUNT", SCAN_COUNT)
-            @client.call("UNLINK", *keys) unless keys.empty?
+            cursor, keys = client.call("SCAN", cursor, "MATCH", wildcard, "COUNT", SCAN_COUNT)
+            client.call("UNLINK", *keys) unless keys.empty?
             break if cursor == "0"
           end
           true
@@ -80,8 +81,12 @@ module Ferrolock
 
         private
 
+        def client
+          @client || Uniqueness.config.client
+        end
+
         def key_lock(resource)
-          KeyLock.new(resource, client: @client)
+          KeyLock.new(resource, client: client)
         end
       end
     end

@@ -28,12 +28,12 @@ module Ferrolock
             enqueued = !job.respond_to?(:successfully_enqueued?) || job.successfully_enqueued? != false
             result
           ensure
-            if performing
-              performing.resumed = enqueued # freed (or kept) when its perform ends
-            elsif !@job_aborted && !enqueued
-              unlock(resource: lock_key)
-            end
+            performing.resumed = enqueued if performing
+            # (A lock the job holds while it performs is kept or freed when its perform_now ends.)
+            unlock(resource: lock_key) unless @job_aborted || enqueued || (performing && holds_lock_while_performing?)
           end
+
+          def holds_lock_while_performing? = false
 
           private
 

@@ -12,9 +12,13 @@ module Ferrolock
           include LockingOnEnqueue
           include Running
 
+          def holds_lock_while_performing? = true
+
           def around_perform(block)
             holder = Ownership.take_over(job, lock_key, lease_for(lock_ttl))
-            return hold_while_performing(lock_key, lock_ttl, event: :unlock) { block.call } if holder.nil?
+            if holder.nil?
+              return hold_while_performing(lock_key, lock_ttl, event: :unlock, keep_if_resumed: true) { block.call }
+            end
 
             job.logger&.info("#{job.class.name} (Job ID: #{job.job_id}) runs while a duplicate holds " \
                              "#{lock_key} (its lock expired while it queued)")
