@@ -9,7 +9,11 @@ module Ferrolock
       def self.unlock_sidekiq_job!(job_data)
         return unless job_data["class"].to_s.end_with?("JobWrapper") && job_data["wrapped"]
 
-        job = ::ActiveJob::Base.deserialize(job_data.fetch("args").first)
+        job = begin
+          ::ActiveJob::Base.deserialize(job_data.fetch("args").first)
+        rescue NameError
+          return # its class is gone: nothing of it to free
+        end
         return unless job.class.respond_to?(:lock_strategy_class) && job.class.lock_strategy_class
 
         begin
