@@ -98,3 +98,44 @@ RSpec.describe "ActiveJob::Uniqueness and dual_lock in Sidekiq processes", time_
     end
   end
 end
+
+# require "active_job/uniqueness/sidekiq_patch" (the old gem's path): deleting a job through Sidekiq's API,
+# or its death, frees its locks. In a child process, so the prepends stay out of this one.
+RSpec.describe "ActiveJob::Uniqueness' Sidekiq patch", time_limit: 60 do
+  it "frees a job's lock when Sidekiq's API deletes it from a queue or a set, and when it dies" do
+    out = run_ruby!(<<~RUBY)
+      require "sidekiq"
+      require "sidekiq/api"
+      require_relative #{File.join(FerrolockTest::ROOT, "spec/support/sidekiq_active_job").dump}
+      require "active_job/uniqueness/sidekiq_patch"
+      Sidekiq.configure_client { |c| c.redis = { url: ENV.fetch("REDIS_URL") } }
+      ActiveJob::Base.queue_adapter = :sidekiq
+      ActiveJob::Base.logger = Logger.new(nil)
+      class PatchJob < ActiveJob::Base
+        unique :until_executed
+        def perform(*) = nil
+      end
+      redis = Ferrolock.client
+      locks = -> { redis.call("KEYS", "activejob_uniqueness:*").size }
+      seen = []
+      PatchJob.perform_later(1)
+      PatchJob.perform_later(2)
+      seen << locks.call
+      Sidekiq::Queue.new("default").find { |job| job.args.first["arguments"] == [1] }.delete
+      seen << locks.call
+      Sidekiq::Queue.new("default").clear
+      seen << locks.call
+      PatchJob.set(wait: 600).perform_later(3)
+      seen << locks.call
+      Sidekiq::ScheduledSet.new.first.delete
+      seen << locks.call
+      PatchJob.perform_later(4)
+      payload = Sidekiq::Queue.new("default").first.item
+      handlers = Sidekiq.respond_to?(:default_configuration) ? Sidekiq.default_configuration.death_handlers : Sidekiq.death_handlers
+      handlers.each { |handler| handler.call(payload, RuntimeError.new("died")) }
+      seen << locks.call
+      puts seen.inspect
+    RUBY
+    expect(out.lines.last.chomp).to eq("[2, 1, 0, 1, 0, 0]")
+  end
+end

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require "openssl"
+
 module Ferrolock
   module ActiveJob
     module Uniqueness
@@ -25,14 +27,7 @@ module Ferrolock
           @redlock_options = DEFAULT_REDLOCK_OPTIONS
           @client = nil
           @redlock_client = nil
-          @digest_method = nil
-        end
-
-        def digest_method
-          @digest_method ||= begin
-            require "openssl"
-            OpenSSL::Digest::MD5
-          end
+          @digest_method = OpenSSL::Digest::MD5
         end
 
         def on_conflict=(action)
