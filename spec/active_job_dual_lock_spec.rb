@@ -49,7 +49,11 @@ RSpec.describe "ActiveJob dual_lock", time_limit: 60 do
   def entries = redis.lrange("dl:log", 0, -1)
 
   def wait_for(count)
-    wait_until(timeout: 20, what: -> { "#{count} ends in #{entries}" }) { entries.count { |e| e.start_with?("end") } >= count }
+    wait_until(timeout: 20, what: -> { "#{count} ends in #{entries}" }) do
+      entries.count do |e|
+        e.start_with?("end")
+      end >= count
+    end
   end
 
   it "runs one, keeps one waiting, skips the rest; the waiting one runs after the running one ends" do

@@ -9,6 +9,10 @@ require "active_job/uniqueness"
 # another process takes the same keys the way activejob-uniqueness' Redlock does (SET NX PX with a
 # random value, DEL when done). The old gem itself needs the redlock and redis-client gems, which this
 # machine does not have: the child does exactly what Redlock does to the key.
+# Sets KEYS[1] to ARGV[1] if higher.
+UQ_KEEP_MAX = "if tonumber(redis.call('GET', KEYS[1]) or 0) < tonumber(ARGV[1]) then " \
+              "redis.call('SET', KEYS[1], ARGV[1]) end"
+
 RSpec.describe "ActiveJob::Uniqueness on :async", time_limit: 60 do
   let(:redis) { FerrolockTest.redis_server.redis }
 
@@ -33,8 +37,7 @@ RSpec.describe "ActiveJob::Uniqueness on :async", time_limit: 60 do
       def perform(_id, hold)
         redis = Redis.new(url: ENV.fetch("REDIS_URL"))
         now = redis.incr("uq:running")
-        redis.eval("if tonumber(redis.call('GET', KEYS[1]) or 0) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end",
-                   keys: ["uq:max"], argv: [now])
+        redis.eval(UQ_KEEP_MAX, keys: ["uq:max"], argv: [now])
         sleep hold
         redis.incr("uq:runs")
       ensure
@@ -53,7 +56,7 @@ RSpec.describe "ActiveJob::Uniqueness on :async", time_limit: 60 do
     end
   end
 
-  it "until_executed: 8 threads x 40 perform_later of one job; one queued-or-running at a time, each enqueued job ran once" do
+  it "until_executed: 8 threads x 40 perform_later of one job; one queued or running at a time, each ran once" do
     klass = job_class(:until_executed)
     enqueued = Queue.new
     Array.new(8) do
@@ -97,8 +100,7 @@ RSpec.describe "ActiveJob::Uniqueness on :async", time_limit: 60 do
       while Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
         if redis.set(#{key.dump}, SecureRandom.uuid, nx: true, px: 60_000)
           now = redis.incr("uq:running")
-          redis.eval("if tonumber(redis.call('GET', KEYS[1]) or 0) < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end",
-                     keys: ["uq:max"], argv: [now])
+          redis.eval(#{UQ_KEEP_MAX.dump}, keys: ["uq:max"], argv: [now])
           sleep 0.01
           redis.decr("uq:running")
           ran += 1

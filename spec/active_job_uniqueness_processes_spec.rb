@@ -30,7 +30,7 @@ RSpec.describe "ActiveJob::Uniqueness and dual_lock in Sidekiq processes", time_
   def done(key) = redis.lrange("uq:done", 0, -1).count { |line| line.start_with?("#{key} ") }
   def started(key) = redis.lrange("uq:started", 0, -1).count { |line| line.start_with?("#{key} ") }
 
-  it "until_executed: 300 perform_later of one job against two processes; one queued or running at a time, each enqueued one ran once" do
+  it "until_executed: 300 perform_later of one job, two processes; one queued or running at a time, each ran once" do
     with_processes(sidekiq(concurrency: 5), sidekiq(concurrency: 5)) do |*processes|
       enqueued = 0
       300.times do |num|
@@ -46,14 +46,18 @@ RSpec.describe "ActiveJob::Uniqueness and dual_lock in Sidekiq processes", time_
     end
   end
 
-  it "until_executed with retry_on: the retry keeps the job's own lock (a duplicate is refused meanwhile), then frees it" do
+  it "until_executed with retry_on: the retry keeps the job's own lock (a duplicate is refused), then frees it" do
     with_processes(sidekiq(concurrency: 2)) do |process|
       job = UqRetryJob.perform_later(7)
       key = job.lock_key
-      wait_until(timeout: 30, what: -> { "the retry scheduled\n#{process.log}" }) { Sidekiq::ScheduledSet.new.size == 1 }
+      wait_until(timeout: 30, what: lambda {
+                                      "the retry scheduled\n#{process.log}"
+                                    }) { Sidekiq::ScheduledSet.new.size == 1 }
       expect(redis.get(key)).to eq(job.job_id)
       expect(UqRetryJob.perform_later(7)).to be(false)
-      wait_until(timeout: 30, what: -> { "the retry done\n#{process.log}" }) { done("retry7") == 2 && redis.get(key).nil? }
+      wait_until(timeout: 30, what: lambda {
+                                      "the retry done\n#{process.log}"
+                                    }) { done("retry7") == 2 && redis.get(key).nil? }
       expect(UqRetryJob.perform_later(7)).to be_a(UqRetryJob)
     end
   end
@@ -75,7 +79,8 @@ RSpec.describe "ActiveJob::Uniqueness and dual_lock in Sidekiq processes", time_
     with_processes(sidekiq(concurrency: 5), sidekiq(concurrency: 5)) do |*processes|
       40.times { |num| UqWhileJob.perform_later(3, num) }
       wait_until(timeout: 60, what: -> { "the queue drained\n#{processes.map(&:log).join}" }) do
-        Sidekiq::Queue.new("default").size.zero? && started("while3").positive? && started("while3") == done("while3") &&
+        runs = started("while3")
+        Sidekiq::Queue.new("default").size.zero? && runs.positive? && runs == done("while3") &&
           redis.get("uq:now:while3") == "0"
       end
       expect(redis.get("uq:max:while3")).to eq("1")

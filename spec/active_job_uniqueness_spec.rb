@@ -53,7 +53,12 @@ RSpec.describe "ActiveJob::Uniqueness (activejob-uniqueness drop-in)", time_limi
   def queue(klass) = klass.queue_adapter.enqueued_jobs
   def run_queued(klass) = ActiveJob::Base.execute(queue(klass).shift.transform_keys(&:to_s))
   def locks(pattern = "activejob_uniqueness:*") = redis.keys(pattern).sort
-  def key_of(klass, args = arguments) = ActiveJob::Uniqueness::LockKey.new(job_class_name: klass.name, arguments: args).lock_key
+
+  def key_of(klass,
+             args = arguments)
+    ActiveJob::Uniqueness::LockKey.new(job_class_name: klass.name,
+                                       arguments: args).lock_key
+  end
 
   # Takes a job's lock as the old gem's Redlock does: SET NX PX with a random value.
   def redlock_set(key, ttl_ms = 60_000) = redis.call("SET", key, "redlock-#{rand(1 << 64)}", "NX", "PX", ttl_ms)
@@ -61,15 +66,21 @@ RSpec.describe "ActiveJob::Uniqueness (activejob-uniqueness drop-in)", time_limi
   describe "its keys" do
     it "are activejob_uniqueness:<class underscored>:<MD5 of the serialized arguments>, as the old gem's" do
       klass = job_class("Uq::SomeJob")
-      digest = OpenSSL::Digest::MD5.hexdigest(ActiveSupport::JSON.encode(ActiveJob::Arguments.serialize([1, "a", { "b" => 2 }])))
+      serialized = ActiveSupport::JSON.encode(ActiveJob::Arguments.serialize([1, "a", { "b" => 2 }]))
+      digest = OpenSSL::Digest::MD5.hexdigest(serialized)
       job = klass.new(1, "a", { "b" => 2 })
       expect(job.lock_key).to eq("activejob_uniqueness:uq/some_job:#{digest}")
       expect(job.runtime_lock_key).to eq("activejob_uniqueness:uq/some_job:#{digest}:runtime")
       expect(klass.new.lock_key).to eq("activejob_uniqueness:uq/some_job:no_arguments")
-      expect(ActiveJob::Uniqueness::LockKey.new(job_class_name: "Uq::SomeJob").wildcard_key).to eq("activejob_uniqueness:uq/some_job:*")
-      expect(ActiveJob::Uniqueness::LockKey.new(job_class_name: "Uq::SomeJob", arguments: [1, "a", { "b" => 2 }]).wildcard_key)
+      expect(ActiveJob::Uniqueness::LockKey.new(job_class_name: "Uq::SomeJob").wildcard_key)
+        .to eq("activejob_uniqueness:uq/some_job:*")
+      expect(ActiveJob::Uniqueness::LockKey.new(job_class_name: "Uq::SomeJob",
+                                                arguments: [1, "a",
+                                                            { "b" => 2 }]).wildcard_key)
         .to eq("activejob_uniqueness:uq/some_job:#{digest}*")
-      expect { ActiveJob::Uniqueness::LockKey.new(arguments: [1]) }.to raise_error(ArgumentError, /job_class_name is required/)
+      expect do
+        ActiveJob::Uniqueness::LockKey.new(arguments: [1])
+      end.to raise_error(ArgumentError, /job_class_name is required/)
     end
 
     it "follow lock_prefix, digest_method, and a class's own lock_key_arguments and lock_key" do
@@ -78,7 +89,7 @@ RSpec.describe "ActiveJob::Uniqueness (activejob-uniqueness drop-in)", time_limi
         c.digest_method = OpenSSL::Digest::SHA1
       end
       klass = job_class
-      expect(klass.new(1).lock_key).to eq("custom:uq_job:#{OpenSSL::Digest::SHA1.hexdigest("[1]")}")
+      expect(klass.new(1).lock_key).to eq("custom:uq_job:#{OpenSSL::Digest.hexdigest("SHA1", "[1]")}")
       klass.define_method(:lock_key_arguments) { arguments.first(1) }
       expect(klass.new(1, 2).lock_key).to eq(klass.new(1, 3).lock_key)
       klass.define_method(:lock_key) { "mine:#{arguments.first}" }
@@ -106,10 +117,13 @@ RSpec.describe "ActiveJob::Uniqueness (activejob-uniqueness drop-in)", time_limi
 
       it "refuses a duplicate (on_conflict :raise by default, :log, or a proc), keeping the lock" do
         klass.perform_later(*arguments)
-        expect { klass.perform_later(*arguments) }.to raise_error(ActiveJob::Uniqueness::JobNotUnique, /Not unique UqJob .*\[1, 2\]/)
+        expect do
+          klass.perform_later(*arguments)
+        end.to raise_error(ActiveJob::Uniqueness::JobNotUnique, /Not unique UqJob .*\[1, 2\]/)
         klass.unique strategy, on_conflict: :log
         expect(klass.perform_later(*arguments)).to be(false)
-        expect(log.string).to match(/Not unique UqJob \(Job ID: \S+\) \(Lock key: #{key_of(klass)}\) with arguments: 1, 2/)
+        line = /Not unique UqJob \(Job ID: \S+\) \(Lock key: #{key_of(klass)}\) with arguments: 1, 2/
+        expect(log.string).to match(line)
         seen = []
         klass.unique strategy, on_conflict: ->(job) { seen << job.arguments }
         klass.perform_later(*arguments)
@@ -137,10 +151,14 @@ RSpec.describe "ActiveJob::Uniqueness (activejob-uniqueness drop-in)", time_limi
       end
 
       it "calls on_redis_connection_error on a real outage (Redis refused), else raises; nothing enqueued" do
-        ActiveJob::Uniqueness.configure { |c| c.client = Ferrolock::Client.new(url: "redis://127.0.0.1:1", connect_timeout: 0.5) }
+        ActiveJob::Uniqueness.configure do |c|
+          c.client = Ferrolock::Client.new(url: "redis://127.0.0.1:1", connect_timeout: 0.5)
+        end
         expect { klass.perform_later(*arguments) }.to raise_error(Ferrolock::ConnectionError, /127\.0\.0\.1:1/)
         seen = []
-        klass.unique strategy, on_redis_connection_error: ->(job, resource:, error:) { seen << [job.class, resource, error.class] }
+        klass.unique strategy, on_redis_connection_error: lambda { |job, resource:, error:|
+                                                            seen << [job.class, resource, error.class]
+                                                          }
         expect(klass.perform_later(*arguments)).to be(false)
         expect(seen).to eq([[klass, key_of(klass), Ferrolock::ConnectionError]])
         expect(queue(klass)).to be_empty
@@ -306,10 +324,20 @@ RSpec.describe "ActiveJob::Uniqueness (activejob-uniqueness drop-in)", time_limi
       expect { ActiveJob::Uniqueness.configure { |c| c.on_redis_connection_error = :log } }
         .to raise_error(ActiveJob::Uniqueness::InvalidOnConflictAction)
       klass = job_class
-      expect { klass.unique :until_executed, on_conflict: :die }.to raise_error(ActiveJob::Uniqueness::InvalidOnConflictAction)
-      expect { klass.unique :until_executed, on_runtime_conflict: :die }.to raise_error(ActiveJob::Uniqueness::InvalidOnConflictAction)
-      expect { klass.unique :until_executed, on_redis_connection_error: :log }.to raise_error(ActiveJob::Uniqueness::InvalidOnConflictAction)
-      expect { klass.unique :nope }.to raise_error(ActiveJob::Uniqueness::StrategyNotFound, /Strategy 'nope' is not found/)
+      expect do
+        klass.unique :until_executed, on_conflict: :die
+      end.to raise_error(ActiveJob::Uniqueness::InvalidOnConflictAction)
+      expect do
+        klass.unique :until_executed,
+                     on_runtime_conflict: :die
+      end.to raise_error(ActiveJob::Uniqueness::InvalidOnConflictAction)
+      expect do
+        klass.unique :until_executed,
+                     on_redis_connection_error: :log
+      end.to raise_error(ActiveJob::Uniqueness::InvalidOnConflictAction)
+      expect do
+        klass.unique :nope
+      end.to raise_error(ActiveJob::Uniqueness::StrategyNotFound, /Strategy 'nope' is not found/)
       expect { klass.unique :base }.to raise_error(ActiveJob::Uniqueness::StrategyNotFound)
 
       custom = Class.new(ActiveJob::Uniqueness::Strategies::Base) do

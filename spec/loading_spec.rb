@@ -120,7 +120,7 @@ RSpec.describe "Loading ferrolock" do
               loaded.map { |f| f.delete_prefix("\#{File.realpath(#{FerrolockTest::LIB.dump})}/") }.sort].inspect
       RUBY
       expect(out.lines.last.chomp).to eq('[true, true, "Ferrolock::ActiveJob::Uniqueness::JobNotUnique", ' \
-                                              '["active_job/uniqueness.rb", "ferrolock/active_job/uniqueness.rb"]]')
+                                         '["active_job/uniqueness.rb", "ferrolock/active_job/uniqueness.rb"]]')
     end
   end
 

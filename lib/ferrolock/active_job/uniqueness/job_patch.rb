@@ -16,14 +16,18 @@ module Ferrolock
           base.class_attribute :lock_options, instance_writer: false
           base.extend(ClassMethods)
           base.prepend(Ownership::Payload, Strategies::PerformNow)
-          base.before_enqueue { |job| job.lock_strategy.before_enqueue if job.lock_strategy_class }
-          base.before_perform { |job| job.lock_strategy.before_perform if job.lock_strategy_class }
-          base.after_perform { |job| job.lock_strategy.after_perform if job.lock_strategy_class }
-          base.around_enqueue do |job, block|
-            job.lock_strategy_class ? job.lock_strategy.around_enqueue(block) : block.call
+          callbacks(base)
+        end
+
+        # The strategy's callbacks, as activejob-uniqueness registers them (custom strategies use them).
+        def self.callbacks(base)
+          %i[before_enqueue before_perform after_perform].each do |kind|
+            base.public_send(kind) { |job| job.lock_strategy.public_send(kind) if job.lock_strategy_class }
           end
-          base.around_perform do |job, block|
-            job.lock_strategy_class ? job.lock_strategy.around_perform(block) : block.call
+          %i[around_enqueue around_perform].each do |kind|
+            base.public_send(kind) do |job, block|
+              job.lock_strategy_class ? job.lock_strategy.public_send(kind, block) : block.call
+            end
           end
         end
 

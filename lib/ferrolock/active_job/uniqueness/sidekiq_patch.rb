@@ -4,16 +4,13 @@ require "sidekiq/api"
 
 module Ferrolock
   module ActiveJob
+    # (The Sidekiq patch's part of the drop-in.)
     module Uniqueness
       # Frees an ActiveJob job's locks (by key, as activejob-uniqueness does) from its Sidekiq payload.
       def self.unlock_sidekiq_job!(job_data)
         return unless job_data["class"].to_s.end_with?("JobWrapper") && job_data["wrapped"]
 
-        job = begin
-          ::ActiveJob::Base.deserialize(job_data.fetch("args").first)
-        rescue NameError
-          return # its class is gone: nothing of it to free
-        end
+        job = SidekiqPatch.job_of(job_data)
         return unless job.class.respond_to?(:lock_strategy_class) && job.class.lock_strategy_class
 
         begin
@@ -73,6 +70,13 @@ module Ferrolock
           def delete_by_value(name, value)
             Uniqueness.unlock_sidekiq_job!(::Sidekiq.load_json(value)) if super
           end
+        end
+
+        # The job of a payload, or nil when its class is gone.
+        def self.job_of(job_data)
+          ::ActiveJob::Base.deserialize(job_data.fetch("args").first)
+        rescue NameError
+          nil
         end
 
         def self.install

@@ -25,7 +25,7 @@ module Ferrolock
             performing = Performing.of(job)
             enqueued = false
             result = block.call
-            enqueued = !job.respond_to?(:successfully_enqueued?) || job.successfully_enqueued? != false
+            enqueued = enqueued?
             result
           ensure
             performing.resumed = enqueued if performing
@@ -36,6 +36,11 @@ module Ferrolock
           def holds_lock_while_performing? = false
 
           private
+
+          # ActiveJob 7.1+ reports an adapter's failure as successfully_enqueued? false, not raised.
+          def enqueued?
+            !job.respond_to?(:successfully_enqueued?) || job.successfully_enqueued? != false
+          end
 
           # until_expired: a retry keeps the first enqueue's expiry.
           def keep_expiry? = false
