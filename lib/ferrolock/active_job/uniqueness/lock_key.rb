@@ -1,6 +1,5 @@
 # frozen_string_literal: true
 
-require "active_job/arguments"
 require "active_support/json"
 
 module Ferrolock
