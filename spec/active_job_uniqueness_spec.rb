@@ -267,6 +267,38 @@ RSpec.describe "ActiveJob::Uniqueness (activejob-uniqueness drop-in)", time_limi
     end
   end
 
+  describe "a job that fails before it performs (the old gem kept its lock for lock_ttl)" do
+    it "frees its enqueue lock when its class is missing in the worker, or its record is gone" do
+      warnings = StringIO.new
+      previous = Ferrolock.config.logger
+      Ferrolock.config.logger = Logger.new(warnings)
+      klass = job_class.tap { |k| k.unique :until_executed }
+      klass.perform_later(*arguments)
+      payload = queue(klass).shift.transform_keys(&:to_s).merge("job_class" => "UqNoSuchJob")
+      expect { ActiveJob::Base.execute(payload) }.to raise_error(NameError)
+      expect(locks).to be_empty
+
+      stub_const("UqRecord", Class.new { def self.find(_id) = raise(ArgumentError, "gone") })
+      klass.perform_later(1)
+      payload = queue(klass).shift.transform_keys(&:to_s)
+      payload["arguments"] = [{ "_aj_globalid" => "gid://app/UqRecord/1" }] # (its lock is [1]'s, in the payload)
+      expect { ActiveJob::Base.execute(payload) }.to raise_error(ActiveJob::DeserializationError)
+      expect(locks).to be_empty
+      expect(warnings.string).to include("UqNoSuchJob ")
+        .and include("failed before it performed (ActiveJob::DeserializationError").and include("is freed")
+    ensure
+      Ferrolock.config.logger = previous
+    end
+
+    it "keeps an until_expired lock, and one another job holds" do
+      klass = job_class.tap { |k| k.unique :until_expired }
+      klass.perform_later(*arguments)
+      payload = queue(klass).shift.transform_keys(&:to_s).merge("job_class" => "UqNoSuchJob")
+      expect { ActiveJob::Base.execute(payload) }.to raise_error(NameError)
+      expect(locks).to eq([key_of(klass)])
+    end
+  end
+
   describe "retry_on (ferrolock keeps the job's own lock; the old gem's retry was JobNotUnique: its #75)" do
     it ":until_executed: the retry is enqueued under the same lock and frees it when it succeeds" do
       klass = job_class { |*| raise IOError, "first try" if UQ_RAN.size == 1 }

@@ -17,10 +17,12 @@ module Ferrolock
           base.extend(ClassMethods)
           base.prepend(Ownership::Payload, Strategies::PerformNow)
           callbacks(base)
+          BeforePerform.install(base)
         end
 
         # The strategy's callbacks, as activejob-uniqueness registers them (custom strategies use them).
         def self.callbacks(base)
+          base.before_perform { |job| BeforePerform.started(job) }
           %i[before_enqueue before_perform after_perform].each do |kind|
             base.public_send(kind) { |job| job.lock_strategy.public_send(kind) if job.lock_strategy_class }
           end

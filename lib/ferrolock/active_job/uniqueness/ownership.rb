@@ -39,9 +39,14 @@ module Ferrolock
 
         # Prepended to ActiveJob::Base with the `unique` macro: the mark in and out of the payload.
         module Payload
+          # The mark is the enqueue lock's key when the job's perform frees it (see BeforePerform).
           def serialize
             data = super
-            self.class.lock_strategy_class ? data.merge(MARK => true) : data
+            strategy = self.class.lock_strategy_class
+            return data unless strategy
+
+            frees = strategy.include?(Strategies::LockingOnEnqueue) && !(strategy <= Strategies::UntilExpired)
+            data.merge(MARK => frees ? lock_key : true)
           end
 
           def deserialize(job_data)
