@@ -132,6 +132,13 @@ RSpec.describe "ActiveJob::Uniqueness (activejob-uniqueness drop-in)", time_limi
         expect(locks).to eq([key_of(klass)])
       end
 
+      it "refuses the same job enqueued twice (a producer's retry), outside its own perform" do
+        job = klass.new(*arguments)
+        expect(job.enqueue).to be(job)
+        expect { job.enqueue }.to raise_error(ActiveJob::Uniqueness::JobNotUnique)
+        expect(queue(klass).size).to eq(1)
+      end
+
       it "refuses a job whose lock the old gem (Redlock: SET NX PX) holds" do
         redlock_set(key_of(klass))
         expect { klass.perform_later(*arguments) }.to raise_error(ActiveJob::Uniqueness::JobNotUnique)
@@ -327,6 +334,37 @@ RSpec.describe "ActiveJob::Uniqueness (activejob-uniqueness drop-in)", time_limi
         expect(UQ_RAN.size).to eq(2)
         expect(locks).to be_empty
       end
+    end
+  end
+
+  describe "a Rails 8.1 continuation (ActiveJob::Continuable)" do
+    it "resumes under its own lock: an interrupted until_executed job re-enqueues itself, a duplicate is refused" do
+      skip "ActiveJob #{ActiveJob.version} has no continuations (FERROLOCK_RAILS=8.1 runs them)" unless
+        defined?(ActiveJob::Continuable)
+      adapter = Class.new(ActiveJob::QueueAdapters::TestAdapter) do
+        attr_accessor :stopping
+
+        def stopping? = stopping == true
+      end.new
+      klass = job_class
+      klass.include(ActiveJob::Continuable)
+      klass.queue_adapter = adapter
+      klass.define_method(:perform) do |*|
+        step(:one) { UQ_RAN << :one }
+        step(:two) { UQ_RAN << :two }
+      end
+      klass.unique :until_executed, on_conflict: :log
+      job = klass.perform_later(*arguments)
+      adapter.stopping = true # the worker is shutting down: the job stops at its next step
+      run_queued(klass)
+      expect(queue(klass).size).to eq(1) # resumed: enqueued again, same job_id
+      expect(queue(klass).first["job_id"]).to eq(job.job_id)
+      expect(redis.get(key_of(klass))).to eq(job.job_id)
+      expect(klass.perform_later(*arguments)).to be(false)
+      adapter.stopping = false
+      run_queued(klass)
+      expect([UQ_RAN.pop(true), UQ_RAN.pop(true)]).to eq(%i[one two])
+      expect(locks).to be_empty
     end
   end
 

@@ -6,10 +6,12 @@ module Ferrolock
       module Strategies
         # Strategies that lock when the job is enqueued. A job that enqueues itself while it
         # performs (a retry_on retry, a continuation's resumption: the same job_id) takes its own
-        # lock again, never a conflict. A lock taken for an enqueue that then failed is freed.
+        # lock again, never a conflict; the same job enqueued twice otherwise (a producer's retry) is a
+        # duplicate. A lock taken for an enqueue that then failed is freed.
         module LockingOnEnqueue
           def before_enqueue
-            return if lock(resource: lock_key, ttl: lock_ttl, keep: keep_expiry?)
+            @job_aborted = false
+            return if !enqueued_before? && lock(resource: lock_key, ttl: lock_ttl, keep: keep_expiry?)
 
             handle_conflict(resource: lock_key, on_conflict: on_conflict)
             abort_job
@@ -28,6 +30,7 @@ module Ferrolock
             enqueued = enqueued?
             result
           ensure
+            job.instance_variable_set(:@ferrolock_unique_enqueued, true) if enqueued
             performing.resumed = enqueued if performing
             # (A lock the job holds while it performs is kept or freed when its perform_now ends.)
             unlock(resource: lock_key) unless @job_aborted || enqueued || (performing && holds_lock_while_performing?)
@@ -36,6 +39,10 @@ module Ferrolock
           def holds_lock_while_performing? = false
 
           private
+
+          def enqueued_before?
+            job.instance_variable_get(:@ferrolock_unique_enqueued) == true && Performing.of(job).nil?
+          end
 
           # ActiveJob 7.1+ reports an adapter's failure as successfully_enqueued? false, not raised.
           def enqueued?

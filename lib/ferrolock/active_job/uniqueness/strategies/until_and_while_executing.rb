@@ -21,6 +21,7 @@ module Ferrolock
           end
 
           def before_perform
+            @job_aborted = false
             unlock(resource: lock_key)
             ttl = lease_for(runtime_lock_ttl) * 1000
             return if lock(resource: runtime_lock_key, ttl: ttl, event: :runtime_lock)

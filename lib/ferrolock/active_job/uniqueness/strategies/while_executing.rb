@@ -10,6 +10,7 @@ module Ferrolock
           include Running
 
           def before_perform
+            @job_aborted = false
             return if lock(resource: lock_key, ttl: lease_for(lock_ttl) * 1000, event: :runtime_lock)
 
             handle_conflict(resource: lock_key, event: :runtime_conflict, on_conflict: on_conflict)
