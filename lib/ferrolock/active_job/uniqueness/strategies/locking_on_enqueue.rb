@@ -30,15 +30,19 @@ module Ferrolock
             enqueued = enqueued?
             result
           ensure
-            job.instance_variable_set(:@ferrolock_unique_enqueued, true) if enqueued
-            performing.resumed = enqueued if performing
-            # (A lock the job holds while it performs is kept or freed when its perform_now ends.)
-            unlock(resource: lock_key) unless @job_aborted || enqueued || (performing && holds_lock_while_performing?)
+            enqueue_ended(performing, enqueued)
           end
 
           def holds_lock_while_performing? = false
 
           private
+
+          def enqueue_ended(performing, enqueued)
+            job.instance_variable_set(:@ferrolock_unique_enqueued, true) if enqueued
+            performing.resumed = enqueued if performing
+            # (A lock the job holds while it performs is kept or freed when its perform_now ends.)
+            unlock(resource: lock_key) unless @job_aborted || enqueued || (performing && holds_lock_while_performing?)
+          end
 
           def enqueued_before?
             job.instance_variable_get(:@ferrolock_unique_enqueued) == true && Performing.of(job).nil?
