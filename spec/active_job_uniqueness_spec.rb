@@ -4,6 +4,7 @@ require "logger"
 require "stringio"
 require "active_job"
 require "active_job/uniqueness"
+require_relative "support/testing_scenarios"
 
 # What the jobs of these examples ran, in order.
 UQ_RAN = Queue.new unless defined?(UQ_RAN)
@@ -449,6 +450,30 @@ RSpec.describe "ActiveJob::Uniqueness (activejob-uniqueness drop-in)", time_limi
     ActiveJob::Uniqueness.reset_manager!
     klass.perform_later(*arguments)
     expect(locks).to eq([key_of(klass)])
+  end
+
+  describe "under Ferrolock::Testing" do
+    # Runs the block in `mode` as the testing-mode specs run their examples (TestingModes.around).
+    def in_mode(mode, &block)
+      FerrolockTest::TestingModes.around(Struct.new(:body) { def run = body.call }.new(block), mode)
+    end
+
+    it "holds its locks in memory in fake! mode" do
+      klass = job_class.tap { |k| k.unique :until_executed, on_conflict: :log }
+      in_mode(:fake) do
+        expect(klass.perform_later(1)).to be_a(klass)
+        expect(klass.perform_later(1)).to be(false)
+        run_queued(klass)
+        expect(klass.perform_later(1)).to be_a(klass)
+      end
+      expect(locks).to be_empty
+    end
+
+    it "grants every lock in disable! mode" do
+      klass = job_class.tap { |k| k.unique :until_executed, on_conflict: :log }
+      in_mode(:disabled) { 2.times { expect(klass.perform_later(2)).to be_a(klass) } }
+      expect(locks).to be_empty
+    end
   end
 
   it "instruments the old gem's events (<event>.active_job_uniqueness) with job, resource and ttl" do
