@@ -342,11 +342,11 @@ RSpec.describe "ActiveJob::Uniqueness (activejob-uniqueness drop-in)", time_limi
     it "resumes under its own lock: an interrupted until_executed job re-enqueues itself, a duplicate is refused" do
       skip "ActiveJob #{ActiveJob.version} has no continuations (FERROLOCK_RAILS=8.1 runs them)" unless
         defined?(ActiveJob::Continuable)
-      adapter = Class.new(ActiveJob::QueueAdapters::TestAdapter) do
+      adapter = stub_const("UqStoppingAdapter", Class.new(ActiveJob::QueueAdapters::TestAdapter) do
         attr_accessor :stopping
 
         def stopping? = stopping == true
-      end.new
+      end).new
       klass = job_class
       klass.include(ActiveJob::Continuable)
       klass.queue_adapter = adapter
