@@ -68,13 +68,19 @@ module Ferrolock
           true
         end
 
-        # Deletes every lock matching a SCAN pattern (ActiveJob::Uniqueness.unlock!).
+        # Deletes every lock matching a SCAN pattern (ActiveJob::Uniqueness.unlock!): SCAN, never KEYS,
+        # on each master of a Redis Cluster in turn; each key UNLINKed on its own (keys of one page may
+        # sit in different slots).
         def delete_locks(wildcard)
+          node = 0
           cursor = "0"
           loop do
-            cursor, keys = client.call("SCAN", cursor, "MATCH", wildcard, "COUNT", SCAN_COUNT)
-            client.call("UNLINK", *keys) unless keys.empty?
-            break if cursor == "0"
+            cursor, keys, masters = Native::Admin.scan(client.native, node, cursor, wildcard, SCAN_COUNT)
+            keys.each { |key| client.call("UNLINK", key) }
+            next unless cursor == "0"
+
+            node += 1
+            break if node >= masters
           end
           true
         end
