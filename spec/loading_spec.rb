@@ -107,6 +107,23 @@ RSpec.describe "Loading ferrolock" do
     end
   end
 
+  # ferrolock ships activejob-uniqueness' require paths; only requiring one defines ActiveJob::Uniqueness.
+  %w[active_job/uniqueness activejob/uniqueness].each do |path|
+    it "defines ActiveJob::Uniqueness as ferrolock's drop-in only with require #{path.inspect}" do
+      out = run_ruby!(<<~RUBY)
+        require "ferrolock"
+        require "active_job"
+        before = defined?(ActiveJob::Uniqueness).nil?
+        require #{path.inspect}
+        loaded = $LOADED_FEATURES.select { |f| f.end_with?("/active_job/uniqueness.rb") }
+        puts [before, ActiveJob::Uniqueness.equal?(Ferrolock::ActiveJob::Uniqueness), ActiveJob::Uniqueness::JobNotUnique.name,
+              loaded.map { |f| f.delete_prefix("\#{File.realpath(#{FerrolockTest::LIB.dump})}/") }.sort].inspect
+      RUBY
+      expect(out.lines.last.chomp).to eq('[true, true, "Ferrolock::ActiveJob::Uniqueness::JobNotUnique", ' \
+                                         '["active_job/uniqueness.rb", "ferrolock/active_job/uniqueness.rb"]]')
+    end
+  end
+
   it "never writes a bare Sidekiq constant inside Ferrolock (it would mean Ferrolock::Sidekiq)" do
     own = Ferrolock::Sidekiq.constants.map(&:to_s) + Ferrolock::Sidekiq.singleton_methods.map(&:to_s)
     offenders = Dir[File.join(FerrolockTest::LIB, "**", "*.rb")].flat_map do |path|

@@ -53,6 +53,7 @@ module FerrolockTest
       require "ferrolock"
       require "ferrolock/testing"
       require "ferrolock/testing/minitest"
+      require "ferrolock/active_job/uniqueness"
       require "json"
       # The class methods Struct.new defines on every struct class (RBS: `class X < Struct[…]`).
       struct_class_methods = %w[.[] .members .keyword_init? .inspect .new]

@@ -308,6 +308,28 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
     end
   end
 
+  # ActiveJob::Uniqueness (activejob-uniqueness' API) through Shoryuken 7's own ActiveJob adapter: five
+  # enqueues of one key send one message; its first attempt raises and retry_on's retry (a new message,
+  # the same job_id) keeps the lock; once it ran, the key is free again.
+  it "keeps unique :until_executed through Shoryuken 7's ActiveJob adapter: one sent, its retry under its own lock",
+     time_limit: 60 do
+    run.shoryuken_version = "7.0.3"
+    queue = uniq_name("ajmsg")
+    url = run.queue(queue, VisibilityTimeout: 5)
+    run.shoryuken({}, app: FerrolockTest::ShoryukenSqs::ACTIVE_JOB_APP, queues: [queue])
+    run.enqueue_active_jobs((0...5).map { |num| [queue, "UniqueSqsJob", ["u", num, 0.3], 1] })
+    run.wait_for("the retry run", timeout: 30) { run.redis.llen("rec:uq:ran") >= 1 }
+    run.wait_for("every copy deleted", timeout: 15) { run.depth(url) == [0, 0] }
+    report("(8) unique :until_executed, Shoryuken 7.0.3",
+           enqueued: 5, refused: run.redis.llen("rec:aj:refused"), runs: run.redis.llen("rec:uq:at_once"))
+    expect(run.redis.llen("rec:aj:refused")).to eq(4)
+    expect(run.redis.lrange("rec:uq:ran", 0, -1)).to eq(["0"]) # (the attempt that raised did not record)
+    expect(run.redis.lrange("rec:uq:at_once", 0, -1)).to eq(%w[1 1]) # its first attempt and the retry
+    expect(run.redis.keys("activejob_uniqueness:*")).to eq([])
+    run.enqueue_active_jobs([[queue, "UniqueSqsJob", ["u", 9, 0], 1]])
+    run.wait_for("a later job of the key run", timeout: 30) { run.redis.lrange("rec:uq:ran", 0, -1).include?("9") }
+  end
+
   it "does not run a job again when its delete failed after success, and deletes it on its next delivery",
      time_limit: 90 do
     queue = uniq_name("undeleted")

@@ -9,3 +9,4 @@ module Ferrolock
 end
 
 require_relative "active_job/concurrency"
+require_relative "active_job/dual_lock"

@@ -15,9 +15,10 @@ module Ferrolock
       Ferrolock::Railtie.default_logger(::Rails.logger)
     end
 
-    # limits_concurrency on every ActiveJob class, whatever the adapter.
+    # limits_concurrency and dual_lock on every ActiveJob class, whatever the adapter.
     initializer "ferrolock.active_job_concurrency" do
       ::ActiveSupport.on_load(:active_job) { include Ferrolock::ActiveJob::Concurrency }
+      ::ActiveSupport.on_load(:active_job) { include Ferrolock::ActiveJob::DualLock }
     end
 
     # Registered at boot, fired by Sidekiq once the app is loaded; a no-op outside a Sidekiq server.

@@ -110,6 +110,29 @@ class LimitedJob < ActiveJob::Base
   end
 end
 
+# ActiveJob::Uniqueness (the activejob-uniqueness drop-in) through Shoryuken's adapter: one queued or
+# running per key (its first argument); a retry_on retry keeps the lock. Counts itself as LimitedJob does.
+require "active_job/uniqueness"
+class UniqueSqsJob < ActiveJob::Base
+  unique :until_executed, on_conflict: :log
+  retry_on RuntimeError, wait: 0, attempts: 3
+
+  def lock_key_arguments = arguments.first(1)
+
+  def perform(key, num, pause)
+    redis = ShoryukenSqsApp.redis
+    redis.rpush("rec:uq:at_once", redis.incr("rec:uq:now:#{key}"))
+    begin
+      sleep pause
+      raise "#{key} #{num} fails its first attempt" if redis.incr("rec:uq:attempt:#{key}:#{num}") == 1 && num.zero?
+
+      redis.rpush("rec:uq:ran", num)
+    ensure
+      redis.decr("rec:uq:now:#{key}")
+    end
+  end
+end
+
 # Counts its runs in Redis.
 class CountedJob < ActiveJob::Base
   def perform(name)
@@ -129,7 +152,11 @@ if ENV["FERROLOCK_SQS_ENQUEUE"]
     job = Object.const_get(job_class).new(*arguments)
     times.times do |n|
       send = how == "copy" && n.positive? ? ActiveJob::Base.deserialize(job.serialize) : job
-      send.enqueue(queue: queue) or raise "enqueue of #{job_class}#{arguments} failed"
+      sent = send.enqueue(queue: queue)
+      # (A unique job's duplicate is refused: recorded, not a failure.)
+      next ShoryukenSqsApp.redis.rpush("rec:aj:refused", job_class) if !sent && send.class.try(:lock_strategy_class)
+
+      sent or raise "enqueue of #{job_class}#{arguments} failed"
     end
   end
 end

@@ -112,7 +112,20 @@ impl UniqueLock {
         })
     }
 
-    /// `<ns>:{<digest>}:lock`
+    /// The same lock on a key taken as it is, outside the namespace: another gem's key (the
+    /// activejob-uniqueness drop-in takes `activejob_uniqueness:<class>:<digest>` the way that gem's
+    /// Redlock does, SET NX PX, so both gems exclude each other during a rolling deploy).
+    pub fn at_key(client: &Client, key: &str) -> Result<UniqueLock> {
+        if key.is_empty() {
+            return Err(Error::argument("key: must not be empty"));
+        }
+        Ok(UniqueLock {
+            client: client.clone(),
+            key: key.to_string(),
+        })
+    }
+
+    /// `<ns>:{<digest>}:lock`, or the key given to `at_key`.
     pub fn key(&self) -> &str {
         &self.key
     }

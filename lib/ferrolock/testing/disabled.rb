@@ -81,6 +81,13 @@ module Ferrolock
         def holder = nil
       end
 
+      # Native::KeyLock: as UniqueLock, on a key taken as it is.
+      class KeyLock < UniqueLock
+        def initialize(_client, key) # rubocop:disable Lint/MissingSuper -- the key as it is
+          @key = key
+        end
+      end
+
       # Native::MessageLock: every delivery runs.
       class MessageLock
         attr_reader :lease, :processed_ttl

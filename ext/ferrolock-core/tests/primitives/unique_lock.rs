@@ -111,3 +111,31 @@ fn bad_arguments_are_named() {
     assert!(message(lock.hand_over(&intr, "a", "", MINUTE).unwrap_err()).starts_with("to_jid:"));
     assert_eq!(lock.holder(&intr).unwrap(), None);
 }
+
+#[test]
+fn at_key_takes_a_key_outside_the_namespace_and_excludes_a_plain_set_nx() {
+    let (_server, client) = server();
+    let intr = Interrupt::new();
+    let lock = UniqueLock::at_key(&client, "activejob_uniqueness:my_job:abc").unwrap();
+    assert_eq!(lock.key(), "activejob_uniqueness:my_job:abc");
+    assert!(UniqueLock::at_key(&client, "").is_err());
+
+    // Held by another gem's random value (Redlock's SET NX PX): refused, and left alone.
+    cmd(
+        &client,
+        &["SET", lock.key(), "their-uuid", "NX", "PX", "60000"],
+    );
+    assert_eq!(
+        lock.take(&intr, "a", MINUTE, false).unwrap().as_deref(),
+        Some("their-uuid")
+    );
+    assert!(!lock.release(&intr, "a").unwrap());
+    cmd(&client, &["DEL", lock.key()]);
+
+    assert_eq!(lock.take(&intr, "a", MINUTE, false).unwrap(), None);
+    assert_eq!(
+        cmd(&client, &["SET", lock.key(), "x", "NX", "PX", "60000"]),
+        redis::Value::Nil
+    );
+    assert!(lock.release(&intr, "a").unwrap());
+}

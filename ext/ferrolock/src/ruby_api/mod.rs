@@ -37,4 +37,5 @@ pub fn resolve_wrapped_classes(ruby: &Ruby) {
     message_lock::RbMessageLease::class(ruby);
     rate_limiter::RbRateLimiter::class(ruby);
     unique_lock::RbUniqueLock::class(ruby);
+    unique_lock::RbKeyLock::class(ruby);
 }
