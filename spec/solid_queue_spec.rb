@@ -30,6 +30,11 @@ RSpec.describe "ferrolock on real Solid Queue 1.5 processes", time_limit: 120 do
     redis.lrange(list, 0, -1).map { |line| line.split.then { |key, num, pid| [key, num.to_i, pid.to_i] } }
   end
 
+  # No job ready or running in Solid Queue's tables.
+  def idle?
+    console.evaluate("SolidQueue::ReadyExecution.count + SolidQueue::ClaimedExecution.count").zero?
+  end
+
   def report(title, counts)
     puts "\n  solid_queue #{title}: #{counts.map { |key, value| "#{key}=#{value}" }.join(" ")}"
   end
@@ -95,6 +100,67 @@ RSpec.describe "ferrolock on real Solid Queue 1.5 processes", time_limit: 120 do
     # Solid Queue's limit is its own: ferrolock wrote nothing for SqOwnLimitJob.
     expect(redis.keys("ferrolock:{concurrency:SqOwnLimitJob*")).to eq([])
     expect(redis.keys("ferrolock:{concurrency:*}:slots")).to eq([])
+  end
+
+  # activejob-uniqueness' API (ferrolock's drop-in) on Solid Queue. Phase 1 enqueues 4 copies of each class
+  # before any worker runs; phase 2 one more of each while the first runs (3 s); phase 3 one more of each
+  # once all are done.
+  it "holds activejob-uniqueness' five strategies in a Solid Queue worker: who is enqueued, who performs, " \
+     "never two at once (until_executing aside), locks gone but until_expired's", time_limit: 90 do
+    unless console.evaluate("SqApplicationJob.respond_to?(:unique)")
+      skip("needs h-unique (ActiveJob uniqueness: the unique macro)")
+    end
+    names = %w[UntilExecuting UntilExecuted UntilExpired UntilAndWhileExecuting WhileExecuting].map do |s|
+      "SqUnique#{s}Job"
+    end
+    enqueue = lambda do |num, hold, copies = 1|
+      console.evaluate("#{names.inspect}.map { |name| #{copies}.times.count { |n| " \
+                       "Object.const_get(name).perform_later('k', #{num} + n, #{hold}) } }")
+    end
+    phase1 = enqueue.call(0, 3, 4)
+    run.supervisor(workers: 1, threads: 10)
+    run.wait_for("each class's first job running", timeout: 30) do
+      names.all? { |name| entries("sq:started").any? { |key, _, _| key == name } }
+    end
+    phase2 = enqueue.call(10, 0.2)
+    first_running = entries("sq:done").none? { |_, num, _| num < 10 } # phase 2 met the first jobs running
+    run.wait_for("all done", timeout: 40) { idle? }
+    phase3 = enqueue.call(20, 0.2)
+    run.wait_for("phase 3 done", timeout: 30) { idle? }
+    starts = names.map { |name| entries("sq:started").select { |key, _, _| key == name }.map { |_, num, _| num } }
+    maxima = names.map { |name| redis.get("sq:max:#{name}").to_i }
+    locks = redis.keys("activejob_uniqueness:*")
+    report("uniqueness", strategies: "until_executing,until_executed,until_expired,until_and_while,while",
+                         enqueued_of_four: phase1.join(","), enqueued_while_running: phase2.join(","),
+                         enqueued_after: phase3.join(","), performed: starts.map(&:size).join(","),
+                         most_at_once: maxima.join(","), locks_left: locks.size)
+    expect(first_running).to be(true)
+    expect(phase1).to eq([1, 1, 1, 1, 4])
+    expect(phase2).to eq([1, 0, 0, 1, 1])
+    expect(phase3).to eq([1, 1, 0, 1, 1])
+    starts.each { |nums| expect(nums.tally.values.uniq).to eq([1]) } # no job performed twice
+    expect(starts.map(&:size).first(3)).to eq([3, 2, 1]) # every job enqueued performs: nothing drops at perform
+    expect(starts[3].size).to be_between(2, 3) # phase 2's copy is dropped if it meets the first one running
+    expect(starts[4].size).to be_between(2, 6) # one of phase 1's four at once, and phase 3's
+    expect(maxima.drop(1)).to eq([1, 1, 1, 1])
+    expect(locks.size).to eq(1)
+    expect(locks.first).to start_with("activejob_uniqueness:sq_unique_until_expired_job:")
+    expect(redis.ttl(locks.first)).to be_between(1, 60)
+  end
+
+  it "runs one and keeps one waiting per dual_lock key in a Solid Queue worker, skipping the rest", time_limit: 90 do
+    unless console.evaluate("SqApplicationJob.respond_to?(:dual_lock)")
+      skip("needs h-unique (the dual_lock macro for ActiveJob)")
+    end
+    console.evaluate("6.times { |n| SqDualLockJob.perform_later('k', n, 1.5) }; " \
+                     "SqDualLockJob.perform_later('j', 9, 0.2)")
+    run.supervisor(workers: 1, threads: 10)
+    run.wait_for("the jobs done", timeout: 40) { idle? }
+    started = entries("sq:started").map(&:first).tally
+    report("dual_lock", enqueued: 7, performed_k: started["dualk"], performed_j: started["dualj"],
+                        most_at_once_k: redis.get("sq:max:dualk"))
+    expect(started).to eq("dualk" => 2, "dualj" => 1) # one ran, one waited and ran after it, four skipped
+    expect(Integer(redis.get("sq:max:dualk"))).to eq(1)
   end
 
   context "when a worker is killed (kill -9) while its job holds a slot" do
