@@ -43,8 +43,11 @@ module FerrolockTest
         @dir = Dir.mktmpdir("ferrolock-solid-queue-")
         rails_libs = RailsVersion::FRAMEWORKS.map { |name| File.join(RailsVersion::VENDOR, name, "lib") }
         rails_libs = [] unless rails == "8.1"
-        @env = { "REDIS_URL" => redis_server.url, "SQ_LOG" => File.join(@dir, "app.log"),
-                 "DATABASE_URL" => "sqlite3:#{File.join(@dir, "queue.sqlite3")}?pool=20&timeout=10000",
+        # Transactions BEGIN IMMEDIATE, as Rails 8 has it for SQLite: a deferred one that reads and then
+        # writes fails at once (BusyException, no busy wait) when another process wrote meanwhile.
+        database = "sqlite3:#{File.join(@dir, "queue.sqlite3")}?pool=20&timeout=10000"
+        database += "&default_transaction_mode=immediate"
+        @env = { "REDIS_URL" => redis_server.url, "SQ_LOG" => File.join(@dir, "app.log"), "DATABASE_URL" => database,
                  "RUBYLIB" => [*rails_libs, *LIBS, LIB].join(":") }.merge(env)
         @supervisors = []
         @console = Console.new(child_env, File.join(@dir, "console.log"))
