@@ -308,6 +308,40 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
     end
   end
 
+  # limits_concurrency's kill -9 through Shoryuken 7's ActiveJob adapter: the process running the job that
+  # holds the key's one slot (lease 3 s) is killed while three more wait, parked in Redis. A new process
+  # boots; SQS delivers the killed job's message again once its visibility timeout (4 s) and the lock's
+  # lease (4 s) ran out, and its admission there frees the expired slot and starts that process's timer.
+  it "frees a limits_concurrency slot whose Shoryuken process was killed (kill -9): the blocked jobs run once " \
+     "each, and SQS's redelivery runs the killed job once more, one at a time", time_limit: 90 do
+    queue = uniq_name("ajkill")
+    url = run.queue(queue, VisibilityTimeout: 4)
+    app = { app: FerrolockTest::ShoryukenSqs::ACTIVE_JOB_APP, queues: [queue],
+            env: { "FERROLOCK_SQS_AJ_LEASE" => "4" } }
+    victim = run.shoryuken({}, **app)
+    run.enqueue_active_jobs([[queue, "LimitedKillJob", [0], 1]])
+    run.wait_for("job 0 running", timeout: 30) { run.redis.llen("rec:lk:started") == 1 }
+    run.enqueue_active_jobs((1..3).map { |num| [queue, "LimitedKillJob", [num], 1] })
+    blocked = run.redis.llen("ferrolock:{concurrency:LimitedKillJob/kill}:blocked")
+    run.kill(victim)
+    killed_at = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    run.redis.del("rec:lk:now") # the killed run never counted itself out
+    run.shoryuken({}, **app)
+    run.wait_for("every job done", timeout: 60) { run.redis.llen("rec:lk:ran") >= 4 }
+    took = Process.clock_gettime(Process::CLOCK_MONOTONIC) - killed_at
+    run.wait_for("every copy deleted", timeout: 20) { run.depth(url) == [0, 0] }
+    starts = run.redis.lrange("rec:lk:started", 0, -1).map { |line| Integer(line.split.first) }
+    at_once = run.redis.lrange("rec:lk:at_once", 0, -1).map { |count| Integer(count) }
+    ran = run.redis.lrange("rec:lk:ran", 0, -1).map { |num| Integer(num) }
+    report("(9) limits_concurrency kill -9", blocked_at_kill: blocked, runs_per_job: starts.tally.inspect.delete(" "),
+                                             most_at_once: at_once.max, seconds_to_done_after_kill: took.round(1))
+    expect(blocked).to eq(3)
+    expect(ran.sort).to eq([0, 1, 2, 3]) # each done once
+    expect(starts.tally).to eq(0 => 2, 1 => 1, 2 => 1, 3 => 1) # the killed run, and SQS's redelivery
+    expect(at_once.max).to eq(1)
+    expect(run.depth(url)).to eq([0, 0])
+  end
+
   it "does not run a job again when its delete failed after success, and deletes it on its next delivery",
      time_limit: 90 do
     queue = uniq_name("undeleted")

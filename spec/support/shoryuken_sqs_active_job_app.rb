@@ -29,9 +29,10 @@ end
 ActiveJob::Base.queue_adapter = :shoryuken
 ActiveJob::Base.logger = Logger.new($stdout, level: :warn)
 
-wrapper.shoryuken_options(
-  ferrolock_lock: { idempotency_key: ->(sqs_msg, body) { body["job_id"] if sqs_msg.queue_name.start_with?("ajkey-") } }
-)
+# FERROLOCK_SQS_AJ_LEASE: the lock's lease (seconds; ferrolock's default otherwise), for a process killed mid-job.
+lock = { idempotency_key: ->(sqs_msg, body) { body["job_id"] if sqs_msg.queue_name.start_with?("ajkey-") } }
+lock[:lease] = Float(ENV["FERROLOCK_SQS_AJ_LEASE"]) if ENV["FERROLOCK_SQS_AJ_LEASE"]
+wrapper.shoryuken_options(ferrolock_lock: lock)
 ENV.fetch("FERROLOCK_SQS_QUEUES", "").split(",").each do |queue|
   Shoryuken.register_worker(queue, wrapper)
 end
@@ -106,6 +107,27 @@ class LimitedJob < ActiveJob::Base
       redis.rpush("rec:lc:ran", num)
     ensure
       redis.decr("rec:lc:now:#{key}")
+    end
+  end
+end
+
+# One at a time with a 3 s lease. Job 0's first run sleeps until its process is killed (kill -9); any
+# other run takes 0.2 s. Each run records "<num> <pid>" as it starts and how many of the key run then.
+class LimitedKillJob < ActiveJob::Base
+  include Ferrolock::ActiveJob::Concurrency
+
+  limits_concurrency to: 1, key: "kill", duration: 3
+
+  def perform(num)
+    redis = ShoryukenSqsApp.redis
+    first = redis.incr("rec:lk:runs:#{num}") == 1
+    redis.rpush("rec:lk:started", "#{num} #{Process.pid}")
+    redis.rpush("rec:lk:at_once", redis.incr("rec:lk:now"))
+    begin
+      sleep(num.zero? && first ? 60 : 0.2)
+      redis.rpush("rec:lk:ran", num)
+    ensure
+      redis.decr("rec:lk:now")
     end
   end
 end
