@@ -342,6 +342,42 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
     expect(run.depth(url)).to eq([0, 0])
   end
 
+  # activejob-uniqueness' five strategies (ferrolock's drop-in) and the dual_lock macro through Shoryuken 7's
+  # ActiveJob adapter: a producer enqueues 4 copies of each strategy's job and 6 of a dual_lock job (one key)
+  # before the worker starts, and one more of each strategy once all are done.
+  it "holds activejob-uniqueness' five strategies and dual_lock through Shoryuken 7's ActiveJob adapter",
+     time_limit: 90 do
+    unless File.exist?(File.join(FerrolockTest::LIB, "active_job", "uniqueness.rb"))
+      skip("needs h-unique (ActiveJob uniqueness and the dual_lock macro)")
+    end
+    queue = uniq_name("ajuniq")
+    url = run.queue(queue)
+    names = %w[UntilExecuting UntilExecuted UntilExpired UntilAndWhileExecuting WhileExecuting].map { |s| "Sh#{s}Job" }
+    jobs = names.flat_map { |name| (0...4).map { |num| [queue, name, ["k", num, 2.5], 1, "unique"] } }
+    run.enqueue_active_jobs(jobs + (0...6).map { |num| [queue, "ShDualLockJob", ["k", num, 3], 1, "unique"] })
+    refused_first = run.redis.lrange("rec:aj:refused", 0, -1).tally
+    run.shoryuken({}, app: FerrolockTest::ShoryukenSqs::ACTIVE_JOB_APP, queues: [queue], concurrency: 25)
+    run.wait_for("every copy handled", timeout: 40) { run.depth(url) == [0, 0] }
+    run.enqueue_active_jobs(names.map { |name| [queue, name, ["k", 20, 0.1], 1, "unique"] })
+    run.wait_for("the last copies handled", timeout: 30) { run.depth(url) == [0, 0] }
+    refused = run.redis.lrange("rec:aj:refused", 0, -1).tally
+    starts = run.redis.lrange("rec:uq:started", 0, -1).map { |line| line.split.first }.tally
+    maxima = (names + ["ShDualLockJob"]).to_h do |name|
+      [name, run.redis.lrange("rec:uq:at_once:#{name}", 0, -1).map { |count| Integer(count) }.max]
+    end
+    locks = run.redis.keys("activejob_uniqueness:*")
+    report("(10) uniqueness and dual_lock", refused_of_first_copies: refused_first.inspect.delete(" "),
+                                            refused_in_all: refused.inspect.delete(" "),
+                                            performed: starts.inspect.delete(" "), locks_left: locks.size)
+    expect(refused_first).to eq(names.first(4).to_h { |name| [name, 3] })
+    expect(refused).to eq(refused_first.merge("ShUntilExpiredJob" => 4)) # only until_expired's lock outlives its job
+    expect(starts.values_at(*names.first(4), "ShDualLockJob")).to eq([2, 2, 1, 2, 2])
+    expect(starts["ShWhileExecutingJob"]).to be_between(2, 5) # one of the first four at once, and the last
+    expect(maxima.values).to all(eq(1))
+    expect(locks.size).to eq(1)
+    expect(locks.first).to start_with("activejob_uniqueness:sh_until_expired_job:")
+  end
+
   it "does not run a job again when its delete failed after success, and deletes it on its next delivery",
      time_limit: 90 do
     queue = uniq_name("undeleted")

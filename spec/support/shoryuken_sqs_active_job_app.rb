@@ -132,6 +132,48 @@ class LimitedKillJob < ActiveJob::Base
   end
 end
 
+# activejob-uniqueness' five strategies (ferrolock's drop-in, where this ferrolock has it), keyed by the
+# first argument; a conflict is logged and the job dropped. And the dual_lock macro: per key one runs,
+# one waits, the rest are skipped. Each run records "<class> <num>" as it starts and how many of its
+# class run then.
+begin
+  require "active_job/uniqueness"
+rescue LoadError
+  nil
+end
+module UniqueRecord
+  def unique_run(num, hold)
+    redis = ShoryukenSqsApp.redis
+    name = self.class.name
+    redis.rpush("rec:uq:started", "#{name} #{num}")
+    redis.rpush("rec:uq:at_once:#{name}", redis.incr("rec:uq:now:#{name}"))
+    sleep hold
+  ensure
+    redis.decr("rec:uq:now:#{name}")
+  end
+end
+if ActiveJob::Base.respond_to?(:unique)
+  %w[until_executing until_executed until_expired until_and_while_executing while_executing].each do |strategy|
+    Object.const_set("Sh#{strategy.split("_").map(&:capitalize).join}Job", Class.new(ActiveJob::Base) do
+      include UniqueRecord
+      unique strategy.to_sym, on_conflict: :log, on_runtime_conflict: :log, lock_ttl: 60
+
+      def lock_key_arguments = arguments.first(1)
+      def perform(_key, num, hold) = unique_run(num, hold)
+    end)
+  end
+end
+if defined?(Ferrolock::ActiveJob::DualLock)
+  class ShDualLockJob < ActiveJob::Base
+    include Ferrolock::ActiveJob::DualLock
+    include UniqueRecord
+
+    dual_lock wait_timeout: 20
+    def self.dual_lock_key(key, *) = "shdual:#{key}"
+    def perform(_key, num, hold) = unique_run(num, hold)
+  end
+end
+
 # Counts its runs in Redis.
 class CountedJob < ActiveJob::Base
   def perform(name)
@@ -151,7 +193,11 @@ if ENV["FERROLOCK_SQS_ENQUEUE"]
     job = Object.const_get(job_class).new(*arguments)
     times.times do |n|
       send = how == "copy" && n.positive? ? ActiveJob::Base.deserialize(job.serialize) : job
-      send.enqueue(queue: queue) or raise "enqueue of #{job_class}#{arguments} failed"
+      enqueued = send.enqueue(queue: queue)
+      # "unique": a refusal (a duplicate's enqueue, aborted by its lock) is counted, not an error.
+      next ShoryukenSqsApp.redis.rpush("rec:aj:refused", job_class) if !enqueued && how == "unique"
+
+      enqueued or raise "enqueue of #{job_class}#{arguments} failed"
     end
   end
 end
