@@ -308,6 +308,32 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
     end
   end
 
+  it "does not run a job again when its delete failed after success, and deletes it on its next delivery",
+     time_limit: 90 do
+    queue = uniq_name("undeleted")
+    url = run.queue(queue, VisibilityTimeout: 3)
+    gate = run.gate
+    run.shoryuken({ queue => { "lock" => true } }, concurrency: 2, endpoint: gate.endpoint,
+                                                   env: { "FERROLOCK_SQS_FAST_FAIL" => "1" })
+    run.send_bodies(url, [{ id: "d1", sleep: 2 }])
+    run.wait_for("the job started", timeout: 30) { run.redis.llen("rec:starts") >= 1 }
+    gate.close # SQS unreachable from the worker while its job runs: AutoDelete's delete fails
+    run.wait_for("the job done", timeout: 30) { run.redis.llen("rec:done") >= 1 }
+    sleep 2
+    in_flight = run.depth(url)
+    gate.open
+    run.wait_for("the copy deleted", timeout: 30) { run.depth(url) == [0, 0] }
+    record = run.record
+    report("(3) delete failed", starts: record[:starts].size, done: record[:done].size,
+                                still_on_queue_after_failed_delete: in_flight.sum,
+                                copies_deleted_as_processed: record[:events]["skipped_processed"].to_i,
+                                left: run.depth(url).sum)
+    expect(in_flight.sum).to eq(1) # the delete never reached SQS
+    expect(record[:starts]).to eq(["d1"])
+    expect(record[:done]).to eq(["d1"])
+    expect(record[:events]["skipped_processed"].to_i).to be >= 1
+  end
+
   # limits_concurrency's kill -9 through Shoryuken 7's ActiveJob adapter: the process running the job that
   # holds the key's one slot (lease 3 s) is killed while three more wait, parked in Redis. A new process
   # boots; SQS delivers the killed job's message again once its visibility timeout (4 s) and the lock's
@@ -353,12 +379,12 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
     queue = uniq_name("ajuniq")
     url = run.queue(queue)
     names = %w[UntilExecuting UntilExecuted UntilExpired UntilAndWhileExecuting WhileExecuting].map { |s| "Sh#{s}Job" }
-    jobs = names.flat_map { |name| (0...4).map { |num| [queue, name, ["k", num, 2.5], 1, "unique"] } }
-    run.enqueue_active_jobs(jobs + (0...6).map { |num| [queue, "ShDualLockJob", ["k", num, 3], 1, "unique"] })
+    jobs = names.flat_map { |name| (0...4).map { |num| [queue, name, ["k", num, 2.5], 1] } }
+    run.enqueue_active_jobs(jobs + (0...6).map { |num| [queue, "ShDualLockJob", ["k", num, 3], 1] })
     refused_first = run.redis.lrange("rec:aj:refused", 0, -1).tally
     run.shoryuken({}, app: FerrolockTest::ShoryukenSqs::ACTIVE_JOB_APP, queues: [queue], concurrency: 25)
     run.wait_for("every copy handled", timeout: 40) { run.depth(url) == [0, 0] }
-    run.enqueue_active_jobs(names.map { |name| [queue, name, ["k", 20, 0.1], 1, "unique"] })
+    run.enqueue_active_jobs(names.map { |name| [queue, name, ["k", 20, 0.1], 1] })
     run.wait_for("the last copies handled", timeout: 30) { run.depth(url) == [0, 0] }
     refused = run.redis.lrange("rec:aj:refused", 0, -1).tally
     starts = run.redis.lrange("rec:uq:started", 0, -1).map { |line| line.split.first }.tally
@@ -376,31 +402,5 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
     expect(maxima.values).to all(eq(1))
     expect(locks.size).to eq(1)
     expect(locks.first).to start_with("activejob_uniqueness:sh_until_expired_job:")
-  end
-
-  it "does not run a job again when its delete failed after success, and deletes it on its next delivery",
-     time_limit: 90 do
-    queue = uniq_name("undeleted")
-    url = run.queue(queue, VisibilityTimeout: 3)
-    gate = run.gate
-    run.shoryuken({ queue => { "lock" => true } }, concurrency: 2, endpoint: gate.endpoint,
-                                                   env: { "FERROLOCK_SQS_FAST_FAIL" => "1" })
-    run.send_bodies(url, [{ id: "d1", sleep: 2 }])
-    run.wait_for("the job started", timeout: 30) { run.redis.llen("rec:starts") >= 1 }
-    gate.close # SQS unreachable from the worker while its job runs: AutoDelete's delete fails
-    run.wait_for("the job done", timeout: 30) { run.redis.llen("rec:done") >= 1 }
-    sleep 2
-    in_flight = run.depth(url)
-    gate.open
-    run.wait_for("the copy deleted", timeout: 30) { run.depth(url) == [0, 0] }
-    record = run.record
-    report("(3) delete failed", starts: record[:starts].size, done: record[:done].size,
-                                still_on_queue_after_failed_delete: in_flight.sum,
-                                copies_deleted_as_processed: record[:events]["skipped_processed"].to_i,
-                                left: run.depth(url).sum)
-    expect(in_flight.sum).to eq(1) # the delete never reached SQS
-    expect(record[:starts]).to eq(["d1"])
-    expect(record[:done]).to eq(["d1"])
-    expect(record[:events]["skipped_processed"].to_i).to be >= 1
   end
 end

@@ -111,6 +111,13 @@ class LimitedJob < ActiveJob::Base
   end
 end
 
+# Counts its runs in Redis.
+class CountedJob < ActiveJob::Base
+  def perform(name)
+    ShoryukenSqsApp.redis.rpush("rec:aj:counted:#{name}", Process.pid)
+  end
+end
+
 # One at a time with a 3 s lease. Job 0's first run sleeps until its process is killed (kill -9); any
 # other run takes 0.2 s. Each run records "<num> <pid>" as it starts and how many of the key run then.
 class LimitedKillJob < ActiveJob::Base
@@ -174,13 +181,6 @@ if defined?(Ferrolock::ActiveJob::DualLock)
   end
 end
 
-# Counts its runs in Redis.
-class CountedJob < ActiveJob::Base
-  def perform(name)
-    ShoryukenSqsApp.redis.rpush("rec:aj:counted:#{name}", Process.pid)
-  end
-end
-
 # The producer: FERROLOCK_SQS_ENQUEUE is [[queue, job class, arguments, times, how]…]; a job enqueued
 # `times` times is one job (one job_id) sent again, as a producer retrying its send does: the same
 # object (Shoryuken 7's adapter keeps the first send's parameters in it, so the same body goes again),
@@ -193,11 +193,11 @@ if ENV["FERROLOCK_SQS_ENQUEUE"]
     job = Object.const_get(job_class).new(*arguments)
     times.times do |n|
       send = how == "copy" && n.positive? ? ActiveJob::Base.deserialize(job.serialize) : job
-      enqueued = send.enqueue(queue: queue)
-      # "unique": a refusal (a duplicate's enqueue, aborted by its lock) is counted, not an error.
-      next ShoryukenSqsApp.redis.rpush("rec:aj:refused", job_class) if !enqueued && how == "unique"
+      sent = send.enqueue(queue: queue)
+      # (A unique job's duplicate is refused: recorded, not a failure.)
+      next ShoryukenSqsApp.redis.rpush("rec:aj:refused", job_class) if !sent && send.class.try(:lock_strategy_class)
 
-      enqueued or raise "enqueue of #{job_class}#{arguments} failed"
+      sent or raise "enqueue of #{job_class}#{arguments} failed"
     end
   end
 end
