@@ -355,4 +355,74 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
     expect(record[:done]).to eq(["d1"])
     expect(record[:events]["skipped_processed"].to_i).to be >= 1
   end
+
+  # limits_concurrency's kill -9 through Shoryuken 7's ActiveJob adapter: the process running the job that
+  # holds the key's one slot (lease 3 s) is killed while three more wait, parked in Redis. A new process
+  # boots; SQS delivers the killed job's message again once its visibility timeout (4 s) and the lock's
+  # lease (4 s) ran out, and its admission there frees the expired slot and starts that process's timer.
+  it "frees a limits_concurrency slot whose Shoryuken process was killed (kill -9): the blocked jobs run once " \
+     "each, and SQS's redelivery runs the killed job once more, one at a time", time_limit: 90 do
+    queue = uniq_name("ajkill")
+    url = run.queue(queue, VisibilityTimeout: 4)
+    app = { app: FerrolockTest::ShoryukenSqs::ACTIVE_JOB_APP, queues: [queue],
+            env: { "FERROLOCK_SQS_AJ_LEASE" => "4" } }
+    victim = run.shoryuken({}, **app)
+    run.enqueue_active_jobs([[queue, "LimitedKillJob", [0], 1]])
+    run.wait_for("job 0 running", timeout: 30) { run.redis.llen("rec:lk:started") == 1 }
+    run.enqueue_active_jobs((1..3).map { |num| [queue, "LimitedKillJob", [num], 1] })
+    blocked = run.redis.llen("ferrolock:{concurrency:LimitedKillJob/kill}:blocked")
+    run.kill(victim)
+    killed_at = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    run.redis.del("rec:lk:now") # the killed run never counted itself out
+    run.shoryuken({}, **app)
+    run.wait_for("every job done", timeout: 60) { run.redis.llen("rec:lk:ran") >= 4 }
+    took = Process.clock_gettime(Process::CLOCK_MONOTONIC) - killed_at
+    run.wait_for("every copy deleted", timeout: 20) { run.depth(url) == [0, 0] }
+    starts = run.redis.lrange("rec:lk:started", 0, -1).map { |line| Integer(line.split.first) }
+    at_once = run.redis.lrange("rec:lk:at_once", 0, -1).map { |count| Integer(count) }
+    ran = run.redis.lrange("rec:lk:ran", 0, -1).map { |num| Integer(num) }
+    report("(9) limits_concurrency kill -9", blocked_at_kill: blocked, runs_per_job: starts.tally.inspect.delete(" "),
+                                             most_at_once: at_once.max, seconds_to_done_after_kill: took.round(1))
+    expect(blocked).to eq(3)
+    expect(ran.sort).to eq([0, 1, 2, 3]) # each done once
+    expect(starts.tally).to eq(0 => 2, 1 => 1, 2 => 1, 3 => 1) # the killed run, and SQS's redelivery
+    expect(at_once.max).to eq(1)
+    expect(run.depth(url)).to eq([0, 0])
+  end
+
+  # activejob-uniqueness' five strategies (ferrolock's drop-in) and the dual_lock macro through Shoryuken 7's
+  # ActiveJob adapter: a producer enqueues 4 copies of each strategy's job and 6 of a dual_lock job (one key)
+  # before the worker starts, and one more of each strategy once all are done.
+  it "holds activejob-uniqueness' five strategies and dual_lock through Shoryuken 7's ActiveJob adapter",
+     time_limit: 90 do
+    unless File.exist?(File.join(FerrolockTest::LIB, "active_job", "uniqueness.rb"))
+      skip("needs h-unique (ActiveJob uniqueness and the dual_lock macro)")
+    end
+    queue = uniq_name("ajuniq")
+    url = run.queue(queue)
+    names = %w[UntilExecuting UntilExecuted UntilExpired UntilAndWhileExecuting WhileExecuting].map { |s| "Sh#{s}Job" }
+    jobs = names.flat_map { |name| (0...4).map { |num| [queue, name, ["k", num, 2.5], 1] } }
+    run.enqueue_active_jobs(jobs + (0...6).map { |num| [queue, "ShDualLockJob", ["k", num, 3], 1] })
+    refused_first = run.redis.lrange("rec:aj:refused", 0, -1).tally
+    run.shoryuken({}, app: FerrolockTest::ShoryukenSqs::ACTIVE_JOB_APP, queues: [queue], concurrency: 25)
+    run.wait_for("every copy handled", timeout: 40) { run.depth(url) == [0, 0] }
+    run.enqueue_active_jobs(names.map { |name| [queue, name, ["k", 20, 0.1], 1] })
+    run.wait_for("the last copies handled", timeout: 30) { run.depth(url) == [0, 0] }
+    refused = run.redis.lrange("rec:aj:refused", 0, -1).tally
+    starts = run.redis.lrange("rec:uq:started", 0, -1).map { |line| line.split.first }.tally
+    maxima = (names + ["ShDualLockJob"]).to_h do |name|
+      [name, run.redis.lrange("rec:uq:at_once:#{name}", 0, -1).map { |count| Integer(count) }.max]
+    end
+    locks = run.redis.keys("activejob_uniqueness:*")
+    report("(10) uniqueness and dual_lock", refused_of_first_copies: refused_first.inspect.delete(" "),
+                                            refused_in_all: refused.inspect.delete(" "),
+                                            performed: starts.inspect.delete(" "), locks_left: locks.size)
+    expect(refused_first).to eq(names.first(4).to_h { |name| [name, 3] })
+    expect(refused).to eq(refused_first.merge("ShUntilExpiredJob" => 4)) # only until_expired's lock outlives its job
+    expect(starts.values_at(*names.first(4), "ShDualLockJob")).to eq([2, 2, 1, 2, 2])
+    expect(starts["ShWhileExecutingJob"]).to be_between(2, 5) # one of the first four at once, and the last
+    expect(maxima.values).to all(eq(1))
+    expect(locks.size).to eq(1)
+    expect(locks.first).to start_with("activejob_uniqueness:sh_until_expired_job:")
+  end
 end

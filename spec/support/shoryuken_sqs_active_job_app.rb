@@ -29,9 +29,10 @@ end
 ActiveJob::Base.queue_adapter = :shoryuken
 ActiveJob::Base.logger = Logger.new($stdout, level: :warn)
 
-wrapper.shoryuken_options(
-  ferrolock_lock: { idempotency_key: ->(sqs_msg, body) { body["job_id"] if sqs_msg.queue_name.start_with?("ajkey-") } }
-)
+# FERROLOCK_SQS_AJ_LEASE: the lock's lease (seconds; ferrolock's default otherwise), for a process killed mid-job.
+lock = { idempotency_key: ->(sqs_msg, body) { body["job_id"] if sqs_msg.queue_name.start_with?("ajkey-") } }
+lock[:lease] = Float(ENV["FERROLOCK_SQS_AJ_LEASE"]) if ENV["FERROLOCK_SQS_AJ_LEASE"]
+wrapper.shoryuken_options(ferrolock_lock: lock)
 ENV.fetch("FERROLOCK_SQS_QUEUES", "").split(",").each do |queue|
   Shoryuken.register_worker(queue, wrapper)
 end
@@ -137,6 +138,69 @@ end
 class CountedJob < ActiveJob::Base
   def perform(name)
     ShoryukenSqsApp.redis.rpush("rec:aj:counted:#{name}", Process.pid)
+  end
+end
+
+# One at a time with a 3 s lease. Job 0's first run sleeps until its process is killed (kill -9); any
+# other run takes 0.2 s. Each run records "<num> <pid>" as it starts and how many of the key run then.
+class LimitedKillJob < ActiveJob::Base
+  include Ferrolock::ActiveJob::Concurrency
+
+  limits_concurrency to: 1, key: "kill", duration: 3
+
+  def perform(num)
+    redis = ShoryukenSqsApp.redis
+    first = redis.incr("rec:lk:runs:#{num}") == 1
+    redis.rpush("rec:lk:started", "#{num} #{Process.pid}")
+    redis.rpush("rec:lk:at_once", redis.incr("rec:lk:now"))
+    begin
+      sleep(num.zero? && first ? 60 : 0.2)
+      redis.rpush("rec:lk:ran", num)
+    ensure
+      redis.decr("rec:lk:now")
+    end
+  end
+end
+
+# activejob-uniqueness' five strategies (ferrolock's drop-in, where this ferrolock has it), keyed by the
+# first argument; a conflict is logged and the job dropped. And the dual_lock macro: per key one runs,
+# one waits, the rest are skipped. Each run records "<class> <num>" as it starts and how many of its
+# class run then.
+begin
+  require "active_job/uniqueness"
+rescue LoadError
+  nil
+end
+module UniqueRecord
+  def unique_run(num, hold)
+    redis = ShoryukenSqsApp.redis
+    name = self.class.name
+    redis.rpush("rec:uq:started", "#{name} #{num}")
+    redis.rpush("rec:uq:at_once:#{name}", redis.incr("rec:uq:now:#{name}"))
+    sleep hold
+  ensure
+    redis.decr("rec:uq:now:#{name}")
+  end
+end
+if ActiveJob::Base.respond_to?(:unique)
+  %w[until_executing until_executed until_expired until_and_while_executing while_executing].each do |strategy|
+    Object.const_set("Sh#{strategy.split("_").map(&:capitalize).join}Job", Class.new(ActiveJob::Base) do
+      include UniqueRecord
+      unique strategy.to_sym, on_conflict: :log, on_runtime_conflict: :log, lock_ttl: 60
+
+      def lock_key_arguments = arguments.first(1)
+      def perform(_key, num, hold) = unique_run(num, hold)
+    end)
+  end
+end
+if defined?(Ferrolock::ActiveJob::DualLock)
+  class ShDualLockJob < ActiveJob::Base
+    include Ferrolock::ActiveJob::DualLock
+    include UniqueRecord
+
+    dual_lock wait_timeout: 20
+    def self.dual_lock_key(key, *) = "shdual:#{key}"
+    def perform(_key, num, hold) = unique_run(num, hold)
   end
 end
 

@@ -8,6 +8,7 @@ require_relative "parked_adapter"
 require_relative "job_hooks"
 require_relative "admission"
 require_relative "concurrency_rule"
+require_relative "solid_queue_macro"
 
 module Ferrolock
   module ActiveJob
@@ -40,7 +41,7 @@ module Ferrolock
         # Included already higher up (the Railtie's ActiveJob::Base): its callbacks serve.
         return if base.respond_to?(:ferrolock_concurrency)
 
-        base.extend(ClassMethods, ConcurrencyRules::ClassMethods)
+        base.extend(ClassMethods, ConcurrencyRules::ClassMethods, SolidQueueMacro::ClassMethods)
         base.prepend(JobHooks)
         # The rules' enqueue check goes first (outermost): an enqueue they refuse is never parked by
         # limits_concurrency (a parked job runs later, so perform_later must not say false for it).
@@ -54,7 +55,8 @@ module Ferrolock
       module ClassMethods
         # Solid Queue's options (key:, to:, group:, duration:, on_conflict:) and max_blocked: /
         # on_max_blocked: (:raise or :discard). Bad options raise ArgumentError naming the option.
-        def limits_concurrency(**options)
+        # Also `limits_concurrency`, unless Solid Queue's macro of that name is there (SolidQueueMacro).
+        def ferrolock_limits_concurrency(**options)
           @ferrolock_concurrency = ConcurrencyPolicy.new(**options)
         end
 
@@ -88,6 +90,7 @@ module Ferrolock
       class << self
         def around_enqueue(job, block)
           policy = job.class.ferrolock_concurrency
+          SolidQueueMacro.check_enqueue(job, policy)
           return block.call if skip?(policy) || job.instance_variable_get(:@ferrolock_promoted)
 
           holding = held_slot(job)
