@@ -4,6 +4,7 @@ require_relative "ferrolock/version"
 require_relative "ferrolock/errors"
 require_relative "ferrolock/configuration"
 require_relative "ferrolock/events"
+require_relative "ferrolock/notifications"
 
 require_relative "ferrolock/native_library"
 require_relative "ferrolock/client"

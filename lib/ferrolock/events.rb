@@ -28,10 +28,6 @@ module Ferrolock
     locked skipped_in_progress skipped_processed released_after_error redis_error
   ].freeze
 
-  # Their ActiveSupport::Notifications names ("acquired.ferrolock"), made once.
-  NOTIFICATION_NAMES = EVENTS.to_h { |event| [event, "#{event}.ferrolock".freeze] }.freeze
-  private_constant :NOTIFICATION_NAMES
-
   SUBSCRIBERS_LOCK = Mutex.new
   private_constant :SUBSCRIBERS_LOCK
   @subscribers = [].freeze
@@ -64,7 +60,7 @@ module Ferrolock
     def instrument(event, payload = {})
       event = event_symbol!("instrument: event", "a Symbol", event)
       # Nobody listens (the usual case on a hot path): no interrupt mask to enter and leave.
-      return nil if @subscribers.empty? && !notifications_listening?(event)
+      return nil if @subscribers.empty? && !Notifications.listening?(event)
 
       payload = canonical_payload(payload)
       Thread.handle_interrupt(Object => :never) do
@@ -77,7 +73,7 @@ module Ferrolock
             logger.warn("ferrolock: #{event} subscriber failed: #{e.class}: #{e.message}")
           end
         end
-        publish_notification(event, payload)
+        Notifications.publish(event, payload) if Notifications.listening?(event)
       end
       nil
     end
@@ -85,7 +81,7 @@ module Ferrolock
     # True when a subscriber or an ActiveSupport::Notifications listener would receive event. A hot
     # path asks before it builds a payload nobody reads.
     def listening?(event)
-      @subscribers.any? { |subscription| subscription.match?(event) } || notifications_listening?(event)
+      @subscribers.any? { |subscription| subscription.match?(event) } || Notifications.listening?(event)
     end
 
     private
@@ -125,32 +121,6 @@ module Ferrolock
       when String then Validate.utf8!(arg, event).to_sym
       else raise TypeError, "#{arg} must be #{type}, got #{Validate.show(event)}"
       end
-    end
-
-    # Whether ActiveSupport::Notifications may be there (const_defined?, not defined?: defined?
-    # would swallow an asynchronous exception landing while it evaluates).
-    def notifications_loaded?
-      Object.const_defined?(:ActiveSupport, false) && ::ActiveSupport.const_defined?(:Notifications, false)
-    end
-
-    # True when ActiveSupport::Notifications is loaded and something listens to event's name (in a
-    # Rails app it is always loaded; most events have no listener). No rescue here: it runs
-    # unmasked, where a rescue would swallow an asynchronous exception (Thread#raise, Timeout).
-    def notifications_listening?(event)
-      return false unless notifications_loaded?
-
-      notifier = ::ActiveSupport::Notifications.notifier
-      # A notifier that cannot tell: publish, as before.
-      name = NOTIFICATION_NAMES.fetch(event) { "#{event}.ferrolock" }
-      !notifier.respond_to?(:listening?) || notifier.listening?(name)
-    end
-
-    def publish_notification(event, payload)
-      return unless defined?(::ActiveSupport::Notifications)
-
-      ::ActiveSupport::Notifications.instrument(NOTIFICATION_NAMES.fetch(event) { "#{event}.ferrolock" }, payload)
-    rescue StandardError => e # runs inside instrument's deferral: only a listener's own failure lands here
-      logger.warn("ferrolock: ActiveSupport::Notifications for #{event} failed: #{e.class}: #{e.message}")
     end
   end
 end
