@@ -14,6 +14,7 @@ require_relative "admin/unique_info"
 require_relative "admin/rate_info"
 require_relative "admin/release"
 require_relative "admin/table"
+require_relative "admin/stats"
 
 module Ferrolock
   # What ferrolock holds in Redis, for operators (the Sidekiq Web "Locks" tab and the
@@ -38,6 +39,11 @@ module Ferrolock
       @client = Validate.client!(client)
       @keys = KeySpace.new(@client.namespace)
       @scanner = Scanner.new(@client)
+    end
+
+    # name's history (Ferrolock::History) over the last since seconds (or "1h"; at most 72 hours): Stats.
+    def stats(name, since: 3600)
+      Stats.read(@client, name, since)
     end
 
     # DistMutex (MutexInfo) and DualLock (DualLockInfo) locks whose name matches the glob. A

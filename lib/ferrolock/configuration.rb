@@ -30,6 +30,14 @@ module Ferrolock
       @logger = nil
       @boot_checks = true
       @min_replicas_acked = 0
+      @history = !%w[0 false off].include?(ENV.fetch("FERROLOCK_HISTORY", "").downcase)
+    end
+
+    # Per-minute history of every event in Redis (Ferrolock::History); default true, FERROLOCK_HISTORY=0 off.
+    attr_reader :history
+
+    def history=(value)
+      @history = Validate.boolean!(:history, value)
     end
 
     # The default min_replicas_acked of DistMutex, DualLock and ConcurrentLimiter (0: don't wait):
@@ -204,6 +212,7 @@ module Ferrolock
       yield draft
       draft.instance_variables.each { |ivar| live.instance_variable_set(ivar, draft.instance_variable_get(ivar)) }
       reset_client!
+      History.apply(live)
       live
     end
 
@@ -224,6 +233,7 @@ module Ferrolock
     def reset_config!
       CONFIG_LOCK.synchronize { @config = nil }
       reset_client!
+      History.apply
     end
 
     def logger
