@@ -100,7 +100,10 @@ module Ferrolock
 
     # The older key that holds the job's class, when :job_class is missing.
     def job_class_of(payload)
-      %i[class worker].find { |key| payload.key?(key) } unless payload.key?(:job_class)
+      return nil if payload.key?(:job_class)
+      return :class if payload.key?(:class)
+
+      :worker if payload.key?(:worker)
     end
 
     def event_names!(events)

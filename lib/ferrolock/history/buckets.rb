@@ -52,10 +52,8 @@ module Ferrolock
 
       # The histogram step of a wait of seconds.
       def wait_step(seconds)
-        ms = seconds * 1000.0
-        return 0 if ms < 1
-
-        [Math.log2(ms).floor + 1, LAST_WAIT_STEP].min
+        ms = (seconds * 1000).to_i
+        ms < 1 ? 0 : [ms.bit_length, LAST_WAIT_STEP].min
       end
 
       # The counter of a wait of seconds: its step's ("w7").

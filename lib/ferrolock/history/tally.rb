@@ -16,31 +16,33 @@ module Ferrolock
 
       def initialize
         @lock = Mutex.new
-        @counts = Hash.new(0)
+        @counts = {}
         @names = {}
       end
 
-      # Counts one event at time (whole seconds since the epoch).
+      # Counts one event at time (whole seconds since the epoch). Nested hashes of Symbols and the
+      # name, and Integer steps for waits: no String is built per event (take builds the fields).
       def add(event, payload, time)
         primitive = payload[:primitive] || :other
         name = name_of(primitive, payload)
-        minute = Buckets.start_of(time, Buckets::MINUTE)
         waited = payload[:waited]
+        step = Buckets.wait_step(waited) if waited.is_a?(Numeric)
         @lock.synchronize do
-          name = bounded(primitive, name)
-          @counts[[minute, Buckets.field(primitive, event, name)]] += 1
-          @counts[[minute, Buckets.field(primitive, Buckets.wait_counter(waited), name)]] += 1 if waited.is_a?(Numeric)
+          counters = counters_of(time - (time % Buckets::MINUTE.seconds), primitive, name)
+          counters[event] += 1
+          counters[step] += 1 if step
         end
       end
 
-      # Everything counted so far, and a fresh start.
+      # Everything counted so far as { [minute start, field] => count }, and a fresh start.
       def take
-        @lock.synchronize do
-          counts = @counts
-          @counts = Hash.new(0)
+        counts = @lock.synchronize do
+          taken = @counts
+          @counts = {}
           @names = {}
-          counts
+          taken
         end
+        fields(counts)
       end
 
       def empty?
@@ -52,6 +54,25 @@ module Ferrolock
       def name_of(primitive, payload)
         name = payload[NAME_KEYS.fetch(primitive, :name)] || payload[:name] || payload[:job_class]
         name.nil? ? Buckets::ROLLUP : name.to_s
+      end
+
+      # { event or wait step => count } of name in minute.
+      def counters_of(minute, primitive, name)
+        names = ((@counts[minute] ||= {})[primitive] ||= {})
+        names[name] || (names[bounded(primitive, name)] ||= Hash.new(0))
+      end
+
+      def fields(counts)
+        counts.each_with_object({}) do |(minute, primitives), out|
+          primitives.each do |primitive, names|
+            names.each do |name, counters|
+              counters.each do |counter, count|
+                counter = "#{Buckets::WAIT_PREFIX}#{counter}" if counter.is_a?(Integer)
+                out[[minute, Buckets.field(primitive, counter, name)]] = count
+              end
+            end
+          end
+        end
       end
 
       def bounded(primitive, name)
