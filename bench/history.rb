@@ -2,9 +2,10 @@
 
 # What Ferrolock::History costs on the hot path: uncontended DistMutex lock+unlock and
 # ConcurrentLimiter#within_limit with history on and off, alternating in one process on one Redis
-# (ROUNDS rounds): cycles/s (best and median), and the process's CPU µs per cycle, its
-# native threads' too (less sensitive to a busy machine than wall time). Then Ferrolock.instrument alone, ns per event: the in-memory count
-# that history adds to every event. The flush thread writes every FLUSH_EVERY seconds meanwhile.
+# (ROUNDS rounds): cycles/s (best and median), and the process's CPU µs per cycle, its native
+# threads' too (less sensitive to a busy machine than wall time). Then Ferrolock.instrument alone,
+# ns per event: the in-memory count that history adds to every event. The flush thread writes every
+# FLUSH_EVERY seconds meanwhile.
 module HistoryBench
   ROUNDS = 5
   OPS = 10_000
