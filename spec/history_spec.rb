@@ -120,6 +120,16 @@ RSpec.describe Ferrolock::History, time_limit: 60 do
     expect(admin.stats("history:exit", since: 60)[:primitives]["dist_mutex"][:counts]).to eq("acquired" => 4)
   end
 
+  it "writes nothing with ferrolock/testing loaded (an app's test suite), even in its Redis mode" do
+    run_ruby!(<<~RUBY, env: { "FERROLOCK_HISTORY" => "1" })
+      require "ferrolock"
+      require "ferrolock/testing"
+      Ferrolock::Testing.real!
+      2.times { Ferrolock::DistMutex.new("history:testing").synchronize { nil } }
+    RUBY
+    expect(history_keys).to eq([])
+  end
+
   it "counts nothing when switched off" do
     Ferrolock.configure { |c| c.history = false }
     expect(Ferrolock::History.enabled?).to be(false)
