@@ -22,12 +22,17 @@ module Ferrolock
       def read(client, name, since, now: Time.now.to_i)
         name = Validate.text!(:name, name)
         since = since!(since)
-        step = since <= History::Buckets::MINUTE.keep ? History::Buckets::MINUTE : History::Buckets::HOUR
-        first = History::Buckets.start_of(now - since, step)
-        starts = (first..History::Buckets.start_of(now, step)).step(step.seconds).to_a
+        step, starts = buckets(since, now)
         rows = History::Store.read(client, step, starts, name)
         { name: name, since: since, step: step.seconds, from: starts.first, to: starts.last + step.seconds,
           primitives: rows.group_by { |row| row[1] }.sort.to_h.transform_values { |its| summary(its, starts) } }
+      end
+
+      # The step (minutes up to 8 hours back, hours beyond) and the starts of its buckets since then.
+      def buckets(since, now = Time.now.to_i)
+        step = since <= History::Buckets::MINUTE.keep ? History::Buckets::MINUTE : History::Buckets::HOUR
+        first = History::Buckets.start_of(now - since, step)
+        [step, (first..History::Buckets.start_of(now, step)).step(step.seconds).to_a]
       end
 
       # Seconds back, at most 72 hours: a positive Integer, or text such as "90", "15m", "1h", "3d".

@@ -47,6 +47,29 @@ module Ferrolock
         return out
       LUA
 
+      # KEYS: buckets. ARGV: "<primitive>|". Returns { key index, counter, name, count } flattened, for
+      # that primitive's event counters (not its wait steps).
+      READ_KIND = <<~LUA
+        local out, prefix = {}, ARGV[1]
+        for k = 1, #KEYS do
+          local all = redis.call('HGETALL', KEYS[k])
+          for i = 1, #all, 2 do
+            if string.sub(all[i], 1, #prefix) == prefix then
+              local rest = string.sub(all[i], #prefix + 1)
+              local bar = string.find(rest, '|', 1, true)
+              local counter = string.sub(rest, 1, bar - 1)
+              if not string.match(counter, '^w%d+$') then
+                table.insert(out, k)
+                table.insert(out, counter)
+                table.insert(out, string.sub(rest, bar + 1))
+                table.insert(out, all[i + 1])
+              end
+            end
+          end
+        end
+        return out
+      LUA
+
       module_function
 
       # Adds counts ({ [minute start, field] => count }) to Redis.
@@ -66,6 +89,13 @@ module Ferrolock
         hour = Buckets.start_of(minute, Buckets::HOUR)
         [[Buckets.key(client, Buckets::MINUTE, minute), Buckets.expires_at(Buckets::MINUTE, minute)],
          [Buckets.key(client, Buckets::HOUR, hour), Buckets.expires_at(Buckets::HOUR, hour)]]
+      end
+
+      # [[bucket start, event, name, count], ...] of primitive in the buckets of step starting at starts.
+      def read_kind(client, step, starts, primitive)
+        keys = starts.map { |start| Buckets.key(client, step, start) }
+        client.call("EVAL", READ_KIND, keys.size, *keys, "#{primitive}#{Buckets::SEPARATOR}").each_slice(4)
+              .map { |k, event, name, count| [starts.fetch(k - 1), event, name, Integer(count)] }
       end
 
       # [[bucket start, primitive, counter, count], ...] of name in the buckets of step starting at
