@@ -28,6 +28,7 @@ module Ferrolock
         since = action.fl_param("since")
         since = PERIODS.first.first if since.empty?
         name = action.fl_param("name")
+        name = action.fl_param("q") if name.empty? # the tab's search box
         kind = action.fl_param("kind")
         kind = KINDS.first if kind.empty?
         stats = name.empty? ? Web.admin.kind_stats(kind, since: since) : Web.admin.stats(name, since: since)

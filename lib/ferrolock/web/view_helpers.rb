@@ -10,7 +10,7 @@ module Ferrolock
                %w[locks/markers Shoryuken], ["locks/concurrency", "limits_concurrency"],
                %w[locks/history History]].freeze
       SEARCH_HINTS = { "locks/tenants" => "Job class (exact)", "locks/uniques" => "Job class pattern, or unique:…",
-                       "locks/markers" => "Queue pattern",
+                       "locks/markers" => "Queue pattern", "locks/history" => "Name (exact)",
                        "locks/concurrency" => "Key pattern, e.g. DeliverJob/*" }.freeze
 
       def fl(value)
