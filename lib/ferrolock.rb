@@ -51,7 +51,7 @@ module Ferrolock
 end
 
 # History counts events from here on, unless configured off (FERROLOCK_HISTORY=0).
-Ferrolock::History.apply
+Ferrolock::History.apply(Ferrolock::Configuration.default_history)
 
 # Rails integration, only under Rails (requiring ferrolock never loads Rails).
 require_relative "ferrolock/railtie" if defined?(Rails::Railtie)

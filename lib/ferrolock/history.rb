@@ -21,17 +21,18 @@ module Ferrolock
     @thread = nil
     @generation = nil
     @flush_every = FLUSH_EVERY
+    @failing_since = nil
 
     class << self
       # Seconds between flushes (a spec shortens it).
       attr_accessor :flush_every
 
-      # Subscribes or unsubscribes as config.history says (Ferrolock.configure calls it).
-      def apply(config = Ferrolock.config)
+      # Subscribes or unsubscribes (Ferrolock.configure calls it with c.history).
+      def apply(enabled)
         LOCK.synchronize do
-          if config.history && !@subscription
+          if enabled && !@subscription
             @subscription = Ferrolock.subscribe { |event, payload| record(event, payload) }
-          elsif !config.history && @subscription
+          elsif !enabled && @subscription
             Ferrolock.unsubscribe(@subscription)
             @subscription = nil
           end
@@ -58,14 +59,25 @@ module Ferrolock
         return 0 if counts.empty?
 
         Store.write(Ferrolock.client, counts)
+        @failing_since = nil
         counts.size
       rescue Ferrolock::Error => e
-        Ferrolock.logger.warn("ferrolock: history flush failed, #{counts.size} count(s) dropped: " \
-                              "#{e.class}: #{e.message}")
+        failed(e, counts.size)
         0
       end
 
       private
+
+      # Logs the first failure of a streak, then one a minute (a Redis down, or an ACL refusing the
+      # {history} keys, would otherwise log every flush).
+      def failed(error, dropped)
+        now = Ferrolock.monotonic
+        return if @failing_since && now - @failing_since < 60
+
+        @failing_since = now
+        Ferrolock.logger.warn("ferrolock: history flush failed, #{dropped} count(s) dropped (logged once a " \
+                              "minute while it fails): #{error.class}: #{error.message}")
+      end
 
       # Cheap when running: one fork-generation comparison and one alive? check. A forked child
       # starts its own thread and drops the counts it inherited (its parent flushes those).
