@@ -29,7 +29,9 @@ module Ferrolock
   ].freeze
 
   SUBSCRIBERS_LOCK = Mutex.new
-  private_constant :SUBSCRIBERS_LOCK
+  # instrument's interrupt mask, made once (it runs for every event someone listens to).
+  DEFERRED = { Object => :never }.freeze
+  private_constant :SUBSCRIBERS_LOCK, :DEFERRED
   @subscribers = [].freeze
 
   class << self
@@ -63,7 +65,7 @@ module Ferrolock
       return nil if @subscribers.empty? && !Notifications.listening?(event)
 
       payload = canonical_payload(payload)
-      Thread.handle_interrupt(Object => :never) do
+      Thread.handle_interrupt(DEFERRED) do
         @subscribers.each do |subscription|
           next unless subscription.match?(event)
 
@@ -91,11 +93,14 @@ module Ferrolock
     def canonical_payload(payload)
       return payload unless Hash === payload # rubocop:disable Style/CaseEquality -- payload may be a BasicObject
 
-      extra = {}
-      extra[:name] = payload[:key] if payload.key?(:key) && !payload.key?(:name)
+      name = payload.key?(:key) && !payload.key?(:name)
       job_class = job_class_of(payload)
+      return payload unless name || job_class # the usual case: nothing to add, nothing allocated
+
+      extra = {}
+      extra[:name] = payload[:key] if name
       extra[:job_class] = payload[job_class] if job_class
-      extra.empty? ? payload : payload.merge(extra)
+      payload.merge(extra)
     end
 
     # The older key that holds the job's class, when :job_class is missing.
