@@ -157,6 +157,23 @@ RSpec.describe Ferrolock::History, time_limit: 60 do
     Ferrolock.reset_config!
   end
 
+  it "writes a flush as one script on a Redis Cluster too, every key on the {history} slot's master" do
+    require_relative "support/redis_cluster"
+    cluster = FerrolockTest::RedisCluster.shared
+    cluster.flushall
+    Ferrolock.configure { |c| c.redis_cluster = cluster.urls }
+    %w[a b c].each { |name| Ferrolock::DistMutex.new("history:cluster:#{name}").synchronize { nil } }
+    expect(Ferrolock::History.flush!).to be > 0
+    %w[a b c].each do |name|
+      expect(admin.stats("history:cluster:#{name}",
+                         since: 60)[:primitives]["dist_mutex"][:counts]).to eq("acquired" => 1)
+    end
+    holding = cluster.masters.select { |server| server.redis.call("KEYS", "ferrolock:{history}:*").any? }
+    expect(holding.size).to eq(1)
+  ensure
+    Ferrolock.configure { |c| c.redis_cluster = nil }
+  end
+
   it "rejects a bad since" do
     expect { admin.stats("x", since: "2w") }.to raise_error(ArgumentError, /since: expected a number/)
     expect { admin.stats("x", since: 73 * 3600) }.to raise_error(ArgumentError, /between 1 second and 72 hours/)
