@@ -42,9 +42,11 @@ module Ferrolock
       private
 
       # Whether ActiveSupport::Notifications may be there (const_defined?, not defined?: defined?
-      # would swallow an asynchronous exception landing while it evaluates).
+      # would swallow an asynchronous exception landing while it evaluates). Once loaded it stays,
+      # so a true answer is kept: every event asks.
       def loaded?
-        Object.const_defined?(:ActiveSupport, false) && ::ActiveSupport.const_defined?(:Notifications, false)
+        @loaded ||= Object.const_defined?(:ActiveSupport, false) &&
+                    ::ActiveSupport.const_defined?(:Notifications, false)
       end
     end
   end
