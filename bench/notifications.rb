@@ -3,7 +3,8 @@
 require "json"
 
 # What the ActiveSupport::Notifications bridge (Ferrolock::Notifications) costs when nobody listens:
-# Ferrolock.instrument's ns per call and DistMutex's uncontended lock+unlock per second, in a child
+# Ferrolock.instrument's ns per call and DistMutex's uncontended lock+unlock per second (history
+# off: no subscriber of any kind), in a child
 # without ActiveSupport and in one that loaded ActiveSupport::Notifications but has no listener for
 # ferrolock's names (a Rails app with no APM, or one watching other names). Each round runs the two
 # children one after the other; best of ROUNDS.
@@ -18,6 +19,7 @@ module NotificationsBench
     read, write = IO.pipe
     pid = fork do
       read.close
+      Ferrolock.configure { |c| c.history = false } # no subscriber at all: history is one
       if load_active_support
         require "active_support/notifications"
         # A listener for another name: the notifier is in use, ferrolock's names have none.
