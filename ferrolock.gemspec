@@ -46,7 +46,7 @@ Gem::Specification.new do |spec|
   spec.metadata["bug_tracker_uri"] = "#{spec.homepage}/issues"
   spec.metadata["rubygems_mfa_required"] = "true"
 
-  patterns = %w[README.md CHANGELOG.md LICENSE lib/**/*.rb lib/**/*.lua lib/**/*.erb exe/* sig/**/*]
+  patterns = %w[README.md CHANGELOG.md LICENSE lib/**/*.rb lib/**/*.lua lib/**/*.erb lib/**/*.js exe/* sig/**/*]
   # The sources the install compiles; the precompiled gem has no use for them.
   patterns += %w[Cargo.toml Cargo.lock ext/**/*] if precompiled_abis.empty?
   generated = %w[Makefile mkmf.log]

@@ -4,6 +4,7 @@ require_relative "ferrolock/version"
 require_relative "ferrolock/errors"
 require_relative "ferrolock/configuration"
 require_relative "ferrolock/events"
+require_relative "ferrolock/notifications"
 
 require_relative "ferrolock/native_library"
 require_relative "ferrolock/client"
@@ -20,6 +21,7 @@ require_relative "ferrolock/release_failure"
 require_relative "ferrolock/caller_timeout"
 require_relative "ferrolock/lock_lost_watcher"
 require_relative "ferrolock/job_classes"
+require_relative "ferrolock/history"
 
 # Redis coordination primitives for Ruby job systems, with a Rust core.
 module Ferrolock
@@ -47,6 +49,9 @@ module Ferrolock
   # The Sidekiq Web tab's module (registered with Sidekiq Web by `require "ferrolock/web"`).
   autoload :Web, File.join(__dir__, "ferrolock", "web", "tab")
 end
+
+# History counts events from here on, unless configured off (FERROLOCK_HISTORY=0).
+Ferrolock::History.apply(Ferrolock::Configuration.default_history)
 
 # Rails integration, only under Rails (requiring ferrolock never loads Rails).
 require_relative "ferrolock/railtie" if defined?(Rails::Railtie)

@@ -251,14 +251,17 @@ RSpec.describe "ferrolock command" do
     section = readme[/^### The `ferrolock` command.*?(?=^##)/m] or raise "README has no `ferrolock` command section"
     commands = section.scan(/```sh\n(.*?)```/m).flatten.flat_map(&:lines).map(&:strip).grep(/\Aferrolock /)
     expect(commands).not_to be_empty
+    Ferrolock.configure { |c| c.history = true } # for `ferrolock stats`
     report = Ferrolock::DistMutex.new("report:42")
     report.lock
+    Ferrolock::History.flush!
     commands.each do |line|
       args = line.sub(/\s+#.*\z/, "").split.drop(1).map { |arg| arg.delete("'") }
       _, err, code = ferrolock(*args)
       expect([line, code]).to eq([line, 0]), err
     end
   ensure
+    Ferrolock.configure { |c| c.history = false }
     # `release --force` took it: unlock now so the lease watchdog does not find it lost (a
     # lock_lost event) seconds later, inside another spec.
     begin

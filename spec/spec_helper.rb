@@ -25,6 +25,9 @@ ENV["REDIS_URL"] = FerrolockTest.redis_server.url
 # The test server only: no cluster or sentinels from the environment either (FERROLOCK_REDIS_CLUSTER …),
 # and the default namespace, "ferrolock", unless an example sets one.
 ENV.each_key.grep(FerrolockTest::NOT_INHERITED).each { |key| ENV.delete(key) }
+# No history (per-minute counts in Redis, on by default) here or in the children, whose examples count
+# keys; spec/history_spec.rb turns it on where it is the subject.
+ENV["FERROLOCK_HISTORY"] = "0"
 
 require "ferrolock"
 

@@ -14,6 +14,8 @@ require_relative "admin/unique_info"
 require_relative "admin/rate_info"
 require_relative "admin/release"
 require_relative "admin/table"
+require_relative "admin/stats"
+require_relative "admin/kind_stats"
 
 module Ferrolock
   # What ferrolock holds in Redis, for operators (the Sidekiq Web "Locks" tab and the
@@ -38,6 +40,17 @@ module Ferrolock
       @client = Validate.client!(client)
       @keys = KeySpace.new(@client.namespace)
       @scanner = Scanner.new(@client)
+    end
+
+    # name's history (Ferrolock::History) over the last since seconds (or "1h"; at most 72 hours): Stats.
+    def stats(name, since: 3600)
+      Stats.read(@client, name, since)
+    end
+
+    # One primitive's (kind's: :dist_mutex, :concurrent_limiter …) busiest names and its events per
+    # bucket over the last since seconds: KindStats.
+    def kind_stats(kind, since: 3600)
+      KindStats.read(@client, kind, since)
     end
 
     # DistMutex (MutexInfo) and DualLock (DualLockInfo) locks whose name matches the glob. A

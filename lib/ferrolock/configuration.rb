@@ -15,7 +15,7 @@ module Ferrolock
     DEFAULT_REPLY_SPIN = 0.0002
     MAX_REPLY_SPIN = 0.01
 
-    attr_reader :redis_url, :namespace, :connect_timeout, :read_timeout, :reply_spin, :tls_ca_file
+    attr_reader :redis_url, :namespace, :connect_timeout, :read_timeout, :reply_spin, :tls_ca_file, :history
 
     # Most replicas min_replicas_acked may ask for.
     MAX_REPLICAS_ACKED = 100
@@ -30,6 +30,13 @@ module Ferrolock
       @logger = nil
       @boot_checks = true
       @min_replicas_acked = 0
+      @history = self.class.default_history
+    end
+
+    # Per-minute counts of every event in Redis (Ferrolock::History); default: default_history.
+
+    def history=(value)
+      @history = Validate.boolean!(:history, value)
     end
 
     # The default min_replicas_acked of DistMutex, DualLock and ConcurrentLimiter (0: don't wait):
@@ -131,6 +138,9 @@ module Ferrolock
     end
     alias to_s inspect
 
+    # FERROLOCK_HISTORY=0 (or false, off) turns history off; on otherwise.
+    def self.default_history = !%w[0 false off].include?(ENV.fetch("FERROLOCK_HISTORY", "").downcase)
+
     def self.default_redis_url
       [ENV.fetch("FERROLOCK_REDIS_URL", nil), ENV.fetch("REDIS_URL", nil)].find { |url| url && !url.empty? } ||
         DEFAULT_URL
@@ -204,6 +214,7 @@ module Ferrolock
       yield draft
       draft.instance_variables.each { |ivar| live.instance_variable_set(ivar, draft.instance_variable_get(ivar)) }
       reset_client!
+      History.apply(live.history)
       live
     end
 
@@ -224,6 +235,7 @@ module Ferrolock
     def reset_config!
       CONFIG_LOCK.synchronize { @config = nil }
       reset_client!
+      History.apply(Configuration.default_history)
     end
 
     def logger

@@ -28,12 +28,10 @@ module Ferrolock
     locked skipped_in_progress skipped_processed released_after_error redis_error
   ].freeze
 
-  # Their ActiveSupport::Notifications names ("acquired.ferrolock"), made once.
-  NOTIFICATION_NAMES = EVENTS.to_h { |event| [event, "#{event}.ferrolock".freeze] }.freeze
-  private_constant :NOTIFICATION_NAMES
-
   SUBSCRIBERS_LOCK = Mutex.new
-  private_constant :SUBSCRIBERS_LOCK
+  # instrument's interrupt mask, made once (it runs for every event someone listens to).
+  DEFERRED = { Object => :never }.freeze
+  private_constant :SUBSCRIBERS_LOCK, :DEFERRED
   @subscribers = [].freeze
 
   class << self
@@ -64,10 +62,10 @@ module Ferrolock
     def instrument(event, payload = {})
       event = event_symbol!("instrument: event", "a Symbol", event)
       # Nobody listens (the usual case on a hot path): no interrupt mask to enter and leave.
-      return nil if @subscribers.empty? && !notifications_listening?(event)
+      return nil if @subscribers.empty? && !Notifications.listening?(event)
 
       payload = canonical_payload(payload)
-      Thread.handle_interrupt(Object => :never) do
+      Thread.handle_interrupt(DEFERRED) do
         @subscribers.each do |subscription|
           next unless subscription.match?(event)
 
@@ -77,7 +75,7 @@ module Ferrolock
             logger.warn("ferrolock: #{event} subscriber failed: #{e.class}: #{e.message}")
           end
         end
-        publish_notification(event, payload)
+        Notifications.publish(event, payload) if Notifications.listening?(event)
       end
       nil
     end
@@ -85,7 +83,7 @@ module Ferrolock
     # True when a subscriber or an ActiveSupport::Notifications listener would receive event. A hot
     # path asks before it builds a payload nobody reads.
     def listening?(event)
-      @subscribers.any? { |subscription| subscription.match?(event) } || notifications_listening?(event)
+      @subscribers.any? { |subscription| subscription.match?(event) } || Notifications.listening?(event)
     end
 
     private
@@ -95,16 +93,22 @@ module Ferrolock
     def canonical_payload(payload)
       return payload unless Hash === payload # rubocop:disable Style/CaseEquality -- payload may be a BasicObject
 
-      extra = {}
-      extra[:name] = payload[:key] if payload.key?(:key) && !payload.key?(:name)
+      name = payload.key?(:key) && !payload.key?(:name)
       job_class = job_class_of(payload)
+      return payload unless name || job_class # the usual case: nothing to add, nothing allocated
+
+      extra = {}
+      extra[:name] = payload[:key] if name
       extra[:job_class] = payload[job_class] if job_class
-      extra.empty? ? payload : payload.merge(extra)
+      payload.merge(extra)
     end
 
     # The older key that holds the job's class, when :job_class is missing.
     def job_class_of(payload)
-      %i[class worker].find { |key| payload.key?(key) } unless payload.key?(:job_class)
+      return nil if payload.key?(:job_class)
+      return :class if payload.key?(:class)
+
+      :worker if payload.key?(:worker)
     end
 
     def event_names!(events)
@@ -125,32 +129,6 @@ module Ferrolock
       when String then Validate.utf8!(arg, event).to_sym
       else raise TypeError, "#{arg} must be #{type}, got #{Validate.show(event)}"
       end
-    end
-
-    # Whether ActiveSupport::Notifications may be there (const_defined?, not defined?: defined?
-    # would swallow an asynchronous exception landing while it evaluates).
-    def notifications_loaded?
-      Object.const_defined?(:ActiveSupport, false) && ::ActiveSupport.const_defined?(:Notifications, false)
-    end
-
-    # True when ActiveSupport::Notifications is loaded and something listens to event's name (in a
-    # Rails app it is always loaded; most events have no listener). No rescue here: it runs
-    # unmasked, where a rescue would swallow an asynchronous exception (Thread#raise, Timeout).
-    def notifications_listening?(event)
-      return false unless notifications_loaded?
-
-      notifier = ::ActiveSupport::Notifications.notifier
-      # A notifier that cannot tell: publish, as before.
-      name = NOTIFICATION_NAMES.fetch(event) { "#{event}.ferrolock" }
-      !notifier.respond_to?(:listening?) || notifier.listening?(name)
-    end
-
-    def publish_notification(event, payload)
-      return unless defined?(::ActiveSupport::Notifications)
-
-      ::ActiveSupport::Notifications.instrument(NOTIFICATION_NAMES.fetch(event) { "#{event}.ferrolock" }, payload)
-    rescue StandardError => e # runs inside instrument's deferral: only a listener's own failure lands here
-      logger.warn("ferrolock: ActiveSupport::Notifications for #{event} failed: #{e.class}: #{e.message}")
     end
   end
 end

@@ -11,7 +11,8 @@ require_relative "web/frame_guard"
 if defined?(::Sidekiq::Web::Config)
   # Sidekiq 8: extensions register through the Web configuration, naming their tab and its page.
   ::Sidekiq::Web.configure do |config|
-    config.register(Ferrolock::Web, name: "ferrolock", tab: "Locks", index: "locks")
+    config.register(Ferrolock::Web, name: "ferrolock", tab: "Locks", index: "locks",
+                                    root_dir: Ferrolock::Web::ROOT_DIR, asset_paths: ["js"])
   end
 else
   # Sidekiq 6.4 and 7.x: register takes the extension alone; the tab is added by hand.

@@ -16,13 +16,13 @@ module FerrolockTest
 
   # The whole environment of a child started outside Bundler (plain RubyGems: Debian's gems that are
   # not in the Gemfile): the one rspec started with, less Bundler's variables and NOT_INHERITED, plus
-  # `env`; what ENV has beyond it is unset (nil), so spawn needs no option. Never
+  # spec_helper's FERROLOCK_HISTORY and `env`; what ENV has beyond it is unset (nil), so spawn needs no option. Never
   # Bundler.with_unbundled_env: it swaps ENV, which every thread shares, so another thread meanwhile
   # finds no REDIS_URL (Sidekiq's pool is built for localhost:6379, for good), and two threads'
   # overlapping swaps leave it swapped.
   def self.unbundled_env(env = {})
     started = (defined?(Bundler) ? Bundler.unbundled_env : ENV.to_h).reject { |name, _| NOT_INHERITED.match?(name) }
-    ENV.keys.to_h { |name| [name, nil] }.merge(started, env)
+    ENV.keys.to_h { |name| [name, nil] }.merge(started, ENV.slice("FERROLOCK_HISTORY"), env)
   end
 
   # Runs Ruby code in a separate process with lib/ on the load path; returns

@@ -17,7 +17,7 @@ module FerrolockTest
 
     # Spec files that load Sidekiq (tagged :sidekiq; bin/test's rspec_sidekiq7 step runs them on 7.3).
     SPEC_FILES = %r{/spec/(sidekiq_\w+|fair_tenant|boot_checks|loading|readme_snippets|rails_app|configuration|
-                           hostile_input|fork_inside_block|release_after_block)_spec\.rb\z}x
+                           hostile_input|fork_inside_block|release_after_block|web_history(_browser)?)_spec\.rb\z}x
 
     module_function
 

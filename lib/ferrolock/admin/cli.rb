@@ -6,6 +6,7 @@ require_relative "cli/options"
 require_relative "cli/output"
 require_relative "cli/namespace_hint"
 require_relative "cli/password"
+require_relative "cli/stats_command"
 
 module Ferrolock
   class Admin
@@ -28,6 +29,8 @@ module Ferrolock
       end
 
       COMMANDS = CliOptions::COMMANDS
+
+      include CliStatsCommand
 
       def initialize(argv, out: $stdout, err: $stderr, env: ENV)
         @argv = argv.dup

@@ -13,6 +13,7 @@ module Ferrolock
         lists(app)
         release(app)
         release_job(app)
+        HistoryPage.draw(app)
       end
 
       # Listing pages: path under the tab => [view, the Admin method listing it].

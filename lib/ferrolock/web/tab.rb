@@ -2,6 +2,7 @@
 
 require_relative "view_helpers"
 require_relative "routes"
+require_relative "history_page"
 
 module Ferrolock
   # The Sidekiq Web "Locks" tab (registered by `require "ferrolock/web"`). Pages: DistMutex/DualLock
@@ -10,6 +11,8 @@ module Ferrolock
   # token). This file loads no Sidekiq: `Ferrolock::Web.client = …` works before Sidekiq Web is loaded.
   module Web
     VIEWS = File.expand_path("views", __dir__)
+    # Sidekiq 8's register serves <ROOT_DIR>/assets/ferrolock/js (the History page's charts).
+    ROOT_DIR = __dir__
 
     class << self
       # The client the tab reads (nil: Ferrolock.client).

@@ -7,9 +7,10 @@ module Ferrolock
     module ViewHelpers
       PAGES = [%w[locks Locks], %w[locks/uniques Uniques], %w[locks/limiters Limiters],
                ["locks/rate_limiters", "Rate limiters"], %w[locks/tenants FairTenant],
-               %w[locks/markers Shoryuken], ["locks/concurrency", "limits_concurrency"]].freeze
+               %w[locks/markers Shoryuken], ["locks/concurrency", "limits_concurrency"],
+               %w[locks/history History]].freeze
       SEARCH_HINTS = { "locks/tenants" => "Job class (exact)", "locks/uniques" => "Job class pattern, or unique:…",
-                       "locks/markers" => "Queue pattern",
+                       "locks/markers" => "Queue pattern", "locks/history" => "Name (exact)",
                        "locks/concurrency" => "Key pattern, e.g. DeliverJob/*" }.freeze
 
       def fl(value)

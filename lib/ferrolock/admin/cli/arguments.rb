@@ -12,6 +12,8 @@ module Ferrolock
     module CliArguments
       # Flags still read after the first operand: they take no value and load nothing.
       TRAILING_FLAGS = %w[--json --force --help -h].freeze
+      # Options with a value still read after the first operand (`stats NAME --since 1h`).
+      TRAILING_OPTIONS = %w[--since].freeze
 
       module_function
 
@@ -42,6 +44,8 @@ module Ferrolock
         until words.empty?
           word = words.shift
           next operands.concat(words.shift(words.size)) if word == "--"
+
+          next parser.order!([word, *words.shift(1)]) if TRAILING_OPTIONS.include?(word)
 
           TRAILING_FLAGS.include?(word) ? parser.order!([word]) : operands << word
         end

@@ -31,6 +31,16 @@ module Ferrolock
         end
       end
 
+      # Admin#stats: each primitive's event totals and busiest step, then its waits' percentiles.
+      def stats(stats)
+        return @out.puts(JSON.pretty_generate(stats)) if @json
+
+        per = stats[:step] == 60 ? "MINUTE" : "HOUR"
+        @out.puts(Table.render(["KIND", "EVENT", "TOTAL", "BUSIEST_#{per}"], stats_events(stats[:primitives])))
+        waits = stats_waits(stats[:primitives])
+        @out.puts("\n#{Table.render(%w[KIND WAITS P50 P95 P99], waits)}") unless waits.empty?
+      end
+
       def tenants(items)
         emit(items) do
           rows = items.map { |t| [t.job_class, t.tenant, t.mode, t.queue, rule_counts(t)] }
@@ -115,6 +125,24 @@ module Ferrolock
         return @out.puts(items.empty? ? "[]" : JSON.pretty_generate(items.map(&:to_h))) if @json
 
         @out.puts(yield)
+      end
+
+      def stats_events(primitives)
+        primitives.flat_map do |primitive, its|
+          its[:counts].map do |event, total|
+            [primitive, event, total, its[:series].map { |bucket| bucket[:counts].fetch(event, 0) }.max]
+          end
+        end
+      end
+
+      # Percentiles are histogram steps' upper bounds: whole milliseconds.
+      def stats_waits(primitives)
+        primitives.filter_map do |primitive, its|
+          waits = its[:waits]
+          next unless waits[:samples].positive?
+
+          [primitive, waits[:samples], *waits.values_at(:p50, :p95, :p99).map { |s| "#{(s * 1000).round} ms" }]
+        end
       end
 
       def mutex_row(lock)

@@ -1,0 +1,124 @@
+# frozen_string_literal: true
+
+require_relative "history/buckets"
+require_relative "history/tally"
+require_relative "history/store"
+
+module Ferrolock
+  # Per-minute history of every event, by primitive and name, in Redis (Buckets): on unless
+  # `c.history = false` (or FERROLOCK_HISTORY=0). A subscriber like any other counts events in this
+  # process (Tally: no Redis on the hot path); one thread writes them every FLUSH_EVERY seconds as one
+  # script (Store), and once more at exit, so a process that dies loses at most one flush. Read
+  # back with Ferrolock::Admin#stats and `ferrolock stats NAME`. Not with Ferrolock::Testing
+  # installed: an app's test suite writes no history.
+  module History
+    FLUSH_EVERY = 5.0
+    LOCK = Mutex.new
+    private_constant :LOCK
+
+    @subscription = nil
+    @tally = Tally.new
+    @thread = nil
+    @generation = nil
+    @flush_every = FLUSH_EVERY
+    @failing_since = nil
+
+    class << self
+      # Seconds between flushes (a spec shortens it).
+      attr_accessor :flush_every
+
+      # Subscribes or unsubscribes (Ferrolock.configure calls it with c.history).
+      def apply(enabled)
+        LOCK.synchronize do
+          if enabled && !@subscription
+            @subscription = Ferrolock.subscribe { |event, payload| record(event, payload) }
+          elsif !enabled && @subscription
+            Ferrolock.unsubscribe(@subscription)
+            @subscription = nil
+          end
+        end
+        nil
+      end
+
+      def enabled?
+        !@subscription.nil?
+      end
+
+      # Counts one event (the subscriber; runs with asynchronous exceptions deferred).
+      def record(event, payload)
+        return if Backend.factory || !(Hash === payload) # rubocop:disable Style/CaseEquality -- BasicObject-safe
+
+        ensure_flushing
+        @tally.add(event, payload, Process.clock_gettime(Process::CLOCK_REALTIME, :second))
+      end
+
+      # Writes what was counted since the last flush, in one round trip; the number of fields written.
+      # Redis down: those counts are dropped (logged), the next flush starts afresh.
+      def flush!
+        counts = @tally.take
+        return 0 if counts.empty?
+
+        Store.write(Ferrolock.client, counts)
+        @failing_since = nil
+        counts.size
+      rescue Ferrolock::Error => e
+        failed(e, counts.size)
+        0
+      end
+
+      private
+
+      # Logs the first failure of a streak, then one a minute (a Redis down, or an ACL refusing the
+      # {history} keys, would otherwise log every flush).
+      def failed(error, dropped)
+        now = Ferrolock.monotonic
+        return if @failing_since && now - @failing_since < 60
+
+        @failing_since = now
+        Ferrolock.logger.warn("ferrolock: history flush failed, #{dropped} count(s) dropped (logged once a " \
+                              "minute while it fails): #{error.class}: #{error.message}")
+      end
+
+      # Cheap when running: one fork-generation comparison and one alive? check. A forked child
+      # starts its own thread and drops the counts it inherited (its parent flushes those).
+      def ensure_flushing
+        return if flushing?
+
+        LOCK.synchronize do
+          next if flushing?
+
+          generation = Native.fork_generation
+          @tally = Tally.new unless @generation == generation
+          @generation = generation
+          start_thread
+        end
+      end
+
+      def flushing?
+        @generation == Native.fork_generation && @thread&.alive?
+      end
+
+      def start_thread
+        # Clean interrupt masks (the subscriber runs masked), so exit ends the thread at once.
+        @thread = Thread.new { Thread.handle_interrupt(Object => :immediate) { flush_loop } }
+        @thread.name = "ferrolock-history"
+        @thread.report_on_exception = false
+        return if @at_exit
+
+        @at_exit = true
+        at_exit { flush! if enabled? }
+      end
+
+      def flush_loop
+        loop do
+          sleep(@flush_every)
+          begin
+            flush!
+          rescue StandardError => e # a bad configuration: keep counting, say why each time
+            Ferrolock.logger.warn("ferrolock: history flush failed: #{e.class}: #{e.message}")
+          end
+        end
+      end
+    end
+  end
+end
