@@ -50,7 +50,7 @@ module Ferrolock
   autoload :Web, File.join(__dir__, "ferrolock", "web", "tab")
 end
 
-# History counts events from here on, unless configured off (FERROLOCK_HISTORY=0).
+# History counts events from here on when configured on (c.history = true, or FERROLOCK_HISTORY=1).
 Ferrolock::History.apply(Ferrolock::Configuration.default_history)
 
 # Rails integration, only under Rails (requiring ferrolock never loads Rails).

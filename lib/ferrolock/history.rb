@@ -5,8 +5,8 @@ require_relative "history/tally"
 require_relative "history/store"
 
 module Ferrolock
-  # Per-minute history of every event, by primitive and name, in Redis (Buckets): on unless
-  # `c.history = false` (or FERROLOCK_HISTORY=0). A subscriber like any other counts events in this
+  # Per-minute history of every event, by primitive and name, in Redis (Buckets): off unless
+  # `c.history = true` (or FERROLOCK_HISTORY=1). A subscriber like any other counts events in this
   # process (Tally: no Redis on the hot path); one thread writes them every FLUSH_EVERY seconds as one
   # script (Store), and once more at exit, so a process that dies loses at most one flush. Read
   # back with Ferrolock::Admin#stats and `ferrolock stats NAME`. Not with Ferrolock::Testing
