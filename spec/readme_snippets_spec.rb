@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
-# Every ```ruby block of README.md runs verbatim, each in a fresh Ruby process against the test
-# Redis (REDIS_URL), after `require "ferrolock"` and, when it names Sidekiq, `require "sidekiq"`.
+# Every ```ruby block of README.md (and of the doc/ pages in snippet_pages) runs verbatim, each in a
+# fresh Ruby process against the test Redis (REDIS_URL), after `require "ferrolock"` and, when it
+# names Sidekiq, `require "sidekiq"`.
 # A new block that does not run fails this spec. The only additions are:
 # - APP_CODE: stand-ins for the app's own methods and constants a block calls (build_report,
 #   Record …), each added only to the blocks that call it;
@@ -14,9 +15,14 @@ require_relative "support/redis_sentinel"
 
 RSpec.describe "README.md ruby snippets" do
   readme = File.read(File.join(FerrolockTest::ROOT, "README.md"))
-  snippets = readme.to_enum(:scan, /^```ruby\n(.*?)^```$/m).map do
-    match = Regexp.last_match
-    [readme[0, match.begin(0)].count("\n") + 1, match[1]]
+  # The README's blocks, and those of the doc/ pages its reference detail moved to: [place, code].
+  snippet_pages = %w[README.md doc/ACTIVE_JOB.md]
+  snippets = snippet_pages.flat_map do |page|
+    text = File.read(File.join(FerrolockTest::ROOT, page))
+    text.to_enum(:scan, /^```ruby\n(.*?)^```$/m).map do
+      match = Regexp.last_match
+      ["#{page}:#{text[0, match.begin(0)].count("\n") + 1}", match[1]]
+    end
   end
 
   app_code = {
@@ -97,9 +103,9 @@ RSpec.describe "README.md ruby snippets" do
 
   snippets.each do |line, code|
     first = code.lines.first.strip
-    it "runs the snippet at README.md:#{line} (#{first[0, 60]})" do
+    it "runs the snippet at #{line} (#{first[0, 60]})" do
       placeholders = code.lines.map { |l| l.sub(/#.*/, "") }.grep(/…|\.\.\.\s*$/)
-      expect(placeholders).to eq([]), "README.md:#{line}: a placeholder is not Ruby (`…` parses as a method call)"
+      expect(placeholders).to eq([]), "#{line}: a placeholder is not Ruby (`…` parses as a method call)"
       prelude = [%(require "ferrolock")]
       prelude << %(require "sidekiq") if code.match?(/(?<![:\w])Sidekiq\b/)
       uses_shoryuken = code.match?(/(?<![:\w])Shoryuken\b/)
@@ -109,17 +115,17 @@ RSpec.describe "README.md ruby snippets" do
         prelude << shoryuken
       end
       prelude.concat(app_code.select { |name, _| calls.call(code, name) }.values)
-      script = [*prelude, "# ---- README.md:#{line}", code,
+      script = [*prelude, "# ---- #{line}", code,
                 "# ---- the configuration it leaves still gives a working client",
                 %(abort "ferrolock client: \#{Ferrolock.client.ping.inspect}" unless Ferrolock.client.ping == "PONG"),
                 (uses_shoryuken ? %(puts "chain: \#{Shoryuken.server_middleware.entries.map(&:klass).join(" ")}") : "")]
                .join("\n")
       # Shoryuken's snippets run outside Bundler (its gems are Debian's, not the Gemfile's).
       out, err, status = run_ruby(script, env: topology_env(code), timeout: 60, unbundled: uses_shoryuken)
-      expect(status).to be_success, "README.md:#{line} failed (exit #{status.exitstatus}):\n#{err}\n#{out}"
+      expect(status).to be_success, "#{line} failed (exit #{status.exitstatus}):\n#{err}\n#{out}"
       # A snippet that says what it logs must log it (stderr: the default logger; stdout: Sidekiq's).
       code.scan(/# logs "([^"]+)"/).flatten.each do |logged|
-        expect(err + out).to include(logged), "README.md:#{line} did not log #{logged.inspect}:\n#{err}\n#{out}"
+        expect(err + out).to include(logged), "#{line} did not log #{logged.inspect}:\n#{err}\n#{out}"
       end
       if code.include?("Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::LockMiddleware")
         expect(out).to include("Ferrolock::Shoryuken::LockMiddleware Shoryuken::Middleware::Server::AutoDelete")
