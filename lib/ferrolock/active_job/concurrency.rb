@@ -8,6 +8,7 @@ require_relative "parked_adapter"
 require_relative "job_hooks"
 require_relative "admission"
 require_relative "concurrency_rule"
+require_relative "before_perform"
 
 module Ferrolock
   module ActiveJob
@@ -42,6 +43,7 @@ module Ferrolock
 
         base.extend(ClassMethods, ConcurrencyRules::ClassMethods)
         base.prepend(JobHooks)
+        BeforePerform.install
         # The rules' enqueue check goes first (outermost): an enqueue they refuse is never parked by
         # limits_concurrency (a parked job runs later, so perform_later must not say false for it).
         base.around_enqueue { |job, block| ConcurrencyRules.around_enqueue(job, block) }
@@ -97,12 +99,13 @@ module Ferrolock
 
           admission = admission(job, policy)
           outcome, _fence, blocked = admission.admit(at_perform: false)
-          return resume(job, holding, block) if holding && outcome == :held
+          return resume(admission, holding, block) if holding && outcome == :held
 
           enqueue_outcome(admission, outcome, blocked, block)
         end
 
         def around_perform(job, block)
+          BeforePerform.started(job)
           policy = job.class.ferrolock_concurrency
           return block.call if skip?(policy) || !job.instance_variable_get(:@ferrolock_from_queue)
 
@@ -125,7 +128,9 @@ module Ferrolock
 
         # The job enqueues itself while it holds its slot: the slot stays its own, unless that
         # enqueue fails.
-        def resume(job, holding, block)
+        def resume(admission, holding, block)
+          job = admission.job
+          BeforePerform.hold(job, admission.key)
           holding.resumed = true
           enqueued = false
           result = block.call
@@ -165,6 +170,7 @@ module Ferrolock
         end
 
         def enqueue_held(admission, block)
+          BeforePerform.hold(admission.job, admission.key)
           enqueued = false
           result = block.call
           enqueued = enqueued?(admission.job)

@@ -115,8 +115,10 @@ module Ferrolock
 
       # Takes (or keeps: the same job_id again) a place at enqueue; false when the key is at its limit.
       def take(job, place_key, limit)
-        Slots.for(Ferrolock.client).admit(job, Place.new(limit, @duration + delay(job)), place_key,
-                                          at_perform: false).first == :held
+        held = Slots.for(Ferrolock.client).admit(job, Place.new(limit, @duration + delay(job)), place_key,
+                                                 at_perform: false).first == :held
+        BeforePerform.hold(job, place_key) if held
+        held
       end
 
       def give_back(job, place_keys)
