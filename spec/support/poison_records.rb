@@ -7,7 +7,8 @@ GlobalID.app ||= "ferrolock-test"
 
 # A record with a GlobalID, stored in the test Redis (a set of ids), so a job argument can be deleted
 # while its job waits and every process (specs, Sidekiq apps) finds the same records. Each lookup is
-# counted ("lc:finds:<id>"): how many times a job holding it was run.
+# counted ("lc:finds:<id>"): how many times a job holding it was run; a lookup of a deleted one
+# records when it failed, in Redis' clock ("lc:failed_at:<id>", µs).
 class LcRecord
   include GlobalID::Identification
 
@@ -27,9 +28,15 @@ class LcRecord
   # (GlobalID's locator) ActiveJob wraps what this raises in ActiveJob::DeserializationError.
   def self.find(id)
     Ferrolock.client.call("INCR", "lc:finds:#{id}")
-    raise KeyError, "LcRecord #{id} was deleted" unless Ferrolock.client.call("SISMEMBER", IDS, id.to_s) == 1
+    return new(id) if Ferrolock.client.call("SISMEMBER", IDS, id.to_s) == 1
 
-    new(id)
+    Ferrolock.client.call("SET", "lc:failed_at:#{id}", redis_micros)
+    raise KeyError, "LcRecord #{id} was deleted"
+  end
+
+  def self.redis_micros
+    seconds, micros = Ferrolock.client.call("TIME")
+    (Integer(seconds) * 1_000_000) + Integer(micros)
   end
 
   def self.finds(id) = Ferrolock.client.call("GET", "lc:finds:#{id}").to_i
