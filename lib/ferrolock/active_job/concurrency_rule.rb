@@ -240,6 +240,7 @@ module Ferrolock
       module_function
 
       def around_enqueue(job, block)
+        AbortedEnqueue.reset(job)
         rules = job.class.ferrolock_concurrency_rules
         # A job enqueued again after it ran (a rule's reschedule, a retry, a resumption), or a blocked
         # job limits_concurrency promotes (its enqueue passed the rules when it was parked), is already
@@ -265,18 +266,18 @@ module Ferrolock
       def enqueue(job, rules, block)
         enqueued = false
         result = block.call
-        enqueued = !job.respond_to?(:successfully_enqueued?) || job.successfully_enqueued?
+        enqueued = AbortedEnqueue.enqueued?(job)
         result
       ensure
         rules.each { |rule| rule.not_enqueued(job) } unless enqueued
       end
 
-      # perform_later returns false (GoodJob's abort); the log line says which option and key.
+      # An aborted enqueue, as GoodJob's (perform_later false); the log line says which option and key.
       def refuse(job, reason, why)
         Ferrolock.logger.info("ferrolock: #{job.class.name} #{job.job_id}: discarded: #{why}")
         Ferrolock.instrument(:discarded, primitive: :concurrency_rule, name: job.class.name, job_class: job.class.name,
                                          job_id: job.job_id, at: :enqueue, reason: reason)
-        false
+        AbortedEnqueue.mark(job)
       end
 
       def around_perform(job, block)
