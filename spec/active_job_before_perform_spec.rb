@@ -134,6 +134,20 @@ RSpec.describe "ActiveJob: a job that fails before it performs", time_limit: 30 
     expect(ran).to eq(%w[bp-r2])
   end
 
+  it "a job perform_all_later (7.1+) admitted, whose record was deleted, gives its slot back as it fails" do
+    skip "ActiveJob #{ActiveJob.version} has no perform_all_later" unless ActiveJob.respond_to?(:perform_all_later)
+
+    klass = record_job("BpBulkJob", to: 1, key: ->(_record) { "k" }, duration: 60)
+    gone = LcRecord.create("bp-b0")
+    jobs = [klass.new(gone), klass.new(LcRecord.create("bp-b1"))]
+    ActiveJob.perform_all_later(jobs)
+    gone.destroy
+    failing_run(klass, ActiveJob::DeserializationError)
+    expect(slots("BpBulkJob/k")).to eq([jobs[1].job_id]) # promoted by that failure
+    work_off(klass)
+    expect(ran).to eq(%w[bp-b1])
+  end
+
   it "a job that performs is not reported, and a job that raises in perform gives its slot back as before" do
     klass = job_class("BpPerformsJob", to: 1, key: ->(_num) { "k" }, duration: 60) do
       def perform(num) = num.zero? ? raise(IOError, "in perform") : LC_RAN << num
