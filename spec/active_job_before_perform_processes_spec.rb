@@ -56,6 +56,21 @@ RSpec.describe "ActiveJob: a job that fails before it performs, in Sidekiq proce
     expect(redis.keys("ferrolock:{concurrency:bp/poison}:*") - ["ferrolock:{concurrency:bp/poison}:fence"]).to be_empty
   end
 
+  it "concurrency_rule total_limit: the place of a job whose record was deleted is given back as it fails" do
+    gone = LcRecord.create("r0")
+    with_sidekiq(concurrency: 1) do |sidekiq|
+      gone.destroy
+      BpRuleJob.perform_later(gone) # takes the one place (60 s)
+      expect(BpRuleJob.perform_later(LcRecord.create("r-refused"))).to be(false)
+      wait_until(timeout: 30, interval: 0.05, what: -> { "r0's place given back: #{sidekiq.log}" }) do
+        !redis.exists?("ferrolock:{concurrency:rule:total:BpRuleJob/rule}:slots")
+      end
+      expect(BpRuleJob.perform_later(LcRecord.create("r1"))).to be_a(BpRuleJob)
+      wait_until(timeout: 30, interval: 0.05, what: -> { "r1 done: #{done} #{sidekiq.log}" }) { done.key?("r1") }
+      expect(sidekiq.log).to include("failed before it performed (ActiveJob::DeserializationError")
+    end
+  end
+
   it "a job whose class the worker lacks (NameError) gives its slot back at once, and the job behind it runs" do
     gone = Class.new(LcApplicationJob) do
       limits_concurrency to: 1, key: ->(_record) { "poison" }, group: "bp", duration: 60
@@ -66,7 +81,7 @@ RSpec.describe "ActiveJob: a job that fails before it performs, in Sidekiq proce
     BpPoisonJob.perform_later(LcRecord.create("p-next")) # blocked behind it
     with_sidekiq(concurrency: 1) do |sidekiq|
       wait_until(timeout: 30, interval: 0.05, what: -> { "p-next done: #{done} #{sidekiq.log}" }) { done.size == 1 }
-      expect(sidekiq.log).to match(/BpGoneJob #{holder.job_id} failed before it performed \((NameError|\S+UnknownJobClass)/)
+      expect(sidekiq.log).to match(/BpGoneJob #{holder.job_id} failed before it performed \((NameError|\S+UnknownJob)/)
     end
     expect(done.keys).to eq(%w[p-next]) # not after the 60 s lease
   end
