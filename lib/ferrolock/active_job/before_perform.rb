@@ -109,7 +109,7 @@ module Ferrolock
         held = slots.give_back(key, job_id) == true
         what = held ? "its slot on #{key} is given back" : "it held no live slot on #{key} any more"
         Ferrolock.logger.warn("ferrolock: #{job_class} #{job_id} failed before it performed (#{why}); #{what}, and " \
-                              "its parked payload is dropped: it is not promoted again")
+                              "a payload of it parked there is dropped: it is not promoted again")
         Ferrolock.instrument(:failed_before_perform, primitive: primitive(key), name: key, job_class: job_class,
                                                      job_id: job_id, held: held, error: error&.class&.name,
                                                      reason: why)
