@@ -17,19 +17,14 @@ RSpec.describe "ActiveJob: a job that fails before it performs", time_limit: 30 
 
   after(:all) { Ferrolock::ActiveJob::Slots.reset! }
 
+  include FerrolockTest::ActiveJobJobs
+
   around do |example|
-    previous = [ActiveJob::Base.logger, Ferrolock.config.logger]
-    ActiveJob::Base.logger = Logger.new(nil)
-    Ferrolock.config.logger = Logger.new(log)
-    LC_RAN.clear
     subscription = Ferrolock.subscribe(:failed_before_perform) { |_, payload| events << payload }
-    example.run
+    with_loggers(ferrolock: Logger.new(log)) { example.run }
   ensure
     Ferrolock.unsubscribe(subscription)
-    ActiveJob::Base.logger, Ferrolock.config.logger = previous
   end
-
-  include FerrolockTest::ActiveJobJobs
 
   def slots(key) = redis.zrange("ferrolock:{concurrency:#{key}}:slots", 0, -1)
 

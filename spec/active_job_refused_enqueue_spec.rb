@@ -15,20 +15,16 @@ RSpec.describe "ActiveJob: a refused enqueue reads as refused", time_limit: 30 d
 
   after(:all) { Ferrolock::ActiveJob::Slots.reset! }
 
+  include FerrolockTest::ActiveJobJobs
+
   around do |example|
-    previous = [ActiveJob::Base.logger, Ferrolock.config.logger]
-    ActiveJob::Base.logger = Logger.new(active_job_log)
-    Ferrolock.config.logger = Logger.new(nil)
     subscriber = ActiveSupport::Notifications.subscribe(/\Aenqueue(_all)?\.active_job\z/) do |name, *, payload|
       notifications << [name, payload]
     end
-    example.run
+    with_loggers(active_job: Logger.new(active_job_log)) { example.run }
   ensure
     ActiveSupport::Notifications.unsubscribe(subscriber)
-    ActiveJob::Base.logger, Ferrolock.config.logger = previous
   end
-
-  include FerrolockTest::ActiveJobJobs
 
   # Each way an enqueue is refused: [limits, rules, how many enqueues pass before the refused one].
   refusals = {

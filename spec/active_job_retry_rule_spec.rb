@@ -15,17 +15,9 @@ RSpec.describe "ActiveJob limits_concurrency: a retry gives its slot back", time
 
   after(:all) { Ferrolock::ActiveJob::Slots.reset! }
 
-  around do |example|
-    previous = [ActiveJob::Base.logger, Ferrolock.config.logger]
-    ActiveJob::Base.logger = Logger.new(nil)
-    Ferrolock.config.logger = Logger.new(nil)
-    LC_RAN.clear
-    example.run
-  ensure
-    ActiveJob::Base.logger, Ferrolock.config.logger = previous
-  end
-
   include FerrolockTest::ActiveJobJobs
+
+  around { |example| with_loggers { example.run } }
 
   def slots(key) = redis.zrange("ferrolock:{concurrency:#{key}}:slots", 0, -1)
 
