@@ -71,6 +71,29 @@ RSpec.describe "ActiveJob: a job that fails before it performs, in Sidekiq proce
     end
   end
 
+  it "Sidekiq uniqueness (until_executed): the lock of a job whose record was deleted is released as it fails" do
+    middleware = Ferrolock::Sidekiq::UniqueClientMiddleware
+    FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.add middleware }
+    record = LcRecord.create("u0")
+    record.destroy
+    locked = -> { Ferrolock::Admin.new.uniques("BpUniqueJob").items.map(&:jid) }
+    with_sidekiq(concurrency: 1) do |sidekiq|
+      BpUniqueJob.perform_later(record)
+      expect(BpUniqueJob.perform_later(record)).to be(false) # a duplicate while it waits
+      wait_until(timeout: 30, interval: 0.05, what: lambda {
+                                                      "u0 failed: #{sidekiq.log}"
+                                                    }) { redis.exists?("lc:failed_at:u0") }
+      # Not kept for its retries (each fails alike): a new push is taken.
+      wait_until(timeout: 5, interval: 0.05, what: -> { "the lock released: #{locked.call} #{sidekiq.log}" }) do
+        locked.call.empty?
+      end
+      expect(sidekiq.log).to match(/BpUniqueJob .*failed before it performed \(ActiveJob::DeserializationError/)
+    end
+    expect(BpUniqueJob.perform_later(record)).to be_a(BpUniqueJob)
+  ensure
+    FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.remove(middleware) }
+  end
+
   it "a job whose class the worker lacks (NameError) gives its slot back at once, and the job behind it runs" do
     gone = Class.new(LcApplicationJob) do
       limits_concurrency to: 1, key: ->(_record) { "poison" }, group: "bp", duration: 60
