@@ -8,7 +8,7 @@ module Ferrolock
     module JobHooks
       def serialize
         holds = BeforePerform.holds(self)
-        holds ? super.merge(BeforePerform::HOLDS => holds) : super
+        holds ? super.merge(BeforePerform::SlotHolds::HOLDS => holds) : super
       end
 
       def deserialize(job_data)
