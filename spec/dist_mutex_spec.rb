@@ -82,9 +82,12 @@ RSpec.describe Ferrolock::DistMutex do
       holder = mutex
       holder.lock
       waiter = mutex
-      took = Array.new(5) { elapsed { expect { waiter.lock(timeout: 0.03) }.to raise_error(Ferrolock::TimeoutError) } }
-      expect(took.min).to be >= 0.03
-      expect(took.sort[2]).to be < 0.08
+      runs = Array.new(5) do
+        elapsed_and_lateness { expect { waiter.lock(timeout: 0.03) }.to raise_error(Ferrolock::TimeoutError) }
+      end
+      expect(runs.map(&:first).min).to be >= 0.03
+      # Most end within 50 ms of the timeout, plus what the machine's load delayed them.
+      expect(runs.count { |took, late| took < late_bound(0.08, late) }).to be >= 3
       holder.unlock
     end
   end
@@ -249,18 +252,20 @@ RSpec.describe Ferrolock::DistMutex do
 
     it "ends on Thread#kill within 100 ms" do
       thread = waiting_thread
-      took = elapsed do
+      took, late = elapsed_and_lateness do
         thread.kill
         thread.join(2)
       end
       expect(thread).not_to be_alive
-      expect(took).to be < 0.1
+      expect(took).to be < late_bound(0.1, late)
     end
 
     it "ends on Timeout.timeout within 100 ms of the timeout" do
       holder
-      took = elapsed { expect { Timeout.timeout(0.2) { mutex("busy").lock } }.to raise_error(Timeout::Error) }
-      expect(took).to be < 0.3
+      took, late = elapsed_and_lateness do
+        expect { Timeout.timeout(0.2) { mutex("busy").lock } }.to raise_error(Timeout::Error)
+      end
+      expect(took).to be < late_bound(0.3, late)
     end
 
     it "lets other threads run while one waits" do
