@@ -47,7 +47,7 @@ impl Drop for ClientInner {
 
 impl Client {
     /// The same for every clone of this client and different for any other living client: the
-    /// key of the process-wide maps of local waiters (line/local.rs, dual_lock_local.rs).
+    /// key of the process-wide maps of local waiters (line/local/mod.rs, dual_lock_local.rs).
     pub(crate) fn identity(&self) -> usize {
         Arc::as_ptr(&self.inner) as usize
     }

@@ -7,7 +7,7 @@
 -- ARGV[5] this token's entry in the waiters list from an earlier attempt ('' if none),
 -- ARGV[6] '1' when this token may hold the lock already (a retry, or a waiter coming back),
 -- ARGV[7] the line's TTL (ms; see the end), ARGV[8] the waiter's grant inbox ('' : none, it pops
--- its grant list; see src/inbox.rs): its entry then ends in '|@' and the inbox id
+-- its grant list; see src/line/inbox.rs): its entry then ends in '|@' and the inbox id
 -- Returns {1, fencing token} when held (also when this token already holds it: a retried call
 -- whose first reply was lost, or a hand-off this waiter has not popped yet), {0, holder's
 -- remaining ttl in ms, entry} when queued as entry, else {0, holder's remaining ttl in ms}.
@@ -27,11 +27,11 @@ local inbox = ARGV[8]
 -- issued, and tokens run ahead of Redis time only while one name is acquired more than once per
 -- µs (each acquisition takes an acquire and a release script, or a >= 1 ms expiry), so by a few
 -- µs at most: time alone then beats every earlier token. Redis expires keys by the same wall
--- clock TIME reads, so a clock stepped back delays the expiry too. See doc/ARCHITECTURE.md.
+-- clock TIME reads, so a clock stepped back delays the expiry too. See src/dist_mutex.rs.
 -- (release.lua issues tokens by the same rule for a hand-off.)
 -- Every token issued here is rounded up to a multiple of 16 (exact: Lua numbers are doubles,
 -- tokens < 2^53): the 15 above it are never issued by Redis, and are the holder's to hand on
--- within its process (the cohort hand-off, src/cohort.rs), so they stay below the next token.
+-- within its process (the cohort hand-off, src/line/cohort.rs), so they stay below the next token.
 -- The rounding puts a token at most 15 µs ahead of Redis time, less than one acquisition takes.
 local function block(n)
   return n + (16 - n % 16) % 16
