@@ -143,7 +143,7 @@ pub fn force_release(
             // Its process's cohort, if any, stops passing the lock on within the process (its
             // next release then finds it lost; inbox.rs). Refused without channel rights, where
             // the holder's inbox could not listen either.
-            let channel = crate::line::inbox::Inbox::revoked_channel(client.namespace());
+            let channel = crate::inbox::Inbox::revoked_channel(client.namespace());
             let publish = [
                 b"PUBLISH".to_vec(),
                 channel.into_bytes(),

@@ -328,10 +328,7 @@ impl Primitive for ConcurrentLimiter {
             .arg(crate::seconds::millis(line.line_ttl()))
             .flag(r.refresh_line)
             .arg(r.successor_inbox.unwrap_or(""))
-            .arg(crate::line::inbox::Inbox::channel(
-                line.client.namespace(),
-                "",
-            ))
+            .arg(crate::inbox::Inbox::channel(line.client.namespace(), ""))
     }
 
     fn renew_script(&self, token: &str) -> ScriptCall {

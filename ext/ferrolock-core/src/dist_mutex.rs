@@ -49,10 +49,10 @@ use crate::interrupt::Interrupt;
 use crate::lease::{Lease, RenewKeyArgs};
 use crate::line::cohort::{self, Cohort};
 use crate::line::primitive::{AcquireArgs, Attempt, Hold, Line, Primitive, ReleaseArgs};
-use crate::line::unanswered_releases;
 use crate::lost_leases::LostLease;
 use crate::lua_script;
 use crate::script::{Script, ScriptCall};
+use crate::unanswered_releases;
 use crate::wait::{retry_after, wait_turn};
 use std::time::{Duration, Instant};
 
@@ -185,7 +185,7 @@ impl DistMutex {
     }
 
     /// One attempt, never waits (but for a release of this lock in flight, see
-    /// line/unanswered_releases.rs).
+    /// unanswered_releases.rs).
     pub fn try_lock(&self, intr: &Interrupt, token: &str) -> Result<Option<Held>> {
         self.line.wait_unanswered_releases(intr)?;
         // The script also recognises a lock held by this very token (a retried call).
@@ -349,7 +349,7 @@ impl Primitive for DistMutex {
             .arg(crate::seconds::millis(line.line_ttl()))
             .flag(r.refresh_line)
             .arg(r.successor_inbox.unwrap_or(""))
-            .arg(crate::line::inbox::Inbox::channel(client.namespace(), ""))
+            .arg(crate::inbox::Inbox::channel(client.namespace(), ""))
     }
 
     fn renew_script(&self, token: &str) -> ScriptCall {

@@ -40,7 +40,7 @@
 //! `Thread#wakeup` or ConditionVariable signal sent once the lock is free (Ruby's own wake-up would
 //! be lost in a release, then unseen by a later `Kernel#sleep`) ends the wait. The thread looks asleep
 //! (`stop?`) during the release, so `locked?`/`try_lock` in the process first wait for such releases
-//! of their lock (`line/unanswered_releases.rs`, which also covers the background give-back of an interrupted
+//! of their lock (`unanswered_releases.rs`, which also covers the background give-back of an interrupted
 //! acquisition). The Ruby side re-locks when `MutexHold#released_by_sleep?`.
 //!
 //! `errors::seconds(ruby, "arg", f64)` (a TTL/lease/timeout), `errors::wait` and `errors::deadline`

@@ -8,7 +8,7 @@
 -- earlier attempt ('' if none), ARGV[6] '1' when the token may hold a slot already (a retried
 -- call whose reply was lost, or a waiter coming back whose grant raced its timeout), ARGV[7] the
 -- line's TTL (ms; see the end), ARGV[8] the waiter's grant inbox ('' : none, it pops its grant
--- list; see src/line/inbox.rs): its entry then ends in '|@' and the inbox id
+-- list; see src/inbox.rs): its entry then ends in '|@' and the inbox id
 -- Returns {1, 0} when the token holds a slot, {0, ms until the earliest live slot expires, entry}
 -- when queued as entry, else {0, ms until the earliest live slot expires}.
 

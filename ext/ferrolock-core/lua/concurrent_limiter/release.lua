@@ -22,7 +22,7 @@
 -- lost wake-up; slots and grants are not touched.
 -- ARGV[10] the local waiter's grant inbox ('' : none) and ARGV[11] the inbox channels' prefix.
 -- An entry "token|deadline|@inbox" is granted by PUBLISHing "token|slot expiry" to the inbox's
--- channel (src/line/inbox.rs); one without (an older version's waiter, or an ACL without channel
+-- channel (src/inbox.rs); one without (an older version's waiter, or an ACL without channel
 -- rights) by pushing the expiry to its grant list. An older version's release reads an inbox
 -- entry's deadline as 0 and drops it as dead: its waiter attempts again after its planned wait.
 -- Returns 1 released (or handed on), 0 the token held no live slot (its lease was lost: nobody

@@ -7,7 +7,7 @@
 -- ARGV[5] this token's entry in the waiters list from an earlier attempt ('' if none),
 -- ARGV[6] '1' when this token may hold the lock already (a retry, or a waiter coming back),
 -- ARGV[7] the line's TTL (ms; see the end), ARGV[8] the waiter's grant inbox ('' : none, it pops
--- its grant list; see src/line/inbox.rs): its entry then ends in '|@' and the inbox id
+-- its grant list; see src/inbox.rs): its entry then ends in '|@' and the inbox id
 -- Returns {1, fencing token} when held (also when this token already holds it: a retried call
 -- whose first reply was lost, or a hand-off this waiter has not popped yet), {0, holder's
 -- remaining ttl in ms, entry} when queued as entry, else {0, holder's remaining ttl in ms}.

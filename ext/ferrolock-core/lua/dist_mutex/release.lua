@@ -19,7 +19,7 @@
 -- and the grants are not touched.
 -- ARGV[11] the local waiter's grant inbox ('' : none) and ARGV[12] the inbox channels' prefix.
 -- An entry "token|deadline|@inbox" is granted by PUBLISHing "token|fence" to the inbox's channel
--- (src/line/inbox.rs); an entry without one (an older version's waiter, or an ACL without channel
+-- (src/inbox.rs); an entry without one (an older version's waiter, or an ACL without channel
 -- rights) by pushing the fence to its grant list. An older version's release reads an inbox
 -- entry's deadline as 0 and drops it as dead: its waiter attempts again after the holder's TTL.
 -- Returns 1 released (or handed on), 0 not held by this token (lost), {1, entry} when the local

@@ -33,7 +33,7 @@
 //! above it are never issued by Redis: the cohort hands them out in order and the next Redis token
 //! is above them. A token that is not a multiple of 16 (an older version's grant, during a deploy)
 //! starts no cohort. Forced releases: `admin::force_release` PUBLISHes the released token to
-//! `<ns>:inbox:revoked`, which every grant inbox also subscribes to (line/inbox.rs); a cohort whose
+//! `<ns>:inbox:revoked`, which every grant inbox also subscribes to (inbox.rs); a cohort whose
 //! token was heard revoked does not pass, so its holder's release runs the token-checked script
 //! and gets `LockLost`, and its local successor attempts through Redis. Not covered: a pass made
 //! before the notice arrives or while the inbox does not listen (refused channels, reconnecting),

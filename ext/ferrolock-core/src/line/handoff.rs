@@ -51,9 +51,9 @@
 //! trips, against 18 and 4 round trips before
 //! (pinned by tests/primitives/dist_mutex_commands.rs, with the uncontended lock + unlock's 8).
 
-use super::inbox::Waited;
 use crate::client::{int, Client};
 use crate::error::Result;
+use crate::inbox::Waited;
 use crate::interrupt::Interrupt;
 use crate::script::ScriptCall;
 use std::time::{Duration, Instant};

@@ -35,15 +35,14 @@
 //! pass ahead of the process's Redis waiter; a waiter that found room sends the next local waiter
 //! to attempt; a local waiter goes to Redis by itself after `UNQUEUED_GRACE`) and
 //! `ATTEMPT_AT_DEADLINE` (the limiter's last attempt at the deadline; DistMutex leaves at once, its
-//! leaving release passing on a raced hand-off). The local line, hand-off, inbox, cohort and
-//! unanswered releases live beside them in `line/`.
+//! leaving release passing on a raced hand-off). The local line, hand-off and cohort live beside
+//! them in `line/`; the grant inbox (`inbox.rs`) and the releases not yet answered
+//! (`unanswered_releases.rs`) are below the line, as the client, leases and watchdog use them too.
 
 pub mod cohort;
 mod enter;
 pub(crate) mod handoff;
-pub(crate) mod inbox;
 pub(crate) mod local;
 pub(crate) mod primitive;
 mod release;
 mod subscription;
-pub mod unanswered_releases;

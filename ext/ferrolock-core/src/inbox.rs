@@ -28,7 +28,7 @@
 //!
 //! Design notes (moved from doc/ARCHITECTURE.md):
 //!
-//! Grant inbox (`line/inbox.rs` and `line/subscription.rs`, issue 16): a grant list costs RPUSH + PEXPIRE (a waiter may die, and
+//! Grant inbox (`inbox.rs` and `line/subscription.rs`, issue 16): a grant list costs RPUSH + PEXPIRE (a waiter may die, and
 //! RPUSH cannot set a TTL) + the waiter's BLPOP. Instead, each client in each process subscribes,
 //! on a connection and thread of its own, to `<ns>:inbox:<32 hex>` (random per process: a forked
 //! child makes its own), and its waiters' entries name it: `token|deadline|@<id>`. The release
