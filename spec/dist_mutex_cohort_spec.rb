@@ -3,7 +3,7 @@
 require "redis"
 require "timeout"
 
-# The cohort hand-off (issue 27, ext/ferrolock-core/src/cohort.rs): an unlock that finds another
+# The cohort hand-off (issue 27, ext/ferrolock-core/src/line/cohort.rs): an unlock that finds another
 # thread of its process waiting for the name passes the lock to it without Redis, at most
 # local_passes times in a row, then the lock goes back through Redis' FIFO line. Every section
 # below runs one script in the test Redis that counts holders inside ("inside", "overlaps") and

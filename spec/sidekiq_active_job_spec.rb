@@ -162,6 +162,78 @@ RSpec.describe "Ferrolock::Sidekiq::ActiveJobHooks" do
     end
   end
 
+  # A job that cannot be deserialized or loaded fails every retry alike: its lock does not wait for them
+  # (Ferrolock::Sidekiq::UniqueRetry; limits_concurrency's slot: spec/active_job_before_perform_spec.rb).
+  describe "an until_executed ActiveJob job that fails before it performs" do
+    let(:server) { Ferrolock::Sidekiq::UniqueServerMiddleware.new }
+    let(:klass) { job_class("AjPoisonJob", lock: :until_executed) { def perform(_record) = nil } }
+
+    before { require_relative "support/poison_records" }
+
+    def holders = Ferrolock::Admin.new.uniques("AjPoisonJob").items.map(&:jid)
+
+    it "its record deleted: the lock is released as it fails, and a new push is taken" do
+      record = LcRecord.create("aj-poison")
+      klass.perform_later(record)
+      record.destroy
+      expect { work_one(server) }.to raise_error(ActiveJob::DeserializationError)
+      expect(holders).to be_empty
+      expect(klass.perform_later(record)).to be_a(klass)
+      expect(log.string).to match(/AjPoisonJob .*failed before it performed \(ActiveJob::DeserializationError/)
+    end
+
+    it "its class missing in the worker (NameError): the lock is released as it fails" do
+      record = LcRecord.create("aj-gone")
+      klass.perform_later(record)
+      queued = Sidekiq::Queue.new("default").first.item
+      Sidekiq::Queue.new("default").clear
+      # The same payload, as a worker without the class reads it.
+      queued["wrapped"] = "AjNoSuchJob"
+      queued["args"].first["job_class"] = "AjNoSuchJob"
+      redis.lpush("queue:default", JSON.generate(queued)) # (no client middleware: the push that was made)
+      expect { work_one(server) }.to raise_error(NameError)
+      expect(holders).to be_empty
+    end
+
+    it "a dual_lock job whose record was deleted leaves the DualLock free as it fails (its ensure)" do
+      gone = job_class("AjPoisonDualJob", dual_lock: { key: "aj-poison-dual" }) { def perform(_record) = nil }
+      record = LcRecord.create("aj-dual")
+      gone.perform_later(record)
+      record.destroy
+      expect { work_one(Ferrolock::Sidekiq::DualLockMiddleware.new) }.to raise_error(ActiveJob::DeserializationError)
+      # Free: the next run enters at once (the middleware's key, as the reschedule example below blocks it).
+      expect(Ferrolock::DualLock.new("aj-poison-dual", wait_timeout: 0).run { :ran }).to be(true)
+    end
+
+    it "a job that fails in its perform keeps the lock for its retry, as before" do
+      failing = job_class("AjPoisonPerformJob", lock: :until_executed) { def perform(_id) = raise(IOError, "x") }
+      failing.perform_later(1)
+      expect { work_one(server) }.to raise_error(IOError)
+      expect(Ferrolock::Admin.new.uniques("AjPoisonPerformJob").items.size).to eq(1)
+    end
+  end
+
+  describe "perform_all_later (7.1+) of limits_concurrency jobs through Sidekiq's bulk push" do
+    after { Ferrolock::ActiveJob::Slots.reset! }
+
+    it "pushes the jobs holding a slot, parks the others in Redis, and a release promotes the next" do
+      skip "ActiveJob #{ActiveJob.version} has no perform_all_later" unless ActiveJob.respond_to?(:perform_all_later)
+
+      klass = job_class("AjBulkJob") do
+        include Ferrolock::ActiveJob::Concurrency
+        limits_concurrency to: 1, key: ->(_num) { "k" }
+        def perform(_num) = nil
+      end
+      jobs = Array.new(3) { |num| klass.new(num) }
+      ActiveJob.perform_all_later(jobs)
+      queued = -> { Sidekiq::Queue.new("default").map { |entry| entry.args.first["job_id"] } }
+      expect(queued.call).to eq([jobs[0].job_id])
+      expect(redis.lrange("ferrolock:{concurrency:AjBulkJob/k}:blocked", 0, -1)).to eq(jobs[1, 2].map(&:job_id))
+      work_one(Ferrolock::Sidekiq::UniqueServerMiddleware.new)
+      expect(queued.call).to eq([jobs[1].job_id])
+    end
+  end
+
   describe "a DualLockMiddleware reschedule (max_wait passed) of an ActiveJob job" do
     it "happens before ActiveJob's perform starts: ActiveJob logs nothing, ferrolock's line gives both ids" do
       klass = job_class("AjSyncJob", dual_lock: { key: "aj-sync", max_wait: 0.3 }) { def perform(_id) = nil }

@@ -86,6 +86,18 @@ RSpec.shared_examples "limits_concurrency on a ferrolock backend" do |mode|
     expect(ran.map { |_, n, _| n }).to eq([0, 1])
   end
 
+  it "gives back the slot of a promoted job that fails before it performs (its class missing): the next runs" do
+    klass = recording("TjcPoisonJob", to: 1, key: ->(account, _n) { account })
+    jobs = Array.new(3) { |n| klass.perform_later("a", n) }
+    run_queued(klass) # 0 runs; 1 is promoted
+    promoted(klass).first["job_class"] = "TjcNoSuchJob" # a worker without the class
+    expect { run_queued(klass) }.to raise_error(NameError)
+    expect(promoted(klass).map { |job| job["job_id"] }).to eq([jobs[2].job_id])
+    work_off(klass)
+    expect(ran.map { |_, n, _| n }).to eq([0, 2])
+    expect(log.string).to include("TjcNoSuchJob #{jobs[1].job_id} failed before it performed")
+  end
+
   it "discards a job over the limit with on_conflict: :discard (perform_later false, :discarded)" do
     klass = recording("TjcDiscardJob", to: 1, key: ->(account, _n) { account }, on_conflict: :discard)
     first = klass.perform_later("a", 0)

@@ -14,7 +14,7 @@ module Ferrolock
   # waiter/executor lives: they only bound how long a crashed one keeps the key blocked.
   # (Deprecated names: max_wait for wait_timeout, wait_ttl for wait_lease, exec_ttl for lease.)
   # While a thread of this process waits for the key, the process's other duplicates are skipped
-  # without asking Redis (one waiter per process per key; see doc/ARCHITECTURE.md).
+  # without asking Redis (one waiter per process per key; see ext/ferrolock-core/src/dual_lock_local.rs).
   class DualLock
     attr_reader :key, :wait_lease, :lease, :wait_timeout, :client
     alias wait_ttl wait_lease

@@ -25,6 +25,7 @@ module Ferrolock
   EVENTS = %i[
     acquired lock_lost owner_gone release_failed skipped wait_timeout over_limit
     rescheduled reschedules_exhausted rerouted blocked promoted discarded released
+    failed_before_perform
     locked skipped_in_progress skipped_processed released_after_error redis_error
   ].freeze
 

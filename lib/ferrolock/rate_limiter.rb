@@ -71,7 +71,7 @@ module Ferrolock
       # For the operators' view (Admin::RateInfo), while this limiter lives: Redis holds its state,
       # not its count or interval. Kept by the native object, so the app's constants stay however
       # many short-lived limiters come and go (a bounded most-recent list would drop them).
-      @native.record_definition if Native::RateLimiter === @native # rubocop:disable Style/CaseEquality -- testing mode's stand-ins have none
+      @native.record_definition
     end
     private_class_method :new
 

@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require "active_job"
+require "logger"
 
 # What the jobs of the ActiveJob concurrency examples ran, in order.
 LC_RAN = Queue.new
@@ -26,6 +27,17 @@ module FerrolockTest
       job_class(name, **limits) do
         define_method(:perform) { |account, num| LC_RAN << [account, num, ferrolock_fence] }
       end
+    end
+
+    # Runs the block with these loggers for ActiveJob and ferrolock, and LC_RAN empty.
+    def with_loggers(active_job: Logger.new(nil), ferrolock: Logger.new(nil))
+      previous = [::ActiveJob::Base.logger, Ferrolock.config.logger]
+      ::ActiveJob::Base.logger = active_job
+      Ferrolock.config.logger = ferrolock
+      LC_RAN.clear
+      yield
+    ensure
+      ::ActiveJob::Base.logger, Ferrolock.config.logger = previous
     end
 
     def queue(klass) = klass.queue_adapter.enqueued_jobs

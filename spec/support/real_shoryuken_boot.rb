@@ -71,7 +71,7 @@ module RealShoryuken
     RUNS_LOCK.synchronize { RUNS[key] }
   end
 
-  # [[event, payload], ...] ferrolock published so far (spec/events: Ferrolock.subscribe).
+  # [[event, payload], ...] ferrolock published so far (spec/events_spec.rb: Ferrolock.subscribe).
   def events
     RUNS_LOCK.synchronize { EVENTS.dup }
   end

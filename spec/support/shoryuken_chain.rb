@@ -141,7 +141,7 @@ module FerrolockTest
     def build(*lock_args)
       Shoryuken::Middleware::Chain.new do |chain|
         chain.add Shoryuken::Middleware::Server::AutoDelete
-        chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::Lock, *lock_args
+        chain.insert_before Shoryuken::Middleware::Server::AutoDelete, Ferrolock::Shoryuken::LockMiddleware, *lock_args
       end
     end
 

@@ -19,6 +19,30 @@ module FerrolockTest
     end
   end
 
+  # `testing_mode: :fake` (or :disabled) metadata runs the group's examples in that mode, with
+  # ferrolock's Redis a closed port (a call that reaches Redis fails the example); `:real`, as if
+  # ferrolock/testing were not loaded. A spec of a native behaviour runs once per mode with it:
+  #
+  #   FerrolockTest::TestingModes::ALL.each do |mode|
+  #     RSpec.describe "DistMutex#sleep", testing_mode: mode do ... end
+  #   end
+  module TestingModes
+    ALL = %i[real fake disabled].freeze
+
+    def self.around_tagged(example)
+      mode = example.metadata[:testing_mode]
+      mode == :real ? example.run : around(example, mode)
+    end
+
+    # After spec_helper's configuration of the test server.
+    def self.before_tagged(example)
+      return if example.metadata[:testing_mode] == :real
+
+      dead = "redis://127.0.0.1:#{RedisServer.free_port}/0"
+      Ferrolock.configure { |c| c.redis_url = dead }
+    end
+  end
+
   # How a scenario moves time: the fake backends read Time.now, which a stub shifts at once;
   # Redis' clock can only be waited out (so scenarios keep their spans short).
   class ScenarioClock
@@ -34,6 +58,14 @@ module FerrolockTest
     def advance(seconds)
       @mode == :fake ? @offset += seconds : sleep(seconds)
     end
+  end
+end
+
+# (Children of testing_modes_spec load this file without RSpec.)
+if defined?(RSpec.configure)
+  RSpec.configure do |config|
+    config.around(:each, :testing_mode) { |example| FerrolockTest::TestingModes.around_tagged(example) }
+    config.before(:each, :testing_mode) { |example| FerrolockTest::TestingModes.before_tagged(example) }
   end
 end
 

@@ -4,6 +4,38 @@
 //! limiter's or DualLock's waiters. A holder that changed in between is left alone (returns false).
 //! A uniqueness lock (unique_lock.rs) is freed by its own jid-checked release script: nothing
 //! waits on it (a duplicate push meets its on_conflict), so nothing is handed on.
+//!
+//! Design notes (moved from doc/ARCHITECTURE.md):
+//!
+//! **Operators' view: Admin, the Sidekiq Web tab, the `ferrolock` command**
+//!
+//! `lib/ferrolock/admin.rb` (+ `admin/*.rb`, one concept per file) reads what Redis holds; the
+//! Sidekiq Web tab (`lib/ferrolock/web.rb`, `web/routes.rb`, `web/views/*.erb`) and `exe/ferrolock`
+//! (`admin/cli.rb`, `admin/cli/`) only render it. Keys read, per name (`<ns>:{<name>}:<part>`):
+//! | primitive | parts read |
+//! | --- | --- |
+//! | DistMutex | `lock` (token, PTTL), `fence` (last fencing token), `waiters` (list "token\|deadline ms": live entries counted) |
+//! | DualLock | `exec`, `wait` (token, PTTL each) |
+//! | ConcurrentLimiter | `slots` (live entries: token → lease expiry; member `{limit}` → -limit), `line` (list "token\|deadline ms", live entries) |
+//! | FairTenant | `{ft:<class>:<tenant>}:z` (ZCOUNT per rule window) or `:w` (the bounded estimate, as `bounded.lua`) |
+//! | Shoryuken | `{msg:<queue>:<id>}:state` (a token = in progress, `processed`) |
+//!
+//! Listing is `SCAN cursor MATCH <escaped ns>:{<glob>}:<part> COUNT 4×page` (never KEYS), a page
+//! being whole SCAN replies until it has a page of wanted keys (at most 20 calls). Not an index:
+//! an index is one more write (and TTL upkeep) on every acquisition's hot path, and a sorted-set
+//! index of names must itself be trimmed of expired members; SCAN costs only the operator's page.
+//! It reads one server: single node or the Sentinel primary; on a Redis Cluster every master in
+//! address order (`admin::scan` → `Client::on_master` → `Cluster::masters`, those serving a slot;
+//! the cursor is `<node>.<SCAN cursor>` past the first master). A failover or resharding during a
+//! listing may skip or repeat keys (SCAN's guarantee holds per node only).
+//!
+//! Force release (`admin/release.rb` → `Native::Admin.force_release` → `src/admin.rs`): reads the
+//! holder's token, then runs the primitive's OWN release `ScriptCall` (`release_call`, made
+//! `pub(crate)` in dist_mutex.rs, dual_lock.rs, concurrent_limiter.rs) with it, so whatever the
+//! release does (DistMutex's hand-off to the next waiter with a fresh fencing token, the limiter's
+//! and DualLock's wake-up signal) happens exactly as at the holder's own release. The hand-off TTL
+//! is the holder's PTTL (≥ 1 s; renewed holders sit between 2/3 and all of their lease, and the
+//! new holder's watchdog renews it by its own lease). A token that changed meanwhile: nothing done.
 
 use crate::client::{int, Client};
 use crate::concurrent_limiter::{ConcurrentLimiter, LimiterOptions};
@@ -111,7 +143,7 @@ pub fn force_release(
             // Its process's cohort, if any, stops passing the lock on within the process (its
             // next release then finds it lost; inbox.rs). Refused without channel rights, where
             // the holder's inbox could not listen either.
-            let channel = crate::line::inbox::Inbox::revoked_channel(client.namespace());
+            let channel = crate::inbox::Inbox::revoked_channel(client.namespace());
             let publish = [
                 b"PUBLISH".to_vec(),
                 channel.into_bytes(),

@@ -4,9 +4,9 @@
 
 use crate::error::{Error, Result};
 use crate::fork::ForkLocal;
+use crate::inbox::Inbox;
 use crate::interrupt::Interrupt;
 use crate::keys::{check_name, Keys};
-use crate::line::inbox::Inbox;
 use crate::script::ScriptCall;
 use crate::transport::conn::{Conn, Timeouts};
 use crate::transport::pool::{Connector, NodePool};
@@ -34,7 +34,7 @@ pub(crate) struct ClientInner {
     /// The server refused CLIENT UNBLOCK: blocking waits end at Redis' pace.
     unblock_refused: AtomicBool,
     pub(crate) watchdog: ForkLocal<Arc<Watchdog>>,
-    /// Where releases publish this process's grants (line/inbox.rs).
+    /// Where releases publish this process's grants (inbox.rs).
     inbox: ForkLocal<Arc<Inbox>>,
 }
 
@@ -47,7 +47,7 @@ impl Drop for ClientInner {
 
 impl Client {
     /// The same for every clone of this client and different for any other living client: the
-    /// key of the process-wide maps of local waiters (line/local.rs, dual_lock_local.rs).
+    /// key of the process-wide maps of local waiters (line/local/mod.rs, dual_lock_local.rs).
     pub(crate) fn identity(&self) -> usize {
         Arc::as_ptr(&self.inner) as usize
     }

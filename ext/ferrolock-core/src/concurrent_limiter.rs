@@ -19,6 +19,40 @@
 //!
 //! The wait path is the line's (line/), shared with DistMutex; this file has what is the
 //! limiter's own: its scripts, its slots, `status`.
+//!
+//! Design notes (moved from doc/ARCHITECTURE.md):
+//!
+//! ConcurrentLimiter and DualLock's EXEC stage hand off the same way (`lua/concurrent_limiter/
+//! {acquire,release}.lua`, `lua/dual_lock/{enter,release}.lua`, `handoff::wait_grant`). Limiter: a
+//! full attempt that will wait appends `token|deadline ms` to the name's `line` list (not `waiters`:
+//! older versions keep a sorted set there; entries split at the LAST `|`); the release pops the first
+//! live entry (`LPOP`, dead ones dropped), pushes a grant to that waiter's `grant:<token>` (a `pcall`
+//! RPUSH, the first write but the pop: on a migrating cluster slot the entry goes back and TRYAGAIN is
+//! answered), ZADDs the waiter's token with the released slot's expiry (a whole lease if under half
+//! was left) before ZREMming its own, so the count never exceeds the limit and the key keeps its TTL.
+//! One turn's wait is bounded by the earliest live slot's expiry (≥ 1 s) as before; a waiter coming
+//! back keeps its place (LPOS + LSET) and asks `ZSCORE` whether a grant raced its timeout; one that
+//! gives up (deadline, interrupt, `abandon`) runs the release with "leave the line", which passes on
+//! a slot that reached it. Cost, contended (limit 3, 8 workers): 14 commands per block (attempt 5,
+//! BLPOP 1, release 8) against 25–27. DualLock: the executor's release sets EXEC to the WAIT
+//! holder's token (PX lease), deletes WAIT and pushes the waiter's grant; the waiter pops it and
+//! runs with no `enter` (its lease moves to EXEC; `min_replicas_acked` acks the grant as DistMutex
+//! does). A waiter whose pop was cut short runs `enter` before blocking again (`exec == token` →
+//! running, its grant deleted). The `signal`/`wake` lists are no longer written: an old-version
+//! waiter still waiting on them during a deploy re-attempts at its turn's end (slow, not wrong).
+//!
+//! **A ConcurrentLimiter's limit (`lua/concurrent_limiter/acquire.lua`)**
+//!
+//! The acquire script that takes a free slot writes the limit in the same ZADD as the slot: member
+//! `{limit}` (tokens never hold braces) scored -limit. A negative score is never live, so every
+//! count (`ZCOUNT`/`ZRANGEBYSCORE (now +inf`), release and renewal ignores it, older versions
+//! included; the `ZREMRANGEBYSCORE -inf now` that drops crashed slots drops it too, just before the
+//! ZADD writes it back. So it costs no command (10 per uncontended acquire + release, renewal 6,
+//! pinned by `tests/primitives/concurrent_limiter_commands.rs`), has the
+//! slots key's TTL, which renewals already extend, and no DEL: after the last release the key stays
+//! (only `{limit}`) until that TTL, at most one lease, as a separate `limit` key with the slots'
+//! expiry would. Callers passing different limits for one name: the latest to take a free slot
+//! wins (a hand-off keeps it). Admin reads it with one `ZSCORE`; "—" when only waiters are left.
 
 use crate::client::{ints, Client};
 use crate::error::{Error, Result};
@@ -294,10 +328,7 @@ impl Primitive for ConcurrentLimiter {
             .arg(crate::seconds::millis(line.line_ttl()))
             .flag(r.refresh_line)
             .arg(r.successor_inbox.unwrap_or(""))
-            .arg(crate::line::inbox::Inbox::channel(
-                line.client.namespace(),
-                "",
-            ))
+            .arg(crate::inbox::Inbox::channel(line.client.namespace(), ""))
     }
 
     fn renew_script(&self, token: &str) -> ScriptCall {

@@ -17,6 +17,31 @@
 //!
 //! The wait path is the line's (line/), shared with ConcurrentLimiter; this file has what is
 //! DistMutex's own: its scripts, its holds (fencing tokens, expiry-only locks), `try_lock`.
+//!
+//! Design notes (moved from doc/ARCHITECTURE.md):
+//!
+//! **Fencing tokens survive an expired counter**
+//!
+//! `dist_mutex/acquire.lua` issues `max(last + 1, Redis TIME in µs)`, rounded up to a multiple of 16
+//! (the 15 tokens above are the cohort's, see above), and stores it with a TTL of 10 × the lock's
+//! TTL. The rounding puts a token at most 15 µs ahead of Redis time; consecutive acquisitions of one
+//! name are at least a round trip apart (the new holder must hear its grant and send its release),
+//! so the lead does not build up. Once the counter expired, `last` is forgotten, yet the next token is still
+//! larger than every earlier one:
+//!
+//! the key expired at least its TTL after the last token was issued, and Redis expires keys by
+//! the same wall clock that `TIME` reads (a clock stepped back delays the expiry as much);
+//!
+//! a token runs ahead of Redis time only while one name is acquired more than once per µs, and
+//! each acquisition costs an acquire and a release script (or a ≥ 1 ms expiry): a few µs at most,
+//! far below the counter's TTL.
+//! So the TTL's length is not what keeps tokens increasing; ten lock TTLs keeps the counter while a
+//! name is busy and lets an idle name vanish soon. A bonus on failover: a counter write lost with
+//! the old primary is still overtaken by the new primary's clock. The uncontended path is the same
+//! script with "won't wait" (one round trip; uncontended lock + unlock stays at 2). A retried call
+//! whose lock is ours returns the stored token, or issues a fresh one if the counter expired during
+//! a long hold. Tokens are therefore large (≈ 1.8 × 10^15), fine for 64-bit integers and Lua's exact
+//! doubles (< 2^53 until the year 2255).
 
 use crate::client::Client;
 use crate::error::{Error, Result};
@@ -24,10 +49,10 @@ use crate::interrupt::Interrupt;
 use crate::lease::{Lease, RenewKeyArgs};
 use crate::line::cohort::{self, Cohort};
 use crate::line::primitive::{AcquireArgs, Attempt, Hold, Line, Primitive, ReleaseArgs};
-use crate::line::unanswered_releases;
 use crate::lost_leases::LostLease;
 use crate::lua_script;
 use crate::script::{Script, ScriptCall};
+use crate::unanswered_releases;
 use crate::wait::{retry_after, wait_turn};
 use std::time::{Duration, Instant};
 
@@ -160,7 +185,7 @@ impl DistMutex {
     }
 
     /// One attempt, never waits (but for a release of this lock in flight, see
-    /// line/unanswered_releases.rs).
+    /// unanswered_releases.rs).
     pub fn try_lock(&self, intr: &Interrupt, token: &str) -> Result<Option<Held>> {
         self.line.wait_unanswered_releases(intr)?;
         // The script also recognises a lock held by this very token (a retried call).
@@ -324,7 +349,7 @@ impl Primitive for DistMutex {
             .arg(crate::seconds::millis(line.line_ttl()))
             .flag(r.refresh_line)
             .arg(r.successor_inbox.unwrap_or(""))
-            .arg(crate::line::inbox::Inbox::channel(client.namespace(), ""))
+            .arg(crate::inbox::Inbox::channel(client.namespace(), ""))
     }
 
     fn renew_script(&self, token: &str) -> ScriptCall {

@@ -15,6 +15,31 @@
 //! Keyed by client identity and WAIT key (DualLock objects are built per call by the Ruby
 //! layer), fork-local: a forked child starts empty, and a registration carried into it is
 //! ignored.
+//!
+//! Design notes (moved from doc/ARCHITECTURE.md):
+//!
+//! One DualLock waiter per process per key (`dual_lock_local.rs`): a DualLock has no line to shorten (at
+//! most one duplicate waits), so the saving is on skips. While a thread of this process (same client, same
+//! WAIT key) holds WAIT and has not started running, a duplicate arriving in this process is skipped in
+//! `DualLock::enter` with no Redis command (`Stage::Skipped`, the same `:skipped` event and reason). Redis
+//! would skip it for the same reason, and the rule holds because of when the waiter is registered in the
+//! fork-local map: from its `enter`'s Waiting reply, and again before each BLPOP of its grant; never while
+//! another round trip that can change its stage is in flight. It takes itself out under the map's mutex
+//! right after each BLPOP returns (grant popped, turn ended, error), before its next `enter`, when its wait
+//! ends (running, skipped, deadline) and when the ticket is left or dropped (`Registration` in the `Ticket`,
+//! RAII). So every local skip precedes the start of the waiter's block, and wherever the waiter goes next
+//! someone starts after the skip: the grant runs it; its next `enter` runs it, keeps it waiting, or skips it
+//! for another duplicate holding WAIT at that moment, which starts later still; a timeout or error is its
+//! caller's, as when Redis skips. A waiter whose WAIT lease is known lost (`Lease::is_lost`, read through a
+//! `LeaseWatch`) covers nobody, and a retried `enter` with the waiter's own token is never skipped (it asks
+//! Redis, which answers "waiting"). A newer registration for the key replaces an older one (Redis has one
+//! WAIT holder, so the older's lease was lost); each `Registration` removes only its own. `min_replicas_acked`
+//! needs nothing more: a local skip writes nothing, and the waiter leaves the map before acknowledging a
+//! grant that may be refused. Cost: a skip in Redis is 3 commands (EVALSHA, GET, GET), a local one 0; the
+//! other processes' duplicates still ask Redis (they cannot know when this process's waiter starts). Tests:
+//! `tests/primitives/dual_lock_local.rs` (0 commands for 100 local skips, promoted waiter, retry, interrupt, deadline,
+//! lost lease, fork); `spec/dual_lock_spec.rb` (a late duplicate after the waiter started runs; 3 processes
+//! x 4 threads with every trigger followed by a run start, runs never overlapping).
 
 use crate::fork::ForkLocal;
 use crate::lease::{Lease, LeaseWatch};

@@ -6,6 +6,32 @@
 //! glob characters: waiter entries split `token|deadline`, keys hold tokens) and each field is
 //! capped. The binding supplies the caller's thread, fiber and Sidekiq job
 //! ([`set_context_source`]); host and pid are this process's.
+//!
+//! Design notes (moved from doc/ARCHITECTURE.md):
+//!
+//! **Holder metadata: in the owner token (`src/holder.rs`, `token.rs`)**
+//!
+//! A token is `<32 hex>~<host>~<pid>~<tid>~<fid>~<asked at, ms>[~<job class>~<jid>]`. Every
+//! primitive already writes its token in its acquisition script (lock value, slot member, DualLock
+//! stage, marker, waiter entry), deletes it at release and lets it expire with the lease, so the
+//! holder costs no extra command, no script change, and can never outlive the hold (a separate
+//! `holder` hash would need a write, a TTL and a delete in every script). Fields use only
+//! `[A-Za-z0-9_.:-]`, the rest percent-encoded, each capped (host 64, ids 16, class 96, jid 40
+//! bytes): never `|` (waiter entries are `token|deadline`), `~`, braces, whitespace or glob
+//! characters. host + pid are cached per process (`ForkLocal`: a child gets its own pid); the binding
+//! registers `holder::set_context_source` (`ruby_api/admin/holder.rs`), called when the binding makes
+//! the token, with the GVL, before the acquisition: `tid`/`fid` are Sidekiq's log `tid`
+//! (`(object_id ^ pid).to_s(36)`) of `Thread.current` / `Fiber.current`, and class + jid come from
+//! `Thread.current[:sidekiq_context]` (`{class:, jid:}`, set by JobLogger#prepare in Sidekiq 6.4
+//! and 7.3; `class` is already the wrapped ActiveJob class). All of it is read with C functions
+//! that run no Ruby code (`rb_obj_id`, the fiber-local table, a walk of the context Hash): a Ruby
+//! method call runs the interrupt check as it returns, and a Thread#raise let through there could
+//! not be passed on from token making (it was lost). Decoding is `holder::decode` only
+//! (`Native::Admin.holder`, used by `Admin::Holder.from_token`); a bare or foreign token decodes to
+//! nil. "since": a DistMutex's fencing token is max(last + 1, Redis TIME µs), i.e. Redis time of
+//! the grant; DualLock stages, slots and markers have no fence, and their scripts (owned by the
+//! primitives) were not changed, so "since" is the holder's clock when it asked (a wait included),
+//! shown "(asked)". Cost: `bin/bench holder_metadata` ([BENCHMARKS.md](BENCHMARKS.md#dist_mutex)), within noise.
 
 use crate::fork::ForkLocal;
 use std::sync::atomic::{AtomicBool, Ordering};

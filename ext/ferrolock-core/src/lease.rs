@@ -146,7 +146,7 @@ pub fn release_in_background(client: &Client, release: ScriptCall, give_up_after
 }
 
 /// [`release_in_background`] of a give-up (`abandon`) of `lock_key`, announced as a release in
-/// flight (line/unanswered_releases.rs) until its first try was answered (or failed), so that this
+/// flight (unanswered_releases.rs) until its first try was answered (or failed), so that this
 /// process's `try_lock`, `locked?` and limiter `status` see what an interrupted acquisition
 /// leaves: nothing held.
 pub fn release_in_background_announced(
@@ -155,7 +155,7 @@ pub fn release_in_background_announced(
     give_up_after: Duration,
     lock_key: &str,
 ) {
-    let announced = crate::line::unanswered_releases::announce(client.identity(), lock_key);
+    let announced = crate::unanswered_releases::announce(client.identity(), lock_key);
     queue_cleanup(client, release, give_up_after, Some(announced));
 }
 
@@ -165,7 +165,7 @@ fn queue_cleanup(
     client: &Client,
     release: ScriptCall,
     give_up_after: Duration,
-    mut announced: Option<crate::line::unanswered_releases::Announced>,
+    mut announced: Option<crate::unanswered_releases::Announced>,
 ) {
     let now = Instant::now();
     let watchdog = client.inner.watchdog.get();

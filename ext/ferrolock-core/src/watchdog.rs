@@ -5,9 +5,9 @@
 //! of the client.
 
 use crate::error::{Error, Result};
-use crate::line::unanswered_releases::Announced;
 use crate::lost_leases::LostLease;
 use crate::script::ScriptCall;
+use crate::unanswered_releases::Announced;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};

@@ -1,6 +1,57 @@
 //! The Ruby binding: thin classes under `Ferrolock::Native` over ferrolock-core. Argument
 //! checks that need Ruby idioms live in lib/ferrolock/*.rb; this layer converts, releases the
 //! GVL and maps errors.
+//!
+//! Design notes (moved from doc/ARCHITECTURE.md):
+//!
+//! **Binding rules (ext/ferrolock/src)**
+//!
+//! Every call into the core goes through `nogvl::run(ruby, Retry::…, |intr| …)`: no GVL while in
+//! Redis, interrupts honoured, panics turned into `Ferrolock::Error`. Use `Retry::Idempotent` only
+//! when repeating the closure is harmless (lock attempts reuse their token).
+//!
+//! Interrupt atomicity (`lib/ferrolock/interrupts.rb` + `nogvl.rs`): a primitive's acquisition runs
+//! through `nogvl::acquire` and its Ruby caller through `Interrupts.acquire`, which defers
+//! asynchronous exceptions (`Thread.handle_interrupt(Object => :never)`) around "native call + record
+//! the hold". Ruby still cuts the native wait short when it queues an exception, and `acquire` then
+//! sees `Thread.pending_interrupt?` and raises `Native::Interrupted` (token abandoned, nothing held);
+//! the queued exception is raised as the mask is left. A grant that raced such an exception is given
+//! back first. Releases run through `nogvl::release_once` (never cancelled, never sent twice) inside
+//! `Interrupts.release`, and the core's `lease::release_now` hands a release Redis did not answer to
+//! the watchdog. `release_in_background` sends a cleanup three times (now, +50 ms, +TTL/4): a call
+//! cut short may still be executed by Redis after it, from the bytes already sent.
+//!
+//! Fork (issue 24): what an acquisition hands to Ruby (hold, slot, ticket, message lease) lives in a
+//! `HeldCell` (`held_cell.rs`) that remembers `fork::generation()`; `release_once` in a forked child
+//! (and `release_then_sleep`) takes such an inherited item out and forgets it without a word to Redis, so a child leaving its
+//! parent's block (or exiting in it) never releases or marks what the parent holds and renews. The
+//! uniqueness middleware's `until_executed` compares `Process.pid` for the same reason (its lock is
+//! released by jid).
+//!
+//! A caller's deadline bounds a stalled Redis (issue 24, `caller_deadline.rs`): the bindings run calls
+//! that have a deadline inside `caller_deadline::bounded`, a thread-local cap that `Conn::recv_value`,
+//! `Conn::connect` and the cluster retry loop apply to every read/connect (deadline + 0.25 s). A cut
+//! read fails as `Error::Connection` (the pool drops the connection), the binding abandons the token as
+//! after any error (background token-checked release), and Ruby (`CallerTimeout`) raises the
+//! primitive's own timeout error with the `ConnectionError` as its cause.
+//!
+//! `DistMutex#sleep` runs its release and its wait as one call, `nogvl::release_then_sleep`: one
+//! blocking region whose unblocking function records every interrupt from before the release, so a
+//! `Thread#wakeup` or ConditionVariable signal sent once the lock is free (Ruby's own wake-up would
+//! be lost in a release, then unseen by a later `Kernel#sleep`) ends the wait. The thread looks asleep
+//! (`stop?`) during the release, so `locked?`/`try_lock` in the process first wait for such releases
+//! of their lock (`unanswered_releases.rs`, which also covers the background give-back of an interrupted
+//! acquisition). The Ruby side re-locks when `MutexHold#released_by_sleep?`.
+//!
+//! `errors::seconds(ruby, "arg", f64)` (a TTL/lease/timeout), `errors::wait` and `errors::deadline`
+//! convert seconds through the core's `seconds` module (`seconds.rs`): one bound for every seconds
+//! argument (`MAX_SECONDS`, 10 years), checked before `Duration::from_secs_f64` (which panics past
+//! ~1.8e19) and `Instant + Duration`; `seconds::millis` saturates instead of wrapping. The Ruby layer
+//! (`Validate`) checks the same bounds first, with messages naming the argument and the bound.
+//!
+//! Every `function!`/`method!` registration wraps its function in a `guard::fN`/`plain1`/… adapter
+//! (`guard.rs`): a panic anywhere in an entry point becomes `Ferrolock::Error`, never Ruby's
+//! `fatal` (spec/hostile_input_spec.rb checks that no registration skips it).
 
 mod convert;
 mod errors;

@@ -10,6 +10,13 @@ module Ferrolock
         Ferrolock.logger.info("ferrolock: #{job.class.name} #{job.job_id}: #{message}")
       end
 
+      # An enqueue refused (:discarded at enqueue): perform_later false, ActiveJob's aborted enqueue.
+      def refuse(reason, why)
+        log("discarded: #{why}")
+        instrument(:discarded, :enqueue, reason: reason)
+        AbortedEnqueue.mark(job)
+      end
+
       # :blocked or :discarded, with where (:enqueue or :perform).
       def instrument(event, stage, **extra)
         Ferrolock.instrument(event, primitive: :limits_concurrency, name: key, job_class: job.class.name,

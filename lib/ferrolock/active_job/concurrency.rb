@@ -9,6 +9,9 @@ require_relative "job_hooks"
 require_relative "admission"
 require_relative "concurrency_rule"
 require_relative "solid_queue_macro"
+require_relative "before_perform"
+require_relative "aborted_enqueue"
+require_relative "enqueue_all"
 
 module Ferrolock
   module ActiveJob
@@ -43,6 +46,8 @@ module Ferrolock
 
         base.extend(ClassMethods, ConcurrencyRules::ClassMethods, SolidQueueMacro::ClassMethods)
         base.prepend(JobHooks)
+        BeforePerform.install
+        EnqueueAll.install
         # The rules' enqueue check goes first (outermost): an enqueue they refuse is never parked by
         # limits_concurrency (a parked job runs later, so perform_later must not say false for it).
         base.around_enqueue { |job, block| ConcurrencyRules.around_enqueue(job, block) }
@@ -100,12 +105,13 @@ module Ferrolock
 
           admission = admission(job, policy)
           outcome, _fence, blocked = admission.admit(at_perform: false)
-          return resume(job, holding, block) if holding && outcome == :held
+          return resume(admission, holding, block) if holding && outcome == :held
 
           enqueue_outcome(admission, outcome, blocked, block)
         end
 
         def around_perform(job, block)
+          BeforePerform.started(job)
           policy = job.class.ferrolock_concurrency
           return block.call if skip?(policy) || !job.instance_variable_get(:@ferrolock_from_queue)
 
@@ -128,11 +134,13 @@ module Ferrolock
 
         # The job enqueues itself while it holds its slot: the slot stays its own, unless that
         # enqueue fails.
-        def resume(job, holding, block)
+        def resume(admission, holding, block)
+          job = admission.job
+          BeforePerform.hold(job, admission.key)
           holding.resumed = true
           enqueued = false
           result = block.call
-          enqueued = enqueued?(job)
+          enqueued = AbortedEnqueue.enqueued?(job)
           result
         ensure
           holding.resumed = enqueued
@@ -148,18 +156,13 @@ module Ferrolock
               raise TooManyBlocked, "#{admission.job.class.name} #{admission.job.job_id}: #{message}"
             end
 
-            admission.log("discarded: #{message}")
-            admission.instrument(:discarded, :enqueue, reason: :max_blocked)
-            false
+            admission.refuse(:max_blocked, message)
           else
-            admission.log("discarded: limits_concurrency key #{admission.key} is at its limit (on_conflict: :discard)")
-            admission.instrument(:discarded, :enqueue, reason: :on_conflict)
-            false
+            admission.refuse(:on_conflict, "limits_concurrency key #{admission.key} is at its limit " \
+                                           "(on_conflict: :discard)")
           end
         end
 
-        # A slot taken for a job its adapter then did not enqueue (it raised, or ActiveJob 7.1+
-        # recorded an EnqueueError) is given back at once, not held until its lease runs out.
         # The slot of this job, if it performs now and enqueues itself to go on. A job a
         # concurrency_rule refused at perform is put off instead: its slot is given back when its
         # perform ends, and the retry is admitted like any other job.
@@ -167,17 +170,16 @@ module Ferrolock
           job.instance_variable_get(:@ferrolock_slot) unless job.instance_variable_get(:@ferrolock_rule_refused)
         end
 
+        # A slot taken for a job its adapter then did not enqueue (it raised, or ActiveJob 7.1+
+        # recorded an EnqueueError) is given back at once, not held until its lease runs out.
         def enqueue_held(admission, block)
+          BeforePerform.hold(admission.job, admission.key)
           enqueued = false
           result = block.call
-          enqueued = enqueued?(admission.job)
+          enqueued = AbortedEnqueue.enqueued?(admission.job)
           result
         ensure
           give_back(admission) unless enqueued
-        end
-
-        def enqueued?(job)
-          !job.respond_to?(:successfully_enqueued?) || job.successfully_enqueued?
         end
 
         def give_back(admission)

@@ -115,8 +115,10 @@ module Ferrolock
 
       # Takes (or keeps: the same job_id again) a place at enqueue; false when the key is at its limit.
       def take(job, place_key, limit)
-        Slots.for(Ferrolock.client).admit(job, Place.new(limit, @duration + delay(job)), place_key,
-                                          at_perform: false).first == :held
+        held = Slots.for(Ferrolock.client).admit(job, Place.new(limit, @duration + delay(job)), place_key,
+                                                 at_perform: false).first == :held
+        BeforePerform.hold(job, place_key) if held
+        held
       end
 
       def give_back(job, place_keys)
@@ -238,6 +240,7 @@ module Ferrolock
       module_function
 
       def around_enqueue(job, block)
+        AbortedEnqueue.reset(job)
         rules = job.class.ferrolock_concurrency_rules
         # A job enqueued again after it ran (a rule's reschedule, a retry, a resumption), or a blocked
         # job limits_concurrency promotes (its enqueue passed the rules when it was parked), is already
@@ -263,18 +266,18 @@ module Ferrolock
       def enqueue(job, rules, block)
         enqueued = false
         result = block.call
-        enqueued = !job.respond_to?(:successfully_enqueued?) || job.successfully_enqueued?
+        enqueued = AbortedEnqueue.enqueued?(job)
         result
       ensure
         rules.each { |rule| rule.not_enqueued(job) } unless enqueued
       end
 
-      # perform_later returns false (GoodJob's abort); the log line says which option and key.
+      # An aborted enqueue, as GoodJob's (perform_later false); the log line says which option and key.
       def refuse(job, reason, why)
         Ferrolock.logger.info("ferrolock: #{job.class.name} #{job.job_id}: discarded: #{why}")
         Ferrolock.instrument(:discarded, primitive: :concurrency_rule, name: job.class.name, job_class: job.class.name,
                                          job_id: job.job_id, at: :enqueue, reason: reason)
-        false
+        AbortedEnqueue.mark(job)
       end
 
       def around_perform(job, block)

@@ -18,7 +18,7 @@ module Ferrolock
         return elsewhere(promoted) unless Object.const_defined?(:ActiveJob) && ::ActiveJob.const_defined?(:Base)
 
         promoted.each do |job_id, payload|
-          job = build(job_id, payload) or next slots.give_back(key, job_id)
+          job = build(job_id, payload, key) or next slots.give_back(key, job_id)
           begin
             job.enqueue
             Ferrolock.instrument(:promoted, primitive: :limits_concurrency, name: key, job_class: job.class.name,
@@ -31,14 +31,17 @@ module Ferrolock
         nil
       end
 
-      # The job, due now and holding its slot (its concurrency check at enqueue is skipped); nil
-      # when its payload names no job class any more.
-      def build(job_id, payload)
+      # The job, due now and holding its slot in `key` (its concurrency check at enqueue is
+      # skipped; its payload says it holds the slot: BeforePerform); nil when its payload names no
+      # job class any more.
+      def build(job_id, payload, key)
         data = JSON.parse(payload)
         job = Object.const_get(data.fetch("job_class")).new
         job.deserialize(data)
         job.scheduled_at = nil
         job.instance_variable_set(:@ferrolock_promoted, true)
+        job.instance_variable_set(:@ferrolock_holds, BeforePerform.keys_in(data) || [])
+        BeforePerform.hold(job, key)
         job
       rescue NameError, JSON::ParserError, KeyError => e
         Ferrolock.logger.error("ferrolock: limits_concurrency: dropped promoted job #{job_id}: it cannot be " \

@@ -6,7 +6,7 @@ module Ferrolock
   class Admin
     # Who holds a lock, slot, DualLock stage or Shoryuken marker. Every owner token carries its
     # holder (`<32 hex>~host~pid~thread~fiber~asked at ms[~job class~jid]`, written by the
-    # acquisition with the token, gone with it; see doc/ARCHITECTURE.md "Holder metadata");
+    # acquisition with the token, gone with it; see ext/ferrolock-core/src/holder.rs);
     # Native::Admin.holder is the one decoder. `thread` is Sidekiq's `tid` of that thread (as in
     # its log lines), `fiber` the same for the fiber. `since` is Redis time (`since_clock`
     # :redis) for a DistMutex, from its fencing token; for the others it is when the holder

@@ -7,6 +7,9 @@ module Ferrolock
     module Disabled
       # Native::DistMutex: granted; fencing tokens still grow, per object.
       class DistMutex
+        # Seconds an untimed sleep lasts at most (see release_and_sleep).
+        WAKE_EVERY = 1
+
         def initialize(*)
           @fencing_token = 0
           @lock = ::Mutex.new
@@ -22,6 +25,19 @@ module Ferrolock
 
         def unlock(_hold) = nil
         def locked? = false
+        def announce_release(_hold) = nil
+
+        # DistMutex#sleep: nothing to release, so a plain sleep that any wake-up ends (false once
+        # timeout passed). Without a timeout it also ends every WAKE_EVERY seconds (a spurious
+        # wake-up, which Mutex#sleep allows): with every lock granted nothing is exclusive, so a
+        # signal can come before the wait and would otherwise leave it asleep for good.
+        def release_and_sleep(hold, timeout, deferred)
+          hold.released_by_sleep = true
+          return true unless deferred || !Thread.pending_interrupt?
+
+          gate = ::Mutex.new
+          gate.synchronize { Store.sleep_on(gate, timeout || WAKE_EVERY) } || timeout.nil?
+        end
       end
 
       # Native::ConcurrentLimiter: a slot at once, whatever the limit.
@@ -49,6 +65,7 @@ module Ferrolock
 
         def acquire(_cost, _wait_timeout) = [true, Testing.now, @count, SecureRandom.uuid]
         def refund(_id, _cost) = nil
+        def record_definition = nil
         def status = [@count, 0.0]
       end
 

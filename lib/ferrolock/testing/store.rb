@@ -52,6 +52,35 @@ module Ferrolock
         end
       end
 
+      # DistMutex#sleep's release and wait as one step, so that no wake-up falls between them: the
+      # block (the release, inside the lock) says whether to wait; the thread then sleeps at most
+      # timeout seconds (nil: until woken), letting the lock go as it sleeps (Mutex#sleep). Whoever
+      # learns of the release (locked?, try_lock, lock) takes the lock after that, so finds this
+      # thread asleep. The lock is taken spinning, never blocked: a thread blocked on it looks
+      # asleep (Thread#stop?) while still holding what it is to release, and Ruby drops a wake-up
+      # sent then. True when woken (or it did not wait), false when the timeout passed.
+      def release_then_sleep(timeout)
+        Thread.pass until @lock.try_lock
+        begin
+          return true unless yield
+
+          Store.sleep_on(@lock, timeout)
+        ensure
+          @lock.unlock
+        end
+      end
+
+      # lock.sleep(timeout) (held lock, nil: until woken): true when woken, false when the timeout
+      # passed. Told by the clock: Mutex#sleep says "woken" when an exception the caller's mask
+      # defers was queued, even once the whole timeout passed.
+      def self.sleep_on(lock, timeout)
+        return !lock.sleep.nil? if timeout.nil?
+
+        deadline = Ferrolock.monotonic + timeout
+        lock.sleep(timeout)
+        Ferrolock.monotonic < deadline
+      end
+
       private
 
       # Seconds to sleep: until the deadline or the next expiry, whichever comes first (nil: until woken).

@@ -5,7 +5,7 @@
 -- ARGV[1] token, ARGV[2] lease (ms), ARGV[3] grant list key prefix (a waiter's token follows),
 -- ARGV[4] '1' when the token also leaves the line (a waiter that gave up: its entries and any
 -- grant not popped yet go, and a slot that reached it is handed on), ARGV[5] the releasing
--- process's next local waiter ('' if none; see src/local_line.rs) and ARGV[6] how long it will
+-- process's next local waiter ('' if none; see src/line/local/mod.rs) and ARGV[6] how long it will
 -- wait (ms): while this token holds a live slot, its entry joins the TAIL of the line before the
 -- hand-off (other processes keep their turns; alone, it is handed this very slot), and it never
 -- runs an attempt of its own.
@@ -14,7 +14,7 @@
 -- waited in their processes) goes to the next live entries too, with a fresh lease each.
 -- ARGV[8] the line's TTL (ms; the one every writer sets, see acquire.lua), ARGV[9] '1' when the
 -- line's TTL must be set after queueing the local waiter: the client asks only when its
--- process's last setting of it does not cover the new entry's wait (src/local_line.rs). A list
+-- process's last setting of it does not cover the new entry's wait (src/line/local/mod.rs). A list
 -- this script makes anew (LPUSH back, or RPUSH into none) always gets it. Processes using one
 -- name with different leases set different TTLs: a shorter one may then make the line expire
 -- before an entry queued without the PEXPIRE ends. At worst that entry is lost: its waiter

@@ -27,11 +27,11 @@ local inbox = ARGV[8]
 -- issued, and tokens run ahead of Redis time only while one name is acquired more than once per
 -- µs (each acquisition takes an acquire and a release script, or a >= 1 ms expiry), so by a few
 -- µs at most: time alone then beats every earlier token. Redis expires keys by the same wall
--- clock TIME reads, so a clock stepped back delays the expiry too. See doc/ARCHITECTURE.md.
+-- clock TIME reads, so a clock stepped back delays the expiry too. See src/dist_mutex.rs.
 -- (release.lua issues tokens by the same rule for a hand-off.)
 -- Every token issued here is rounded up to a multiple of 16 (exact: Lua numbers are doubles,
 -- tokens < 2^53): the 15 above it are never issued by Redis, and are the holder's to hand on
--- within its process (the cohort hand-off, src/cohort.rs), so they stay below the next token.
+-- within its process (the cohort hand-off, src/line/cohort.rs), so they stay below the next token.
 -- The rounding puts a token at most 15 µs ahead of Redis time, less than one acquisition takes.
 local function block(n)
   return n + (16 - n % 16) % 16

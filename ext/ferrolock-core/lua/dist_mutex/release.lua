@@ -6,12 +6,12 @@
 -- ARGV[1] token, ARGV[2] ttl (ms), ARGV[3] fencing counter ttl (ms), ARGV[4] grant list key
 -- prefix (the waiter's token follows), ARGV[5] '1' when the token also leaves the line (a waiter
 -- that gave up: its entries and any grant not popped yet go), ARGV[6] '1' on a Redis Cluster,
--- ARGV[7] the releasing process's next local waiter ('' if none; see src/local_line.rs) and
+-- ARGV[7] the releasing process's next local waiter ('' if none; see src/line/local/mod.rs) and
 -- ARGV[8] how long it will wait (ms): its entry joins the TAIL of the line before the hand-off
 -- (so other processes keep their turns), and it never runs an attempt of its own.
 -- ARGV[9] the line's TTL (ms; the one every writer sets, see acquire.lua), ARGV[10] '1' when the
 -- line's TTL must be set after queueing the local waiter: the client asks only when its process's
--- last setting of it does not cover the new entry's wait (src/local_line.rs). A list this script
+-- last setting of it does not cover the new entry's wait (src/line/local/mod.rs). A list this script
 -- makes anew (LPUSH back, or RPUSH into none) always gets it. Processes using one name with
 -- different leases set different TTLs: a shorter one may then make the line expire before an
 -- entry queued without the PEXPIRE ends. At worst that entry is lost: its waiter waits out its

@@ -12,6 +12,57 @@
 //! {acquire,release}.lua), so the tokens just above it are never issued by Redis: the cohort
 //! hands them out in order, and the next Redis acquisition's token is above them all. A token
 //! that is not such a multiple (issued by an older version during a deploy) starts no cohort.
+//!
+//! Design notes (moved from doc/ARCHITECTURE.md):
+//!
+//! Cohort hand-off (`line/cohort.rs`, issue 27): a DistMutex `unlock` whose holder came through the
+//! process's line (`Held.member`) and whose process has a live local waiter for the name passes
+//! the lock to it without Redis (`line::local::pass_on`: under the line's lock, the oldest waiter whose
+//! deadline has not passed is told `Turn::Handed(hold)`; the hold is made only then, so a waiter
+//! that left (timeout, interrupt) is never chosen, and one told takes it even if interrupted
+//! meanwhile: it then holds, and the binding gives it back as any acquisition that raced an
+//! interrupt). The passed hold keeps the Redis token of the cohort's acquisition and its `Lease`
+//! (the watchdog renews on), with fencing token base + n. Bounds: `local_passes` (default 8,
+//! 0..15) passes, none later than `WINDOW` (10 ms, or a quarter of a short lease) after the
+//! cohort's Redis acquisition (measured when the holder learned it), and none when the lease is
+//! known lost; then the usual release (queueing the next local waiter at the tail, handing the
+//! lock to the head of the Redis line). So a waiter at the head of the Redis line waits at most
+//! one cohort (`local_passes` + 1 sections), and as a paused process resumes past the window, a
+//! cohort never passes a lock that expired while nobody renewed it. Fencing: the scripts round
+//! every token Redis issues up to a multiple of 16 (`max(last + 1, TIME µs)`, rounded), so the 15
+//! above it are never issued by Redis: the cohort hands them out in order and the next Redis token
+//! is above them. A token that is not a multiple of 16 (an older version's grant, during a deploy)
+//! starts no cohort. Forced releases: `admin::force_release` PUBLISHes the released token to
+//! `<ns>:inbox:revoked`, which every grant inbox also subscribes to (inbox.rs); a cohort whose
+//! token was heard revoked does not pass, so its holder's release runs the token-checked script
+//! and gets `LockLost`, and its local successor attempts through Redis. Not covered: a pass made
+//! before the notice arrives or while the inbox does not listen (refused channels, reconnecting),
+//! an eviction, or a foreign write to the key: those are seen at the cohort's next token check
+//! (renewal, or its release through Redis), whose holder gets `LockLost`; holders that passed the
+//! lock on before are not told. Costs: a local pass sends no
+//! command and wakes one thread (Condvar); `tests/line/cohort.rs` pins both. Tried and not kept (stop 37): letting a thread that
+//! comes while a passed hold waits for its receiver to wake take it instead (bounded by the cohort).
+//! With the io section, 8 workers in 2 processes, it gave the limiter(3) +7 % and DistMutex nothing:
+//! there the hand-off between processes costs most (local_passes 0 / 8 / 15: 3,200 / 7,900 / 8,900
+//! sections a second). One of six chaos runs with it on Ruby 3.4 failed its limiter
+//! max-holders check, which I could not explain before the stop (more local passes within a
+//! cohort on a slot lost to a wiped Redis, whose earlier holders are not told, is one candidate;
+//! stop 39 found a likelier one in the checker itself: a worker killed after its release and
+//! before its "end" line counted as holding until the kill, now journaled as "ended"), so the
+//! receiver keeps its pass. Stop 38 measured where a pass's time goes, and tried it again with the
+//! receiver waiting for the GVL-holding thread, spinning receivers, and grants by BLPOP: none was
+//! faster (doc/BENCHMARKS.md, "Where a DistMutex hand-off's time goes"). Retried calls,
+//! `min_replicas_acked` > 0 and `try_lock` (no member) never pass.
+//!
+//! The limiter's cohort (`ConcurrentLimiter::pass_locally`): the same hand-off for a slot. The passed
+//! `Slot` keeps the token of the slot's Redis acquisition (its member of the slots set) and its lease;
+//! the bounds are the same (`local_passes`, the window from the slot's Redis acquisition), and there
+//! is no fencing. One difference: a slot is passed (`pass_on` ahead of the Redis waiter) even while a thread of the
+//! process waits in the Redis line. A limiter's process often holds slots while one of its threads
+//! waits there for another; passing takes nothing from that waiter, whose entry still waits for a
+//! slot released through Redis. Another process's waiter at the head of the line therefore waits at
+//! most two cohorts of one slot (`tests/line/cohort.rs`), and the limit holds throughout: a pass
+//! moves a held slot, it never adds one.
 
 use crate::error::{Error, Result};
 use std::time::{Duration, Instant};

@@ -3,11 +3,11 @@
 //! waiter in Redis first, when another thread of the process waits there (local/).
 
 use super::handoff::{ack_grant, await_grant, Awaiting};
-use super::inbox::Waited;
 use super::local::{self, Joined, Left, Turn};
 use super::primitive::{AcquireArgs, Attempt, Hold, Line, Primitive, ReleaseArgs};
 use crate::client::int;
 use crate::error::{Error, Result};
+use crate::inbox::Waited;
 use crate::interrupt::Interrupt;
 use crate::lease::release_now;
 use crate::replicas::{ack_timeout, eval_grant, refuse};

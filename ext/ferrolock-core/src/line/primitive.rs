@@ -214,13 +214,13 @@ impl Line {
 
     /// Announces a release this process's callers already treat as done, until dropped (see
     /// unanswered_releases.rs).
-    pub fn announce_release(&self) -> super::unanswered_releases::Announced {
-        super::unanswered_releases::announce(self.client.identity(), &self.key)
+    pub fn announce_release(&self) -> crate::unanswered_releases::Announced {
+        crate::unanswered_releases::announce(self.client.identity(), &self.key)
     }
 
     /// Waits until no release of this name announced by this process is in flight.
     pub fn wait_unanswered_releases(&self, intr: &Interrupt) -> Result<()> {
-        super::unanswered_releases::wait_answered(self.client.identity(), &self.key, intr)
+        crate::unanswered_releases::wait_answered(self.client.identity(), &self.key, intr)
     }
 }
 

@@ -4,9 +4,9 @@
 //! first release that queues a local waiter), ended after `IDLE_AFTER` unused, when the client
 //! is dropped, or in a forked child.
 
-use super::inbox::Inbox;
 use crate::client::{Client, ClientInner};
 use crate::error::{Error, Result};
+use crate::inbox::Inbox;
 use crate::interrupt::Interrupt;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -314,7 +314,7 @@ fn number(digits: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::line::inbox::Waited;
+    use crate::inbox::Waited;
 
     #[test]
     fn frames_are_parsed_once_complete_and_in_order() {

@@ -3,7 +3,7 @@
 //! The redis crate computes this too (`cluster_routing::Slot::for_key`), but in 1.8 the slot
 //! number stays private to the crate (and the `cluster` feature pulls in `rand`), so a slot
 //! cannot index our table; this is the algorithm from the Cluster specification, checked against
-//! `CLUSTER KEYSLOT` in tests/cluster.rs.
+//! `CLUSTER KEYSLOT` in tests/client/cluster.rs.
 
 pub const SLOTS: usize = 16384;
 

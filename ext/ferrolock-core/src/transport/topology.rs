@@ -2,6 +2,72 @@
 //! (by the hash slot of the call's key), or the primary a set of Sentinels names. Calls that
 //! certainly did not run (a redirect, a server not serving yet, no connection made) are sent
 //! again until the read timeout; a call whose reply was lost is never re-sent (it may have run).
+//!
+//! Design notes (moved from doc/ARCHITECTURE.md):
+//!
+//! **Cluster and Sentinel (ext/ferrolock-core/src/transport/{topology,cluster,sentinel,pool,slot}.rs)**
+//!
+//! `Topology` (`topology.rs`) is what a `Client` talks to: `Single` (one `NodePool`, the old
+//! path: no lookup, no lock, no allocation added per call), `Cluster` or `Sentinel`. Every
+//! `Client` method routes its call: a script by its first key (`ScriptCall::first_key`; all keys
+//! share the hash tag), `command`/`pipeline` by their first argument, keyless calls (PING, the
+//! public `with_conn`) to any master / the primary. `NodePool` (`pool.rs`) is the idle pool of
+//! one server (fork-local), one per node in a cluster.
+//!
+//! Re-sending is allowed only when the server certainly did not run the call: `MOVED` (patch
+//! the slot, reload the table, send to the owner), `ASK` (`ASKING` + the call on the target;
+//! a script is `SCRIPT LOAD`ed there first, since ASKING covers one command and an EVAL after
+//! NOSCRIPT would be refused), `TRYAGAIN`/`CLUSTERDOWN`/`READONLY`/`MASTERDOWN`/`LOADING`
+//! (pause 25 ms, refresh), or no connection could be made. Retries stop at the read timeout
+//! (plus the block time for BLPOP). A reply lost after sending is returned as
+//! `Error::Connection`, as on one server (the call may have run; callers already handle that),
+//! and makes the next call look up the topology again.
+//!
+//! Cluster (`cluster.rs`): the slot table comes from `CLUSTER SLOTS` (asked of the known
+//! masters, then the seeds), per process, loaded on first use, patched by MOVED and reloaded at
+//! most every 100 ms after MOVED, TRYAGAIN/CLUSTERDOWN or a connection failure. BLPOP runs on the
+//! slot's owner and its `CLIENT UNBLOCK` goes to that same node (the closure gets the call's
+//! pool). `eval_many` (the watchdog's renewals) sends one pipeline per node and puts the results
+//! back in order; a renewal a node did not run (MOVED/ASK) is sent again alone through `eval`.
+//! Redis moves clients blocked on a migrated slot with MOVED (within its cron, ≤ 1 s); BLPOP is
+//! then sent to the new owner.
+//!
+//! What comes from the `redis` crate and what is ours: the crate encodes commands (`Cmd`),
+//! parses replies (`Parser`) and URLs, and exposes server error codes (`ServerError::code`),
+//! all used as before. Its cluster support is not used: `ClusterConnection` owns its sockets
+//! and would bypass our `Conn` (interrupts by socket shutdown, reply spin, fork-local pools,
+//! CLIENT UNBLOCK on the blocked node), and in 1.8 its slot computation
+//! (`cluster_routing::Slot::for_key`) keeps the slot number crate-private (and the `cluster`
+//! feature pulls in `rand`). So `slot.rs` is the Cluster spec's CRC16/XMODEM + hash tag (20
+//! lines, checked against `CLUSTER KEYSLOT` in tests/client/cluster.rs), and CLUSTER SLOTS parsing,
+//! the table and the redirect handling are written here.
+//!
+//! Sentinel (`sentinel.rs`): the sentinels are asked in order (`SENTINEL
+//! get-master-addr-by-name`, with the sentinel credentials: those in a sentinel's URL, else
+//! `sentinel_username`/`sentinel_password`); the named server is checked with `ROLE` and
+//! connected with the primary's credentials and db (by TLS when the sentinel URLs are
+//! `rediss://`). The address is cached per process and asked
+//! again after a connection failure or READONLY/MASTERDOWN (at most every 50 ms), and every
+//! second while all goes well (one caller asks, the others carry on): after `SENTINEL FAILOVER`
+//! the old primary keeps accepting writes until Sentinel demotes it seconds later, and this
+//! bounds how long a client keeps writing there. A new address gets a new pool; the old pool's
+//! idle connections are dropped.
+//!
+//! Tests: `tests/support/{cluster,sentinel}.rs` start 3 masters + 3 replicas (client and bus
+//! ports from the OS, `--repl-diskless-sync-delay 0` so replicas are in sync before a kill;
+//! one cluster per test binary, killed at exit) and a password-protected primary + replica + 3
+//! sentinels (`down-after-milliseconds 1000`).
+//!
+//! **Cluster and Sentinel: what is tested**
+//!
+//! What is tested (`spec/cluster_spec.rb`, `spec/sentinel_spec.rb`, each starting its own servers on loopback:
+//! 3 masters with a replica each; a primary, a replica and 3 sentinels): every primitive and both Sidekiq server
+//! middlewares with names on all three masters; exclusion across 2 processes × 4 threads for DistMutex,
+//! ConcurrentLimiter and DualLock (counted, not assumed); a lock's slot migrated twice to other masters while 8
+//! threads in 2 processes use it (no overlap, no error reaches a caller); a master killed with `kill -9` while its
+//! locks are held and waited on (callers see `Ferrolock::ConnectionError` for the few seconds until its replica is
+//! promoted, then work resumes; no overlap that its holder was not told of, see below); with Sentinel, the
+//! primary found, `SENTINEL FAILOVER` and a killed primary followed, and the sentinels' own password.
 
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;

@@ -1,4 +1,4 @@
-//! The grant inbox (src/line/inbox.rs, subscription.rs): a release tells a waiter of another process its grant by
+//! The grant inbox (src/inbox.rs, subscription.rs): a release tells a waiter of another process its grant by
 //! PUBLISHing to that process's inbox, with no key to pop or expire; a grant lost while the
 //! inbox was not listening costs an attempt, not a lock TTL; a server that refuses channels,
 //! and a waiter of an older version, get grant lists.

@@ -180,7 +180,7 @@ pub fn commands_run(client: &Client) -> i64 {
     calls(client).iter().map(|(_, n)| n).sum()
 }
 
-/// Grant inbox channels (src/line/inbox.rs) subscribed on the server in namespace `ns`.
+/// Grant inbox channels (src/inbox.rs) subscribed on the server in namespace `ns`.
 pub fn inboxes(client: &Client, ns: &str) -> usize {
     match cmd(
         client,

@@ -8,8 +8,8 @@ use crate::nogvl::{acquire, release_once, release_then_sleep, run, Retry, Slept}
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::caller_deadline::bounded;
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions, Held};
-use ferrolock_core::line::unanswered_releases;
 use ferrolock_core::replicas;
+use ferrolock_core::unanswered_releases;
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;

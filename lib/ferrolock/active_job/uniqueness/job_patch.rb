@@ -16,13 +16,12 @@ module Ferrolock
           base.class_attribute :lock_options, instance_writer: false
           base.extend(ClassMethods)
           base.prepend(Ownership::Payload, Strategies::PerformNow)
-          callbacks(base)
           BeforePerform.install(base)
+          callbacks(base)
         end
 
         # The strategy's callbacks, as activejob-uniqueness registers them (custom strategies use them).
         def self.callbacks(base)
-          base.before_perform { |job| BeforePerform.started(job) }
           %i[before_enqueue before_perform after_perform].each do |kind|
             base.public_send(kind) { |job| job.lock_strategy.public_send(kind) if job.lock_strategy_class }
           end

@@ -4,7 +4,8 @@ module Ferrolock
   module Sidekiq
     # After an until_executed job failed: the lock is kept for its retry (same jid, so the retry's
     # push finds its own lock), or released when Sidekiq will not retry it (retry: false, or retries
-    # exhausted: the job goes to the dead set, and a new push must be possible).
+    # exhausted: the job goes to the dead set, and a new push must be possible) or when the job
+    # failed before it performed (an ActiveJob job that cannot be deserialized or loaded here).
     module UniqueRetry
       DEFAULT_MAX_RETRIES = 25
 
@@ -15,6 +16,8 @@ module Ferrolock
         if shutdown?(error) || interrupted?(error)
           # Sidekiq pushes the job back to its queue: it is a queued job again.
           lock.expire(jid, settings.ttl)
+        elsif never_performs?(job, error)
+          before_perform(settings, lock, job, error)
         elsif retried?(job)
           lock.expire(jid, settings.ttl + longest_retry_delay(job))
         else
@@ -24,6 +27,25 @@ module Ferrolock
         # The lock still expires by itself (one lease); the job's own error goes on.
         ReleaseFailure.report(e, what: "unique lock #{lock.digest.inspect} of job #{jid}", finished: false,
                                  primitive: :unique, digest: lock.digest, class: settings.class_name, jid: jid)
+      end
+
+      # An ActiveJob job that failed before it performed: its arguments cannot be deserialized (a
+      # record deleted), or its class is missing here. Its retries fail alike, so it holds the lock
+      # no longer (as BeforePerform gives back a limits_concurrency slot); a new push may run.
+      def never_performs?(job, error)
+        return false unless UniqueDigest.active_job?(job)
+        return true if defined?(::ActiveJob::DeserializationError) && error.is_a?(::ActiveJob::DeserializationError)
+
+        error.is_a?(NameError) && !UniqueDigest.class_and_args(job).first.is_a?(Module)
+      end
+
+      def before_perform(settings, lock, job, error)
+        jid = job["jid"]
+        lock.release(jid)
+        Ferrolock.logger.warn("ferrolock: #{Sidekiq.job_label(job, settings.class_name)} failed before it performed " \
+                              "(#{error.class}: #{error.message}); its unique lock #{lock.digest.inspect} is released")
+        Ferrolock.instrument(:failed_before_perform, primitive: :unique, digest: lock.digest,
+                                                     class: settings.class_name, jid: jid, error: error.class.name)
       end
 
       # Sidekiq::Shutdown (a hard stop), or nil: Thread#kill.

@@ -42,16 +42,31 @@ module Ferrolock
 
         # A no-op for an expiry-only lock; Ferrolock::LockLost when the hold is not the lock's now.
         def unlock(hold)
-          return nil unless @auto_release
+          @store.synchronize { release(hold) }
+          nil
+        end
 
+        # DistMutex#sleep's release and wait (see Store#release_then_sleep): true when woken,
+        # false once timeout seconds passed. deferred: an exception was queued, deferred by the
+        # caller's own mask, as the sleep began: it sleeps on, as Mutex#sleep does; one queued
+        # since (during the release) ends it at once.
+        def release_and_sleep(hold, timeout, deferred)
+          @store.release_then_sleep(timeout) do
+            release(hold)
+            hold.released_by_sleep = true
+            deferred || !Thread.pending_interrupt?
+          end
+        end
+
+        # The hold's owner ended (DistMutex::Owners): released now, so that no thread sees a dead
+        # owner's lock held; the unlock that follows finds it released. A hold lost meanwhile is
+        # left for that unlock to report.
+        def announce_release(hold)
           @store.synchronize do
-            current = state
-            unless current.hold.equal?(hold)
-              raise LockLost, "DistMutex #{@name.inspect}: the lock expired or was taken by another owner while held"
-            end
+            next unless @auto_release && state.hold.equal?(hold)
 
-            current.hold = nil
-            @store.changed!
+            release(hold)
+            hold.announced = true
           end
           nil
         end
@@ -61,6 +76,19 @@ module Ferrolock
         end
 
         private
+
+        # Inside synchronize; see unlock.
+        def release(hold)
+          return unless @auto_release
+
+          current = state
+          if current.hold.equal?(hold)
+            current.hold = nil
+            @store.changed!
+          elsif !hold.announced?
+            raise LockLost, "DistMutex #{@name.inspect}: the lock expired or was taken by another owner while held"
+          end
+        end
 
         def state
           @store.table(:dist_mutex)[@place] ||= State.new(nil, nil, 0, [])

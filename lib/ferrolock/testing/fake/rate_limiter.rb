@@ -40,6 +40,10 @@ module Ferrolock
           nil
         end
 
+        # Native::RateLimiter records its definition for the operators' view of Redis (Admin::RateInfo):
+        # nothing to describe in memory.
+        def record_definition = nil
+
         # [calls that would go ahead now, seconds until the full count is back]
         def status
           remaining, reset_in = @store.synchronize { @algorithm.status(state, Testing.now * 1e6) }

@@ -13,6 +13,79 @@
 //! A line also remembers when this process last set the Redis line's TTL (`line_refreshed`):
 //! every writer sets the same line TTL, so a release queueing a local waiter whose entry that
 //! covers skips the PEXPIRE (`line_refresh_needed`).
+//!
+//! Design notes (moved from doc/ARCHITECTURE.md):
+//!
+//! One DistMutex waiter per process per name (`line/local/`: the line, its wait in `wait.rs`, the Redis line TTL it remembers in `line_ttl.rs`): threads of one process (one
+//! client, one lock key: Ruby builds DistMutex objects per call, so not per instance) waiting for
+//! the same auto-release name keep one entry in the Redis line; the others wait in a fork-local
+//! map on a Condvar, FIFO. A local queue alone saves nothing (each section would still need one
+//! attempt that enqueues): the saving comes from the release. When the process has nobody left
+//! in the Redis line (its waiter was just granted), the holder's release script takes the next
+//! local waiter's token + planned wait and RPUSHes its entry at the TAIL of the line (other
+//! processes keep their turns; with nobody else waiting, the next pop hands the lock straight to
+//! it), so that waiter never runs an attempt: told "queued as entry", it is exactly where a
+//! failed attempt leaves a waiter (BLPOP on its grant; timeout → leave-line release; interrupt →
+//! `cut_short`). A newcomer while the process only holds the lock goes to Redis itself, as
+//! before. Bounds: a local waiter checks its interrupt every 10 ms (a Condvar cannot be woken by
+//! `Interrupt::cancel`) and its own deadline; one never passed on within a lock TTL goes to Redis
+//! alone; when the process's waiter in Redis leaves without the lock and nobody of the process
+//! holds it, the oldest local waiter goes to Redis by itself. A release that fails (Redis error,
+//! interrupt) tells its successor "uncertain": it runs the leave-line release first (an entry or
+//! grant may have been written), then attempts; the background repeat of that release is the
+//! plain one, so it cannot queue the successor again. Retried calls (cut short before) and
+//! `min_replicas_acked` > 0 keep the one-entry-per-thread path (the retry must find its own
+//! place; the acked hand-off adds its own round trip); spacers (`auto_release: false`) never
+//! queue. The release's token check rides on the SET that hands the lock over (`SET lock
+//! <next> PX ttl GET`, no separate GET): when the value was not its token (lease lost), the script
+//! puts everything back (the lock's value with a fresh lease of the name's TTL: its remaining TTL
+//! was overwritten, so a holder that died may block up to one lease longer; the chosen entry at the
+//! head; the local waiter's entry out) and returns 0; a release that finds nobody waiting checks
+//! and deletes in one command (LPOP, GETDEL), putting a lock that was not its own back the same
+//! way. The line's TTL (issue 16): the process's `Line` remembers
+//! when its last write that set the Redis line's TTL was sent (`line_refreshed`: the instant
+//! before sending, recorded once the reply came back, from an attempt that queued or a release
+//! that was asked to set it); as every writer sets the same `line_ttl`, the line lives at least
+//! until then + `line_ttl`, so a queueing release asks the script to set it (ARGV 10) only when
+//! now + the new entry's planned wait (≤ lock TTL + 1 s) is past that (`line_refresh_needed`):
+//! about once per lock TTL + 1 s per process, or when nothing is known (a `Line` made anew, a
+//! forked child). A list the script makes anew (the LPUSH putting an entry back) always gets
+//! the TTL. Cost, contended, steady state, with grant lists: 9 commands per section (release 8:
+//! EVALSHA, TIME, RPUSH entry, LPOP, SET lock GET, SET fence, RPUSH grant, PEXPIRE grant; BLPOP
+//! 1), 10 in the rare section that sets the line's TTL; with the grant inbox (next bullet) 7
+//! (release: EVALSHA, TIME, RPUSH entry, LPOP, SET lock GET, SET fence, PUBLISH), 8 when it sets
+//! the line's TTL, 12 for a waiter that ran its own attempt.
+//!
+//! One ConcurrentLimiter waiter per process per name: the same `line/local/`, keyed by client and
+//! `slots` key. A process may hold several slots: any holder's release that finds nobody of the process
+//! in Redis queues the next local waiter (`lua/concurrent_limiter/release.lua` ARGV 5/6: RPUSH its entry
+//! at the tail after the ZSCORE token check, so a lost slot queues nobody; then the usual pop and grant;
+//! `{1, entry}` back). Two limiter-only rules, because a semaphore, unlike a mutex, can have room while
+//! the process's threads wait locally: a waiter that entered by its own attempt (room) lets the oldest
+//! local waiter attempt at once (`Member::acquired_with_room`), and the oldest local waiter attempts by
+//! itself once nobody of its process has been in Redis for 100 ms (`unqueued` in `LocalWaiter::wait`; a
+//! slot freed by another process's release with an empty line would otherwise wait for a release of this
+//! one). Room itself is found by releases: with a limit ≤ 16 the release reads the live slots
+//! (`ZRANGEBYSCORE`, in place of the `ZSCORE` token check: same count) and, after handing its own slot
+//! on, gives each free slot to the next live entry (grant + `ZADD` with a whole lease); a queueing release
+//! returns the room still left (`{1, entry, room}`) and that many local waiters attempt at once
+//! (`line::local::pass_room`). A caller out of time (one attempt), a retried call and `min_replicas_acked` > 0 keep the
+//! one-entry-per-thread path. A promoted waiter starts with the BLPOP for at most its planned wait (a
+//! lease; its entry records it), then attempts keeping its place. `status` adds this process's local
+//! waiters to the line's live entries. The line's TTL is set as DistMutex's (every writer the same
+//! `line_ttl` = 2 × (max(lease, 1 s) + 1 s); a queueing release only when asked, ARGV 9). Cost,
+//! contended, steady state: 10 commands per block between processes (release 9: EVALSHA, TIME,
+//! ZRANGEBYSCORE, RPUSH entry, LPOP, RPUSH grant, PEXPIRE grant, ZADD, ZREM; BLPOP 1) with grant
+//! lists, 8 with the grant inbox (PUBLISH instead of RPUSH + PEXPIRE + BLPOP), 10 (8) when the
+//! line empties (the process alone), 9 (7) when the releaser's process already has its waiter in Redis;
+//! the bench reads 8.0 at 32 workers / 4 processes (grant inbox), and 10.0 at 8 / 2, where about 84 %
+//! of blocks enter by their own attempt through free room (acquire 5: EVALSHA, TIME, ZRANGEBYSCORE of every
+//! member, ZADD, PEXPIRE on the slots; release 5), which the line's TTL does not touch. That attempt
+//! (limit ≤ 16) reads all members at once, so it knows whether any expired slot is left to drop
+//! (`ZREMRANGEBYSCORE` only then) and the latest live expiry, so one `PEXPIRE` sets the key's TTL to
+//! exactly max(lease, latest − now) with no `PTTL` read (a key with more members than that read,
+//! crashed holders piled up, or a limit over 16 keep the count + drop + `PTTL` path). The slot changes member (ZADD + ZREM: a release repeated in the background must never free
+//! the next holder's slot, so the token cannot be reused).
 
 use crate::fork::ForkLocal;
 use crate::interrupt::Interrupt;

@@ -25,6 +25,39 @@
 //! This module keeps the inbox's state (grants received, revoked tokens) and the waits on it;
 //! subscription.rs runs the subscription that fills it. The client owns the inbox, so this
 //! module imports nothing of the client.
+//!
+//! Design notes (moved from doc/ARCHITECTURE.md):
+//!
+//! Grant inbox (`inbox.rs` and `line/subscription.rs`, issue 16): a grant list costs RPUSH + PEXPIRE (a waiter may die, and
+//! RPUSH cannot set a TTL) + the waiter's BLPOP. Instead, each client in each process subscribes,
+//! on a connection and thread of its own, to `<ns>:inbox:<32 hex>` (random per process: a forked
+//! child makes its own), and its waiters' entries name it: `token|deadline|@<id>`. The release
+//! that hands over PUBLISHes `token|grant` there in the same script (a `pcall`: refused only
+//! without channel rights, where the waiter could not subscribe either); the listener keeps the
+//! grant for its token, and the waiter, on a Condvar (interrupt checked every 10 ms), takes it.
+//! No key, nothing to expire, one command instead of three. Pub/sub delivers at most once, so a
+//! grant published while the subscription is down is lost; the lock (slot) is still the waiter's
+//! in Redis, so the waiter's next attempt (`maybe_ours`, as after any wait: "ours already")
+//! finds it. That attempt comes at once when the inbox subscribed anew after the entry was queued
+//! (`Waited::Missed`: the waiter compares the current subscription's start with the instant
+//! before its queueing attempt, or before it joined the local line when a release queued it),
+//! else at the usual bound (the holder's TTL). The listener pings a silent connection after 5 s
+//! and reconnects when the pong does not come within the read timeout; it parses its own RESP
+//! frames (the connection's parser buffers bytes a readiness check cannot see). When it starts:
+//! a process's first contended wait queues with a grant list and starts the inbox; later entries
+//! (its own attempts and those its releases queue for local successors) name it once it has
+//! subscribed (`id_if_listening`), so nobody waits for a subscription and an uncontended process
+//! never subscribes; it ends after 60 s without a waiter, when the client is dropped, or when the
+//! server refuses SUBSCRIBE (NOPERM: an ACL without channel rights keeps grant lists for good).
+//! Entries without an inbox (an older version's waiter) still get grant lists, so a new release
+//! serves old waiters. An older release reads an inbox entry's deadline as 0 (`tonumber("@…")`
+//! is nil; the id starts with '@', never a number) and drops it as dead, so a new waiter behind
+//! an old releaser waits out its turn (the holder's TTL) and attempts again: slow during a
+//! rolling deploy, never wrong (no phantom owner: the token field is unchanged). The Web tab and
+//! `status` read the deadline either way. On a cluster, PUBLISH reaches subscribers on every node
+//! (classic pub/sub is cluster-wide), and no grant key needs the migration probe. DualLock's EXEC
+//! hand-off keeps its grant list: its waiter is the WAIT lock's holder, not a line entry, and
+//! naming an inbox there would change the WAIT value that holders and the Web tab read.
 
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
