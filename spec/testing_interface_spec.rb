@@ -80,7 +80,8 @@ RSpec.describe "Ferrolock::Testing's stand-ins have the native classes' methods"
     expect(takes?(testing::Fake::FairTenant.method(:check).parameters, arity + 1)).to be(true)
   end
 
-  it "finds the seven kinds lib/ builds" do
-    expect(FerrolockTest::StandIns::KINDS.size).to eq(7)
+  it "finds the eight kinds lib/ builds" do
+    expect(FerrolockTest::StandIns::KINDS).to include(:DistMutex, :KeyLock, :JobConcurrency)
+    expect(FerrolockTest::StandIns::KINDS.size).to eq(8)
   end
 end
