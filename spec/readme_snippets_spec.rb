@@ -16,7 +16,7 @@ require_relative "support/redis_sentinel"
 RSpec.describe "README.md ruby snippets" do
   readme = File.read(File.join(FerrolockTest::ROOT, "README.md"))
   # The README's blocks, and those of the doc/ pages its reference detail moved to: [place, code].
-  snippet_pages = %w[README.md doc/ACTIVE_JOB.md]
+  snippet_pages = %w[README.md doc/ACTIVE_JOB.md doc/REFERENCE.md]
   snippets = snippet_pages.flat_map do |page|
     text = File.read(File.join(FerrolockTest::ROOT, page))
     text.to_enum(:scan, /^```ruby\n(.*?)^```$/m).map do
