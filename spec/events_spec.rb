@@ -71,7 +71,12 @@ RSpec.describe "Ferrolock events" do
   end
 
   context "with ActiveSupport::Notifications loaded" do
-    before { require "active_support/notifications" }
+    # "active_support" first, as every app has it: ActiveSupport 7.2's notifications.rb uses
+    # IsolatedExecutionState without requiring it (alone it raises NameError on its first instrument).
+    before do
+      require "active_support"
+      require "active_support/notifications"
+    end
 
     it "publishes <event>.ferrolock" do
       seen = []

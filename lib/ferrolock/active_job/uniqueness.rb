@@ -19,7 +19,7 @@ module Ferrolock
   module ActiveJob
     # A drop-in for the activejob-uniqueness gem (0.4) on any ActiveJob adapter: its API under its
     # own names once `require "active_job/uniqueness"` (which makes ActiveJob::Uniqueness this
-    # module), its Redis keys, events and log lines. See README "ActiveJob uniqueness".
+    # module), its Redis keys, events and log lines. See doc/ACTIVE_JOB.md.
     module Uniqueness
       VERSION = "0.4.0" # the activejob-uniqueness API this implements
 
