@@ -6,7 +6,9 @@ version = File.read(File.join(__dir__, "lib/ferrolock/version.rb"))[/VERSION = "
 
 # FERROLOCK_PRECOMPILED="3.1 3.3" (bin/package sets it) builds the precompiled gem for this machine's
 # platform instead of the source gem: it holds lib/ferrolock/<abi>/ferrolock.so for each Ruby ABI
-# listed, compiles nothing at install, and admits only the Rubies of those ABIs.
+# listed, compiles nothing at install, and admits only the Rubies of those ABIs. FERROLOCK_PLATFORM
+# (e.g. aarch64-linux) names another platform: bin/package builds that gem from a staged copy holding
+# the cross-built libraries.
 precompiled_abis = ENV.fetch("FERROLOCK_PRECOMPILED", "").split.sort_by { |abi| Gem::Version.new(abi) }
 precompiled_libraries = precompiled_abis.map { |abi| "lib/ferrolock/#{abi}/ferrolock.so" }
 precompiled_libraries.each do |path|
@@ -65,6 +67,9 @@ Gem::Specification.new do |spec|
   spec.executables = ["ferrolock"]
   if precompiled_abis.empty?
     spec.extensions = ["ext/ferrolock/extconf.rb"]
+  elsif ENV["FERROLOCK_PLATFORM"]
+    # Another machine's platform (bin/package's cross-built aarch64-linux gem).
+    spec.platform = Gem::Platform.new(ENV["FERROLOCK_PLATFORM"])
   else
     # x86_64-linux on glibc, as rubygems.org names it (RubyGems 4 calls the local one x86_64-linux-gnu).
     local = Gem::Platform.local
