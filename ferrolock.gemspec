@@ -67,12 +67,11 @@ Gem::Specification.new do |spec|
   spec.executables = ["ferrolock"]
   if precompiled_abis.empty?
     spec.extensions = ["ext/ferrolock/extconf.rb"]
-  elsif ENV["FERROLOCK_PLATFORM"]
-    # Another machine's platform (bin/package's cross-built aarch64-linux gem).
-    spec.platform = Gem::Platform.new(ENV["FERROLOCK_PLATFORM"])
   else
-    # x86_64-linux on glibc, as rubygems.org names it (RubyGems 4 calls the local one x86_64-linux-gnu).
+    # x86_64-linux on glibc, as rubygems.org names it (RubyGems 4 calls the local one x86_64-linux-gnu);
+    # FERROLOCK_PLATFORM: another machine's (bin/package's cross-built aarch64-linux gem).
     local = Gem::Platform.local
-    spec.platform = local.version == "gnu" ? Gem::Platform.new("#{local.cpu}-#{local.os}") : local
+    local = Gem::Platform.new("#{local.cpu}-#{local.os}") if local.version == "gnu"
+    spec.platform = ENV["FERROLOCK_PLATFORM"] ? Gem::Platform.new(ENV["FERROLOCK_PLATFORM"]) : local
   end
 end

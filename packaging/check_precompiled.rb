@@ -4,6 +4,7 @@ require "fileutils"
 require "open3"
 require "tmpdir"
 require_relative "gem_source"
+require_relative "pick_check"
 require_relative "precompiled_gem"
 require_relative "user_shell"
 require_relative "variant_choice"
@@ -64,11 +65,9 @@ module Packaging
         end
         lacking_library(installed)
         ruby_requirement
-        picks(lacking_gem)
+        PickCheck.new(self, @user, @tmp).run(@source_gem, @gem, lacking_gem, @other_gems)
       end
     end
-
-    private
 
     def say(line)
       puts "precompiled gem on Ruby #{@abi}: #{line}"
@@ -77,6 +76,12 @@ module Packaging
     def check(condition, failure)
       raise Failed, failure unless condition
     end
+
+    def describe(precompiled)
+      "a precompiled gem for Ruby #{precompiled.abis.join(", ")}"
+    end
+
+    private
 
     def gem_home
       File.join(@tmp, "gems")
@@ -175,43 +180,6 @@ module Packaging
       output, ok = Open3.capture2e(env, "gem", "build", "ferrolock.gemspec", "--output", path, chdir: unpacked)
       check(ok, "building a precompiled gem for Ruby #{abis.join(", ")}: #{output}")
       PrecompiledGem.new(path)
-    end
-
-    # From a gem source holding the source gem, a precompiled one and the other platforms' (as rubygems.org
-    # serves them), `gem install ferrolock` and Bundler take the precompiled gem of this machine's platform
-    # when it holds this Ruby's library, else the source gem.
-    def picks(lacking)
-      with_abi = GemSource.new(File.join(@tmp, "source-with"), [@source_gem, @gem.path, *@other_gems]).write
-      without_abi = GemSource.new(File.join(@tmp, "source-without"), [@source_gem, lacking.path, *@other_gems]).write
-      choice = VariantChoice.new(@user, @tmp)
-      { "gem install" => :gem_install, "bundle install" => :bundle_install }.each do |tool, method|
-        picked = choice.public_send(method, with_abi)
-        check(picked == @gem.spec.full_name, "#{tool} took #{picked} beside #{@gem.spec.full_name}")
-        fallback = choice.public_send(method, without_abi)
-        check(fallback == File.basename(@source_gem, ".gem"), "#{tool} took #{fallback} beside #{describe(lacking)}")
-        say "#{tool} ferrolock on #{Gem::Platform.local} takes #{picked}#{others}; beside #{describe(lacking)} " \
-            "only, #{fallback} (the source gem)"
-      end
-      forced(choice, with_abi)
-    end
-
-    # The README's two ways to ask for the source gem where a precompiled one fits.
-    def forced(choice, source)
-      expected = File.basename(@source_gem, ".gem")
-      by_option = choice.gem_install(source, "--platform", "ruby")
-      by_setting = choice.bundle_install(source, "BUNDLE_FORCE_RUBY_PLATFORM" => "true")
-      check(by_option == expected, "gem install --platform ruby took #{by_option}")
-      check(by_setting == expected, "bundle install with force_ruby_platform took #{by_setting}")
-      say "gem install --platform ruby and Bundler's force_ruby_platform take #{expected} (the source gem)"
-    end
-
-    def others
-      platforms = @other_gems.map { |path| Gem::Package.new(path).spec.platform.to_s }
-      platforms.empty? ? "" : " (not the #{platforms.join(", ")} one)"
-    end
-
-    def describe(precompiled)
-      "a precompiled gem for Ruby #{precompiled.abis.join(", ")}"
     end
   end
 end

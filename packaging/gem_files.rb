@@ -44,11 +44,17 @@ module Packaging
     def platform(source, gem)
       named = File.basename(gem.path, ".gem").delete_prefix("#{source.full_name}-")
       fail_with(gem, "says platform #{gem.spec.platform} in its metadata") unless gem.spec.platform.to_s == named
+      taken = platforms_taking(gem)
+      puts "package: #{File.basename(gem.path)}: platform #{named}, Ruby #{gem.abis.join(", ")}; RubyGems " \
+           "#{Gem::VERSION} takes it on #{taken.join(", ")}, not on #{(LOCAL_PLATFORMS - taken).join(", ")}"
+    end
+
+    # The local platforms RubyGems takes the gem on: exactly Linux on its CPU.
+    def platforms_taking(gem)
       expected = LOCAL_PLATFORMS.select { |local| local.start_with?("#{gem.spec.platform.cpu}-linux") }
       taken = LOCAL_PLATFORMS.select { |local| taken_on?(gem.spec, local) }
       fail_with(gem, "is taken on #{taken}, not on #{expected}") unless taken == expected
-      puts "package: #{File.basename(gem.path)}: platform #{named}, Ruby #{gem.abis.join(", ")}; RubyGems " \
-           "#{Gem::VERSION} takes it on #{taken.join(", ")}, not on #{(LOCAL_PLATFORMS - taken).join(", ")}"
+      taken
     end
 
     # Whether RubyGems would install the gem on a machine whose local platform is +local+.

@@ -23,8 +23,12 @@ end
 # without mutual exclusion increments are lost.
 mutex = Ferrolock::DistMutex.new("smoke-mutex")
 count = 0
-Array.new(4) { Thread.new { 10.times { mutex.synchronize(wait_timeout: 60) { seen = count; Thread.pass; count = seen + 1 } } } }
-     .each(&:join)
+increment = lambda do
+  seen = count
+  Thread.pass
+  count = seen + 1
+end
+Array.new(4) { Thread.new { 10.times { mutex.synchronize(wait_timeout: 60, &increment) } } }.each(&:join)
 check("DistMutex", count == 40, "4 threads x 10 increments under the lock: #{count}")
 
 # ConcurrentLimiter: 6 threads through a limit of 2 hold their slot for a moment: never more than 2 inside.
@@ -36,9 +40,15 @@ lock = Mutex.new
 Array.new(6) do
   Thread.new do
     limiter.within_limit do
-      lock.synchronize { inside += 1; most = [most, inside].max }
+      lock.synchronize do
+        inside += 1
+        most = [most, inside].max
+      end
       sleep 0.2
-      lock.synchronize { inside -= 1; ran += 1 }
+      lock.synchronize do
+        inside -= 1
+        ran += 1
+      end
     end
   end
 end.each(&:join)
@@ -61,11 +71,12 @@ end
 # a limit of 1, the adapter gets one; the others wait in Redis and are enqueued one by one as slots free.
 ActiveJob::Base.include(Ferrolock::ActiveJob::Concurrency)
 RAN = [] # rubocop:disable Style/MutableConstant -- filled by the jobs
+# One account's jobs, one at a time.
 class SmokeLimitedJob < ActiveJob::Base
   self.queue_adapter = :test
   limits_concurrency to: 1, key: ->(account, _n) { account }, duration: 60
 
-  def perform(account, n) = RAN << [account, n]
+  def perform(account, number) = RAN << [account, number]
 end
 3.times { |n| SmokeLimitedJob.perform_later("a", n) }
 queue = SmokeLimitedJob.queue_adapter.enqueued_jobs

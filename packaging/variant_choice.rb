@@ -14,7 +14,8 @@ module Packaging
     # The full name `gem install ferrolock` (with options) would install (--explain installs nothing).
     def gem_install(source, *options)
       empty = FileUtils.mkdir_p(File.join(@dir, "empty")).first # gem install also looks in the current dir
-      output, ok = @user.run("gem", "install", "--explain", "--clear-sources", "--source", source.url, *options, "ferrolock",
+      output, ok = @user.run("gem", "install", "--explain", "--clear-sources", "--source", source.url, *options,
+                             "ferrolock",
                              chdir: empty)
       ok ? output[/^ +(ferrolock-\S+)/, 1] : output
     end
