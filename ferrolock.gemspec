@@ -6,7 +6,9 @@ version = File.read(File.join(__dir__, "lib/ferrolock/version.rb"))[/VERSION = "
 
 # FERROLOCK_PRECOMPILED="3.1 3.3" (bin/package sets it) builds the precompiled gem for this machine's
 # platform instead of the source gem: it holds lib/ferrolock/<abi>/ferrolock.so for each Ruby ABI
-# listed, compiles nothing at install, and admits only the Rubies of those ABIs.
+# listed, compiles nothing at install, and admits only the Rubies of those ABIs. FERROLOCK_PLATFORM
+# (e.g. aarch64-linux) names another platform: bin/package builds that gem from a staged copy holding
+# the cross-built libraries.
 precompiled_abis = ENV.fetch("FERROLOCK_PRECOMPILED", "").split.sort_by { |abi| Gem::Version.new(abi) }
 precompiled_libraries = precompiled_abis.map { |abi| "lib/ferrolock/#{abi}/ferrolock.so" }
 precompiled_libraries.each do |path|
@@ -66,8 +68,10 @@ Gem::Specification.new do |spec|
   if precompiled_abis.empty?
     spec.extensions = ["ext/ferrolock/extconf.rb"]
   else
-    # x86_64-linux on glibc, as rubygems.org names it (RubyGems 4 calls the local one x86_64-linux-gnu).
+    # x86_64-linux on glibc, as rubygems.org names it (RubyGems 4 calls the local one x86_64-linux-gnu);
+    # FERROLOCK_PLATFORM: another machine's (bin/package's cross-built aarch64-linux gem).
     local = Gem::Platform.local
-    spec.platform = local.version == "gnu" ? Gem::Platform.new("#{local.cpu}-#{local.os}") : local
+    local = Gem::Platform.new("#{local.cpu}-#{local.os}") if local.version == "gnu"
+    spec.platform = ENV["FERROLOCK_PLATFORM"] ? Gem::Platform.new(ENV["FERROLOCK_PLATFORM"]) : local
   end
 end

@@ -4,6 +4,7 @@ require "fileutils"
 require "open3"
 require "tmpdir"
 require_relative "gem_source"
+require_relative "pick_check"
 require_relative "precompiled_gem"
 require_relative "user_shell"
 require_relative "variant_choice"
@@ -16,7 +17,9 @@ module Packaging
     class Failed < StandardError; end
 
     ROOT = File.expand_path("..", __dir__)
-    INSTALL_SECONDS = 30
+    # Seconds `gem install` may take; more under emulation (bin/arm64: about 30 s there).
+    INSTALL_SECONDS = Float(ENV.fetch("FERROLOCK_INSTALL_SECONDS", "30"))
+    SMOKE_CHECK = File.join(__dir__, "smoke_check.rb")
 
     # Run by the user's Ruby: loads the installed gem, checks which library it loaded, PINGs ARGV[0].
     LOAD_AND_PING = <<~'RUBY'
@@ -42,9 +45,12 @@ module Packaging
       exit 1
     RUBY
 
-    def initialize(source_gem, precompiled_gem)
+    # other_gems: the precompiled gems of other platforms, beside it in the gem source that `gem install`
+    # and Bundler pick from.
+    def initialize(source_gem, precompiled_gem, *other_gems)
       @source_gem = File.expand_path(source_gem)
       @gem = PrecompiledGem.new(File.expand_path(precompiled_gem))
+      @other_gems = other_gems.map { |path| File.expand_path(path) }
       @abi = RUBY_VERSION[/\A\d+\.\d+/]
     end
 
@@ -53,14 +59,15 @@ module Packaging
         @tmp = tmp
         @user = UserShell.new(tmp)
         installed = install
-        load_and_ping
+        with_redis do |url|
+          load_and_ping(url)
+          smoke(url)
+        end
         lacking_library(installed)
         ruby_requirement
-        picks(lacking_gem)
+        PickCheck.new(self, @user, @tmp).run(@source_gem, @gem, lacking_gem, @other_gems)
       end
     end
-
-    private
 
     def say(line)
       puts "precompiled gem on Ruby #{@abi}: #{line}"
@@ -69,6 +76,12 @@ module Packaging
     def check(condition, failure)
       raise Failed, failure unless condition
     end
+
+    def describe(precompiled)
+      "a precompiled gem for Ruby #{precompiled.abis.join(", ")}"
+    end
+
+    private
 
     def gem_home
       File.join(@tmp, "gems")
@@ -96,17 +109,34 @@ module Packaging
       Dir.glob("**/*", base: dir).sum { |file| File.size(File.join(dir, file)) } / 1024
     end
 
-    # From outside the repo: the library of this Ruby's ABI from the installed gem, a PING, the command.
-    def load_and_ping
+    def with_redis
       redis = Demo::ThrowawayRedis.new(prefix: "ferrolock-precompiled-redis-").start
-      output, ok = user_ruby(LOAD_AND_PING, redis.url)
-      check(ok, "loading the installed gem: #{output}")
-      say output
-      output, ok = @user.run(File.join(gem_home, "bin", "ferrolock"), "--url", redis.url, "locks",
-                             env: { "GEM_HOME" => gem_home, "GEM_PATH" => gem_home })
-      check(ok && output.match?(/^KIND/), "the ferrolock command: #{output}")
+      yield redis.url
     ensure
       redis&.stop
+    end
+
+    # From outside the repo: the library of this Ruby's ABI from the installed gem, a PING, the command.
+    def load_and_ping(url)
+      output, ok = user_ruby(LOAD_AND_PING, url)
+      check(ok, "loading the installed gem: #{output}")
+      say output
+      output, ok = @user.run(File.join(gem_home, "bin", "ferrolock"), "--url", url, "locks",
+                             env: { "GEM_HOME" => gem_home, "GEM_PATH" => gem_home })
+      check(ok && output.match?(/^KIND/), "the ferrolock command: #{output}")
+    end
+
+    # A DistMutex, a ConcurrentLimiter, a RateLimiter and ActiveJob limits_concurrency, each once for real.
+    def smoke(url)
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      # ActiveJob from the system's gems (Debian's rubygems-integration), ferrolock from the installed gem.
+      system_gems = Gem.default_path - [Gem.user_dir]
+      output, ok = @user.run("ruby", "-e", File.read(SMOKE_CHECK), url,
+                             env: { "GEM_HOME" => gem_home, "GEM_PATH" => [gem_home, *system_gems].join(":") })
+      check(ok, "the smoke check: #{output}")
+      seconds = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+      output.each_line { |line| say line.chomp }
+      say "smoke check passed in #{seconds.round(1)} s"
     end
 
     # What a Ruby the gem lacks would find (its ABI's folder missing): a LoadError naming the source gem.
@@ -139,31 +169,17 @@ module Packaging
       lacking
     end
 
+    # Built by the gemspec from the files of the gem under test (its platform, its libraries).
     def build_precompiled(abis)
-      path = File.join(FileUtils.mkdir_p(File.join(@tmp, "lacking")).first, File.basename(@gem.path))
-      output, ok = Open3.capture2e({ "FERROLOCK_PRECOMPILED" => abis.join(" ") },
-                                   "gem", "build", "ferrolock.gemspec", "--output", path, chdir: ROOT)
+      dir = FileUtils.mkdir_p(File.join(@tmp, "lacking")).first
+      unpacked = File.join(dir, "unpacked")
+      Gem::Package.new(@gem.path).extract_files(unpacked)
+      FileUtils.cp(File.join(ROOT, "ferrolock.gemspec"), unpacked)
+      path = File.join(dir, File.basename(@gem.path))
+      env = { "FERROLOCK_PRECOMPILED" => abis.join(" "), "FERROLOCK_PLATFORM" => @gem.spec.platform.to_s }
+      output, ok = Open3.capture2e(env, "gem", "build", "ferrolock.gemspec", "--output", path, chdir: unpacked)
       check(ok, "building a precompiled gem for Ruby #{abis.join(", ")}: #{output}")
       PrecompiledGem.new(path)
-    end
-
-    # From a gem source holding the source gem and a precompiled one, `gem install ferrolock` and Bundler
-    # take the precompiled gem when it holds this Ruby's library, else the source gem.
-    def picks(lacking)
-      with_abi = GemSource.new(File.join(@tmp, "source-with"), [@source_gem, @gem.path]).write
-      without_abi = GemSource.new(File.join(@tmp, "source-without"), [@source_gem, lacking.path]).write
-      choice = VariantChoice.new(@user, @tmp)
-      { "gem install" => :gem_install, "bundle install" => :bundle_install }.each do |tool, method|
-        picked = choice.public_send(method, with_abi)
-        check(picked == @gem.spec.full_name, "#{tool} took #{picked} beside #{@gem.spec.full_name}")
-        fallback = choice.public_send(method, without_abi)
-        check(fallback == File.basename(@source_gem, ".gem"), "#{tool} took #{fallback} beside #{describe(lacking)}")
-        say "#{tool} ferrolock takes #{picked}; beside #{describe(lacking)} only, #{fallback} (the source gem)"
-      end
-    end
-
-    def describe(precompiled)
-      "a precompiled gem for Ruby #{precompiled.abis.join(", ")}"
     end
   end
 end
