@@ -19,6 +19,7 @@ require_relative "ferrolock/cohort"
 require_relative "ferrolock/release_failure"
 require_relative "ferrolock/caller_timeout"
 require_relative "ferrolock/lock_lost_watcher"
+require_relative "ferrolock/data_loss"
 require_relative "ferrolock/job_classes"
 
 # Redis coordination primitives for Ruby job systems, with a Rust core.
@@ -50,3 +51,5 @@ end
 
 # Rails integration, only under Rails (requiring ferrolock never loads Rails).
 require_relative "ferrolock/railtie" if defined?(Rails::Railtie)
+# The maxmemory-policy warning at a Sidekiq or Shoryuken server's startup.
+Ferrolock::EvictionCheck.hook_servers

@@ -26,6 +26,7 @@ module Ferrolock
     acquired lock_lost owner_gone release_failed skipped wait_timeout over_limit
     rescheduled reschedules_exhausted rerouted blocked promoted discarded released
     locked skipped_in_progress skipped_processed released_after_error redis_error
+    data_lost
   ].freeze
 
   # Their ActiveSupport::Notifications names ("acquired.ferrolock"), made once.

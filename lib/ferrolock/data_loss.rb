@@ -1,0 +1,61 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  # Reports that Redis lost ferrolock's data: an ERROR line and a :data_lost event naming what this
+  # process lost with it. The client's watchdog finds it (ext/ferrolock-core/src/data_loss.rs): the
+  # namespace's epoch key gone (a restart without persistence, a flush, an eviction of it), or the
+  # server changed (run_id) or evicted keys while leases this process held or jobs it parked are
+  # gone. Other processes report what they lost themselves.
+  module DataLoss
+    CAUSES = {
+      restart: "Redis restarted (or failed over) without ferrolock's data: no persistence, or a replica " \
+               "that never had it",
+      failover: "Redis changed (a failover, or a restart from an old snapshot) and data written before is missing",
+      eviction: "Redis evicted ferrolock's keys (maxmemory reached, maxmemory-policy is not noeviction)",
+      flushed: "ferrolock's keys were deleted (FLUSHALL, FLUSHDB or DEL)"
+    }.freeze
+    # Parked job ids named in the log line at most (the event names all).
+    LOGGED_JOBS = 20
+
+    class << self
+      # From the watchdog's notice: cause name, the server, [[primitive, name, fence, queue], ...]
+      # and [[key, job_id], ...].
+      def report(cause, redis, leases, parked)
+        cause = cause.to_sym
+        lost = leases.map { |lease| LockLostWatcher.payload(*lease).except(:detected) }
+        jobs = parked.map { |key, job_id| { name: key, job_id: job_id } }
+        Ferrolock.logger.error(message(cause, redis, lost, jobs))
+        Ferrolock.instrument(:data_lost, cause: cause, redis: redis, lost: lost, parked: jobs)
+      end
+
+      private
+
+      def message(cause, redis, lost, jobs)
+        "ferrolock: Redis at #{redis} lost ferrolock's data (#{cause}: #{CAUSES.fetch(cause, cause)}). " \
+          "This process lost #{held(lost)} and #{parked(jobs)}. A lost lock or slot may now be taken by " \
+          "another holder while its job still runs; blocked jobs live only in Redis: set appendonly yes " \
+          "and maxmemory-policy noeviction (README: Where blocked jobs live)."
+      end
+
+      def held(lost)
+        return "no lock or slot" if lost.empty?
+
+        names = lost.map do |hold|
+          fence = hold[:fencing_token] ? " fencing token #{hold[:fencing_token]}" : ""
+          "#{hold[:primitive]} #{(hold[:name] || hold[:key] || hold[:message_id]).inspect}#{fence}"
+        end
+        "#{lost.size} lock#{"s" unless lost.size == 1}/slot#{"s" unless lost.size == 1} (#{names.join(", ")})"
+      end
+
+      def parked(jobs)
+        return "no parked job" if jobs.empty?
+
+        listed = jobs.first(LOGGED_JOBS).group_by { |job| job[:name] }.map do |key, of_key|
+          "#{key.inspect}: #{of_key.map { |job| job[:job_id] }.join(" ")}"
+        end
+        more = jobs.size > LOGGED_JOBS ? " and #{jobs.size - LOGGED_JOBS} more" : ""
+        "#{jobs.size} blocked job#{"s" unless jobs.size == 1} it parked (limits_concurrency #{listed.join("; ")}#{more})"
+      end
+    end
+  end
+end

@@ -1,0 +1,149 @@
+# frozen_string_literal: true
+
+require "logger"
+require "stringio"
+require_relative "support/active_job_jobs"
+
+# Redis that loses ferrolock's data (issue 39): a process holding a DistMutex, a ConcurrentLimiter slot
+# and a limits_concurrency slot, with ten jobs parked behind the last, against its own redis-server.
+# A restart without persistence and an eviction under maxmemory + allkeys-lru each end in one ERROR
+# line and one :data_lost event naming every hold and parked job this process lost; a restart with
+# appendonly yes (the data kept) in neither.
+RSpec.describe "Redis that loses ferrolock's data", time_limit: 90 do
+  include FerrolockTest::ActiveJobJobs
+
+  # Leases short enough that renewals come often (a third of each).
+  LEASE = 1.5
+  # A probe comes within 5 s; a loaded 2-core VM may run the watchdog and the watcher late.
+  REPORT_WITHIN = 20
+  PARKED = 10
+  HELD = [[:dist_mutex, "data-loss-mutex"], [:concurrent_limiter, "data-loss-limiter"],
+          [:limits_concurrency, "DataLossJob/k"]].freeze
+
+  let(:log) { StringIO.new }
+
+  around do |example|
+    previous = [ActiveJob::Base.logger, Ferrolock.config.logger]
+    ActiveJob::Base.logger = Logger.new(nil)
+    Ferrolock.config.logger = Logger.new(log)
+    @reports = Queue.new
+    subscription = Ferrolock.subscribe(:data_lost) { |_event, payload| @reports << payload }
+    example.run
+  ensure
+    Ferrolock.unsubscribe(subscription) if subscription
+    ActiveJob::Base.logger, Ferrolock.config.logger = previous
+    warn log.string if ENV["DL_DEBUG"]
+    Ferrolock::ActiveJob::Slots.reset!
+    @server&.destroy
+  end
+
+  # This example's own redis-server, used by Ferrolock.client (spec_helper points it back at the
+  # suite's server before the next example).
+  def own_server(*args)
+    @server = FerrolockTest::RedisServer.new(extra_args: args).start
+    Ferrolock.configure { |c| c.redis_url = @server.url }
+    @server
+  end
+
+  # Holds a DistMutex, a ConcurrentLimiter slot and a limits_concurrency slot (a job performing),
+  # each in a thread of its own, with PARKED jobs blocked behind the job; yields the parked job ids
+  # and the job class, then lets the holders end.
+  def holding
+    release = Queue.new
+    held = Queue.new
+    klass = job_class("DataLossJob", to: 1, key: ->(_n) { "k" }, duration: LEASE) do
+      define_method(:perform) do |_n|
+        held << :job
+        release.pop
+      end
+    end
+    jobs = Array.new(PARKED + 1) { |n| klass.perform_later(n) }
+    mutex = Ferrolock::DistMutex.new("data-loss-mutex", lease: LEASE)
+    limiter = Ferrolock::ConcurrentLimiter.new("data-loss-limiter", 2, lease: LEASE)
+    holders = [-> { mutex.synchronize { (held << :mutex) && release.pop } },
+               -> { limiter.within_limit { (held << :limiter) && release.pop } },
+               -> { run_queued(klass) }]
+    threads = holders.map do |hold|
+      Thread.new do
+        hold.call
+      rescue Ferrolock::Error # a lost hold's release says so: not this spec's subject
+        nil
+      end
+    end
+    3.times { held.pop }
+    yield jobs.drop(1).map(&:job_id), klass
+  ensure
+    threads&.size&.times { release << :go }
+    threads&.each { |thread| thread.join(10) }
+  end
+
+  def next_report(within = REPORT_WITHIN)
+    deadline = Ferrolock.monotonic + within
+    loop do
+      return @reports.pop(true) unless @reports.empty?
+      return nil if Ferrolock.monotonic > deadline
+
+      sleep 0.05
+    end
+  end
+
+  def lost_names(report)
+    report[:lost].map { |hold| [hold[:primitive], hold[:name]] }
+  end
+
+  it "reports the holds and parked jobs a restart without persistence lost: one ERROR and one :data_lost" do
+    server = own_server
+    holding do |parked, _klass|
+      expect(server.redis.llen("ferrolock:{concurrency:DataLossJob/k}:blocked")).to eq(PARKED)
+      sleep 6 # a probe's baseline (every 5 s while something is held)
+      server.restart
+      report = next_report
+      expect(report).not_to be_nil, "no :data_lost within #{REPORT_WITHIN} s; log:\n#{log.string}"
+      expect(report[:cause]).to eq(:restart)
+      expect(report[:redis]).to eq(server.url)
+      expect(lost_names(report)).to match_array(HELD)
+      expect(report[:parked]).to match_array(parked.map { |id| { name: "DataLossJob/k", job_id: id } })
+      errors = log.string.lines.grep(/ERROR.*lost ferrolock's data/)
+      expect(errors.size).to eq(1)
+      expect(errors.first).to include("(restart: ", "3 locks/slots", 'dist_mutex "data-loss-mutex"',
+                                      "#{PARKED} blocked jobs it parked", parked.first, "appendonly yes")
+      # Once: the next probes compare with the new epoch.
+      expect(next_report(7)).to be_nil
+    end
+  end
+
+  it "reports the parked jobs an eviction under maxmemory + allkeys-lru took" do
+    server = own_server("--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru")
+    holding do |parked, _klass|
+      sleep 6 # a probe's baseline
+      # Newer keys than the parked jobs, until Redis evicted keys: the parked ones, written first
+      # and never read since, are the least recently used.
+      filler = "x" * 10_000
+      1000.times { |i| server.redis.set("filler:#{i}", filler) }
+      expect(server.redis.info("stats")["evicted_keys"].to_i).to be_positive
+      report = next_report
+      expect(report).not_to be_nil, "no :data_lost within #{REPORT_WITHIN} s; log:\n#{log.string}"
+      expect(report[:cause]).to eq(:eviction)
+      gone = parked.reject { |id| server.redis.hexists("ferrolock:{concurrency:DataLossJob/k}:jobs", id) }
+      expect(gone).not_to be_empty
+      expect(report[:parked].map { |job| job[:job_id] }).to match_array(gone)
+      # A hold named is one of the three (the LRU may have spared those renewed lately).
+      expect(HELD).to include(*lost_names(report))
+      expect(log.string.lines.grep(/ERROR.*lost ferrolock's data \(eviction: /).size).to eq(1)
+    end
+  end
+
+  it "says nothing when a restart kept the data (appendonly yes)" do
+    server = own_server("--appendonly", "yes", "--appendfsync", "always")
+    holding do |parked, _klass|
+      sleep 6 # a probe's baseline
+      server.restart
+      # Two probes after the restart, and every lease renewed since.
+      sleep 12
+      expect(next_report(0)).to be_nil
+      expect(log.string).not_to include("lost ferrolock's data")
+      expect(server.redis.lrange("ferrolock:{concurrency:DataLossJob/k}:blocked", 0, -1)).to eq(parked)
+      expect(server.redis.get("ferrolock:{data-loss-mutex}:lock")).not_to be_nil
+    end
+  end
+end
