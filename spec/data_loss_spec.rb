@@ -142,6 +142,8 @@ RSpec.describe "Redis that loses ferrolock's data", time_limit: 90 do
       sleep 12
       expect(next_report(0)).to be_nil
       expect(log.string).not_to include("lost ferrolock's data")
+      # Not blind: the probe saw the new server and found everything there.
+      expect(log.string.lines.grep(/INFO.*Redis at #{Regexp.escape(server.url)} changed \(run_id.*kept/).size).to eq(1)
       expect(server.redis.lrange("ferrolock:{concurrency:DataLossJob/k}:blocked", 0, -1)).to eq(parked)
       expect(server.redis.get("ferrolock:{data-loss-mutex}:lock")).not_to be_nil
     end

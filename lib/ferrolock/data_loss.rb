@@ -18,17 +18,25 @@ module Ferrolock
     LOGGED_JOBS = 20
 
     class << self
-      # From the watchdog's notice: cause name, the server, [[primitive, name, fence, queue], ...]
-      # and [[key, job_id], ...].
-      def report(cause, redis, leases, parked)
+      # From the watchdog's notice: whether data was lost (false: the server changed and kept it,
+      # an INFO line only), cause name, the server, [[primitive, name, fence, queue], ...] and
+      # [[key, job_id], ...].
+      def report(lost, cause, redis, leases, parked)
+        return kept(redis) unless lost
+
         cause = cause.to_sym
-        lost = leases.map { |lease| LockLostWatcher.payload(*lease).except(:detected) }
+        holds = leases.map { |lease| LockLostWatcher.payload(*lease).except(:detected) }
         jobs = parked.map { |key, job_id| { name: key, job_id: job_id } }
-        Ferrolock.logger.error(message(cause, redis, lost, jobs))
-        Ferrolock.instrument(:data_lost, cause: cause, redis: redis, lost: lost, parked: jobs)
+        Ferrolock.logger.error(message(cause, redis, holds, jobs))
+        Ferrolock.instrument(:data_lost, cause: cause, redis: redis, lost: holds, parked: jobs)
       end
 
       private
+
+      def kept(redis)
+        Ferrolock.logger.info("ferrolock: Redis at #{redis} changed (run_id: a failover or a restart) and kept " \
+                              "ferrolock's data: every hold and parked job of this process is still there")
+      end
 
       def message(cause, redis, lost, jobs)
         "ferrolock: Redis at #{redis} lost ferrolock's data (#{cause}: #{CAUSES.fetch(cause, cause)}). " \

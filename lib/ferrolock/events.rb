@@ -23,10 +23,9 @@ module Ferrolock
   # Every event ferrolock instruments (the README's table); subscribe rejects other names, so a
   # typo fails at boot instead of never firing.
   EVENTS = %i[
-    acquired lock_lost owner_gone release_failed skipped wait_timeout over_limit
+    acquired lock_lost data_lost owner_gone release_failed skipped wait_timeout over_limit
     rescheduled reschedules_exhausted rerouted blocked promoted discarded released
     locked skipped_in_progress skipped_processed released_after_error redis_error
-    data_lost
   ].freeze
 
   # Their ActiveSupport::Notifications names ("acquired.ferrolock"), made once.

@@ -70,9 +70,12 @@ pub struct ParkedJob {
     pub job_id: String,
 }
 
-/// One data loss, as this process knows it.
+/// One data loss, as this process knows it; or (`lost` false) a server change that kept the data.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DataLoss {
+    /// False: the server changed (`Cause::Failover`: a failover, a restart with persistence) and
+    /// everything this process held or parked is still there.
+    pub lost: bool,
     pub cause: Cause,
     /// The server (its redacted URL).
     pub redis: String,
@@ -243,10 +246,14 @@ impl Watch {
     }
 
     fn settle(&mut self, c: Confirming) -> Next {
-        if !c.definite && c.leases.is_empty() && c.parked.is_empty() {
-            return Next::Nothing; // a clean failover, a restart that kept the data
+        let lost = c.definite || !c.leases.is_empty() || !c.parked.is_empty();
+        // Evictions of other keys say nothing; a clean failover or a restart that kept the data
+        // is told once (the operator may wonder).
+        if !lost && c.cause != Cause::Failover {
+            return Next::Nothing;
         }
         Next::Report(DataLoss {
+            lost,
             cause: c.cause,
             redis: self.redis.clone(),
             leases: c.leases,
@@ -376,6 +383,14 @@ mod tests {
             probe(&mut w, reply(7, "r2", 0), vec![], true),
             Next::RenewAll
         ));
+        match w.after(vec![], None, true, Instant::now()) {
+            Next::Report(kept) => assert!(!kept.lost && kept.cause == Cause::Failover),
+            _ => panic!("expected a report that the data was kept"),
+        }
+        assert!(matches!(
+            probe(&mut w, reply(7, "r2", 2), vec![], true),
+            Next::RenewAll
+        ));
         assert!(matches!(
             w.after(vec![], None, true, Instant::now()),
             Next::Nothing
@@ -386,6 +401,7 @@ mod tests {
         ));
         match w.after(vec![lease()], None, true, Instant::now()) {
             Next::Report(loss) => {
+                assert!(loss.lost);
                 assert_eq!(loss.cause, Cause::Eviction);
                 assert_eq!(loss.leases, vec![lease()]);
             }

@@ -23,7 +23,8 @@ fn listen(_ruby: &Ruby) -> Result<(), Error> {
 /// The next notice, or nil after `timeout` seconds; waits without the GVL and is cut short by
 /// Thread#kill / Thread#raise like any blocking call. A lost lease is
 /// [primitive, name, fencing_token or nil, queue or nil]; a data loss is
-/// ["data_lost", cause, redis, [lost lease, ...], [[key, job_id], ...]].
+/// ["data_lost", lost (false: the server changed and kept the data), cause, redis,
+/// [lost lease, ...], [[key, job_id], ...]].
 fn next_lost_lease(ruby: &Ruby, timeout: f64) -> Result<Option<Value>, Error> {
     let timeout = wait(ruby, "timeout", timeout)?;
     let lost = run(ruby, Retry::Idempotent, |intr| {
@@ -33,6 +34,7 @@ fn next_lost_lease(ruby: &Ruby, timeout: f64) -> Result<Option<Value>, Error> {
         Notice::Lease(l) => lease(l).into_value_with(ruby),
         Notice::Data(d) => (
             "data_lost",
+            d.lost,
             d.cause.name(),
             d.redis,
             d.leases.into_iter().map(lease).collect::<Vec<_>>(),
