@@ -48,11 +48,14 @@ module Ferrolock
       def held(lost)
         return "no lock or slot" if lost.empty?
 
-        names = lost.map do |hold|
-          fence = hold[:fencing_token] ? " fencing token #{hold[:fencing_token]}" : ""
-          "#{hold[:primitive]} #{(hold[:name] || hold[:key] || hold[:message_id]).inspect}#{fence}"
-        end
-        "#{lost.size} lock#{"s" unless lost.size == 1}/slot#{"s" unless lost.size == 1} (#{names.join(", ")})"
+        names = lost.map { |hold| hold_name(hold) }.join(", ")
+        "#{lost.size} #{lost.size == 1 ? "lock/slot" : "locks/slots"} (#{names})"
+      end
+
+      # dist_mutex "report:42" fencing token 7
+      def hold_name(hold)
+        fence = hold[:fencing_token] ? " fencing token #{hold[:fencing_token]}" : ""
+        "#{hold[:primitive]} #{(hold[:name] || hold[:key] || hold[:message_id]).inspect}#{fence}"
       end
 
       def parked(jobs)
@@ -62,7 +65,8 @@ module Ferrolock
           "#{key.inspect}: #{of_key.map { |job| job[:job_id] }.join(" ")}"
         end
         more = jobs.size > LOGGED_JOBS ? " and #{jobs.size - LOGGED_JOBS} more" : ""
-        "#{jobs.size} blocked job#{"s" unless jobs.size == 1} it parked (limits_concurrency #{listed.join("; ")}#{more})"
+        what = jobs.size == 1 ? "blocked job" : "blocked jobs"
+        "#{jobs.size} #{what} it parked (limits_concurrency #{listed.join("; ")}#{more})"
       end
     end
   end
