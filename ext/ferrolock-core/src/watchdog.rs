@@ -170,7 +170,8 @@ impl Watchdog {
         };
         let first = !watch.has_parked();
         watch.park(jobs_key, key, job_id);
-        if first && st.wakes_at.is_none() {
+        // The first parked job may make a probe due sooner than the thread would look.
+        if first {
             self.wake.notify_one();
         }
         Ok(())
