@@ -3,6 +3,7 @@
 require "logger"
 require "stringio"
 require_relative "support/active_job_jobs"
+require_relative "support/tcp_gate"
 
 # Redis that loses ferrolock's data (issue 39): a process holding a DistMutex, a ConcurrentLimiter slot
 # and a limits_concurrency slot, with ten jobs parked behind the last, against its own redis-server.
@@ -32,7 +33,7 @@ RSpec.describe "Redis that loses ferrolock's data", time_limit: 90 do
     # This example's server only: the suite's FLUSHALL before each example is a loss too, for a client
     # of an earlier example that still holds or parked something there.
     subscription = Ferrolock.subscribe(:data_lost) do |_event, payload|
-      @reports << payload if payload[:redis] == @server&.url
+      @reports << payload if payload[:redis] == @url
     end
     example.run
   ensure
@@ -40,15 +41,21 @@ RSpec.describe "Redis that loses ferrolock's data", time_limit: 90 do
     ActiveJob::Base.logger, Ferrolock.config.logger = previous
     warn log.string if ENV["DL_DEBUG"]
     Ferrolock::ActiveJob::Slots.reset!
-    @server&.destroy
+    @gate&.stop
+    [@server, *@servers].compact.each(&:destroy)
   end
 
   # This example's own redis-server, used by Ferrolock.client (spec_helper points it back at the
   # suite's server before the next example).
   def own_server(*args)
     @server = FerrolockTest::RedisServer.new(extra_args: args).start
-    Ferrolock.configure { |c| c.redis_url = @server.url }
+    use_url(@server.url)
     @server
+  end
+
+  def use_url(url)
+    @url = url
+    Ferrolock.configure { |c| c.redis_url = url }
   end
 
   # Holds a DistMutex, a ConcurrentLimiter slot and a limits_concurrency slot (a job performing),
@@ -153,6 +160,35 @@ RSpec.describe "Redis that loses ferrolock's data", time_limit: 90 do
       expect(log.string.lines.grep(/INFO.*Redis at #{Regexp.escape(server.url)} changed \(run_id.*kept/).size).to eq(1)
       expect(server.redis.lrange("ferrolock:{concurrency:DataLossJob/k}:blocked", 0, -1)).to eq(parked)
       expect(server.redis.get("ferrolock:{data-loss-mutex}:lock")).not_to be_nil
+    end
+  end
+
+  it "reports what a failover to a replica that missed writes lost (the epoch there, a new run_id)" do
+    primary = FerrolockTest::RedisServer.new.start
+    replica = FerrolockTest::RedisServer.new(extra_args: ["--replicaof", "127.0.0.1", primary.port.to_s]).start
+    @servers = [primary, replica]
+    wait_until(timeout: 30, what: "the replica synced") do
+      replica.redis.info("replication")["master_link_status"] == "up"
+    end
+    # The client reaches "the primary" through one address, as behind a virtual IP or a proxy.
+    @gate = FerrolockTest::TcpGate.new("127.0.0.1", primary.port).start
+    use_url("redis://127.0.0.1:#{@gate.port}/0")
+    # A first hold makes the first probe, whose epoch reaches the replica; then the replica's link
+    # goes (REPLICAOF NO ONE: a SIGSTOP would not do, the kernel buffers the stream for it) and it
+    # misses every later write.
+    Ferrolock::DistMutex.new("data-loss-warmup", lease: lease).synchronize { sleep 0.5 }
+    wait_until(timeout: 10, what: "the epoch on the replica") { replica.redis.exists?("ferrolock:{ferrolock}:epoch") }
+    replica.redis.call("REPLICAOF", "NO", "ONE")
+    holding do |parked, _klass|
+      sleep 6 # a probe's baseline, on the primary
+      primary.stop
+      @gate.retarget(replica.port)
+      report = next_report
+      expect(report).not_to be_nil, "no :data_lost within #{report_within} s; log:\n#{log.string}"
+      expect(report[:cause]).to eq(:failover)
+      expect(lost_names(report)).to match_array(holds)
+      expect(report[:parked]).to match_array(parked.map { |id| { name: "DataLossJob/k", job_id: id } })
+      expect(log.string.lines.grep(/ERROR.*lost ferrolock's data \(failover: /).size).to eq(1)
     end
   end
 end
