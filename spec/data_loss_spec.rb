@@ -100,6 +100,21 @@ RSpec.describe "Redis that loses ferrolock's data", time_limit: 90 do
     end
   end
 
+  # The :data_lost report after the block's fault (a probe's baseline first: every 5 s while
+  # something is held), checked for its cause.
+  def report_after(cause)
+    sleep 6
+    yield
+    report = next_report
+    expect(report).not_to be_nil, "no :data_lost within #{report_within} s; log:\n#{log.string}"
+    expect(report[:cause]).to eq(cause)
+    report
+  end
+
+  def as_parked(job_ids)
+    job_ids.map { |id| { name: "DataLossJob/k", job_id: id } }
+  end
+
   def lost_names(report)
     report[:lost].map { |hold| [hold[:primitive], hold[:name]] }
   end
@@ -108,14 +123,10 @@ RSpec.describe "Redis that loses ferrolock's data", time_limit: 90 do
     server = own_server
     holding do |parked, _klass|
       expect(server.redis.llen("ferrolock:{concurrency:DataLossJob/k}:blocked")).to eq(parked_count)
-      sleep 6 # a probe's baseline (every 5 s while something is held)
-      server.restart
-      report = next_report
-      expect(report).not_to be_nil, "no :data_lost within #{report_within} s; log:\n#{log.string}"
-      expect(report[:cause]).to eq(:restart)
+      report = report_after(:restart) { server.restart }
       expect(report[:redis]).to eq(server.url)
       expect(lost_names(report)).to match_array(holds)
-      expect(report[:parked]).to match_array(parked.map { |id| { name: "DataLossJob/k", job_id: id } })
+      expect(report[:parked]).to match_array(as_parked(parked))
       errors = log.string.lines.grep(/ERROR.*Redis at #{Regexp.escape(server.url)} lost ferrolock's data/)
       expect(errors.size).to eq(1)
       expect(errors.first).to include("(restart: ", "3 locks/slots", 'dist_mutex "data-loss-mutex"',
@@ -128,15 +139,13 @@ RSpec.describe "Redis that loses ferrolock's data", time_limit: 90 do
   it "reports the parked jobs an eviction under maxmemory + allkeys-lru took" do
     server = own_server("--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru")
     holding do |parked, _klass|
-      sleep 6 # a probe's baseline
       # Newer keys than the parked jobs, until Redis evicted keys: the parked ones, written first
       # and never read since, are the least recently used.
-      filler = "x" * 10_000
-      1000.times { |i| server.redis.set("filler:#{i}", filler) }
-      expect(server.redis.info("stats")["evicted_keys"].to_i).to be_positive
-      report = next_report
-      expect(report).not_to be_nil, "no :data_lost within #{report_within} s; log:\n#{log.string}"
-      expect(report[:cause]).to eq(:eviction)
+      report = report_after(:eviction) do
+        filler = "x" * 10_000
+        1000.times { |i| server.redis.set("filler:#{i}", filler) }
+        expect(server.redis.info("stats")["evicted_keys"].to_i).to be_positive
+      end
       gone = parked.reject { |id| server.redis.hexists("ferrolock:{concurrency:DataLossJob/k}:jobs", id) }
       expect(gone).not_to be_empty
       expect(report[:parked].map { |job| job[:job_id] }).to match_array(gone)
@@ -180,14 +189,12 @@ RSpec.describe "Redis that loses ferrolock's data", time_limit: 90 do
     wait_until(timeout: 10, what: "the epoch on the replica") { replica.redis.exists?("ferrolock:{ferrolock}:epoch") }
     replica.redis.call("REPLICAOF", "NO", "ONE")
     holding do |parked, _klass|
-      sleep 6 # a probe's baseline, on the primary
-      primary.stop
-      @gate.retarget(replica.port)
-      report = next_report
-      expect(report).not_to be_nil, "no :data_lost within #{report_within} s; log:\n#{log.string}"
-      expect(report[:cause]).to eq(:failover)
+      report = report_after(:failover) do
+        primary.stop
+        @gate.retarget(replica.port)
+      end
       expect(lost_names(report)).to match_array(holds)
-      expect(report[:parked]).to match_array(parked.map { |id| { name: "DataLossJob/k", job_id: id } })
+      expect(report[:parked]).to match_array(as_parked(parked))
       expect(log.string.lines.grep(/ERROR.*lost ferrolock's data \(failover: /).size).to eq(1)
     end
   end
