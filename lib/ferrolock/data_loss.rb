@@ -3,16 +3,13 @@
 module Ferrolock
   # Reports that Redis lost ferrolock's data: an ERROR line and a :data_lost event naming what this
   # process lost with it. The client's watchdog finds it (ext/ferrolock-core/src/data_loss.rs): the
-  # namespace's epoch key gone (a restart without persistence, a flush, an eviction of it), or the
-  # server changed (run_id) or evicted keys while leases this process held or jobs it parked are
-  # gone. Other processes report what they lost themselves.
+  # server changed (run_id: a restart, a failover) or evicted keys while leases this process held
+  # or jobs it parked are gone. Other processes report what they lost themselves.
   module DataLoss
     CAUSES = {
-      restart: "Redis restarted (or failed over) without ferrolock's data: no persistence, or a replica " \
-               "that never had it",
-      failover: "Redis changed (a failover, or a restart from an old snapshot) and data written before is missing",
-      eviction: "Redis evicted ferrolock's keys (maxmemory reached, maxmemory-policy is not noeviction)",
-      flushed: "ferrolock's keys were deleted (FLUSHALL, FLUSHDB or DEL)"
+      restart: "Redis restarted without ferrolock's data: no persistence, or an old snapshot",
+      failover: "another server answers (a failover) without data written before: a replica that missed writes",
+      eviction: "Redis evicted ferrolock's keys (maxmemory reached, maxmemory-policy is not noeviction)"
     }.freeze
     # Parked job ids named in the log line at most (the event names all).
     LOGGED_JOBS = 20

@@ -3,17 +3,17 @@
 //!
 //! The watchdog thread (watchdog.rs) probes while its client holds leases or remembers jobs it
 //! parked: at most every `PROBE_INTERVAL`, in the same round trip as the renewals that are due
-//! then (lua/lease/probe.lua). A probe reads the namespace's epoch (a random number, created when
-//! missing, kept alive while any process probes), the server's run_id and its evicted_keys, and
-//! checks which of the jobs this process parked are still parked. Against the previous probe:
-//! - the epoch changed: Redis lost the namespace's data, whatever this process held (definite);
-//! - the run_id changed (a restart or a failover) or evicted_keys grew: data may have been lost;
-//!   it was if a lease of this process or a job it parked is gone.
+//! then (lua/lease/probe.lua). A probe reads the server's run_id, evicted_keys and uptime, and
+//! checks which of the jobs this process parked are still parked; it writes nothing. When, against
+//! the previous probe, the run_id changed (a restart, or a failover) or evicted_keys grew, data
+//! may have been lost: it was if a lease of this process or a job it parked is gone. So a clean
+//! failover or a restart with persistence is told from one that lost data by what this process
+//! holds, not by the run_id alone.
 //!
-//! Either way every lease is renewed at once, and the leases found gone then, since the last
-//! probe, or in that round trip are the ones lost. A lease found gone while no probe saw a change
-//! makes the next probe come at once, so a loss found by a renewal first is explained too; a
-//! lease that just ran out (a stalled process) shows no change and is only a `lock_lost`.
+//! Every lease is then renewed at once, and the leases found gone then, since the last probe, or
+//! in that round trip are the ones lost. A lease found gone while no probe saw a change makes the
+//! next probe come at once, so a loss found by a renewal first is explained too; a lease that
+//! just ran out (a stalled process) or was deleted shows no change and is only a `lock_lost`.
 
 use crate::lost_leases::LostLease;
 use crate::lua_script;
@@ -31,25 +31,19 @@ pub(crate) const PROBE_INTERVAL: Duration = Duration::from_secs(5);
 pub(crate) const PROBE_MARGIN: Duration = Duration::from_millis(2500);
 /// How soon a wanted probe (a lease found gone, a failed probe) comes after the last try.
 const PROBE_RETRY: Duration = Duration::from_millis(250);
-/// The epoch's TTL, renewed by every probe: it goes soon after the last process stopped probing
-/// (every key ferrolock writes expires when idle). An epoch read longer ago than `EPOCH_TRUSTED`
-/// is not compared with (it may have expired since); run_id and evicted_keys still are.
-const EPOCH_TTL: Duration = Duration::from_secs(30);
-const EPOCH_TRUSTED: Duration = Duration::from_secs(24);
 /// Parked jobs remembered per client at most (the oldest keys are forgotten first).
 const MAX_PARKED: usize = 10_000;
 
 /// What made Redis lose data, as far as a probe can tell.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cause {
-    /// The server restarted (or failed over) and the namespace's data did not survive.
+    /// The server restarted since the last probe (its uptime is shorter than the time since) and
+    /// data is missing: no persistence, or an old snapshot.
     Restart,
-    /// The server changed (failover, or a restart from an old snapshot) and some data is missing.
+    /// Another server answers (a failover) and data is missing: a replica that missed writes.
     Failover,
     /// evicted_keys grew (maxmemory) and ferrolock's keys are gone.
     Eviction,
-    /// Same server, no eviction, the namespace's epoch gone: FLUSHALL/FLUSHDB or a deletion.
-    Flushed,
 }
 
 impl Cause {
@@ -58,7 +52,6 @@ impl Cause {
             Cause::Restart => "restart",
             Cause::Failover => "failover",
             Cause::Eviction => "eviction",
-            Cause::Flushed => "flushed",
         }
     }
 }
@@ -73,8 +66,8 @@ pub struct ParkedJob {
 /// One data loss, as this process knows it; or (`lost` false) a server change that kept the data.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DataLoss {
-    /// False: the server changed (`Cause::Failover`: a failover, a restart with persistence) and
-    /// everything this process held or parked is still there.
+    /// False: the server changed (a failover, a restart with persistence) and everything this
+    /// process held or parked is still there.
     pub lost: bool,
     pub cause: Cause,
     /// The server (its redacted URL).
@@ -86,9 +79,9 @@ pub struct DataLoss {
 }
 
 struct Snapshot {
-    epoch: i64,
     run_id: String,
     evicted: i64,
+    uptime: Duration,
     at: Instant,
 }
 
@@ -101,7 +94,6 @@ struct ParkedKey {
 /// A change the last probe saw, waiting for the renewals it forced.
 struct Confirming {
     cause: Cause,
-    definite: bool,
     leases: Vec<LostLease>,
     parked: Vec<ParkedJob>,
 }
@@ -116,7 +108,8 @@ pub(crate) enum Next {
 
 /// The probing state of one watchdog (one client in one process).
 pub(crate) struct Watch {
-    epoch_key: String,
+    /// Routes the probe (it touches no key).
+    route_key: String,
     redis: String,
     last: Option<Snapshot>,
     tried_at: Option<Instant>,
@@ -133,9 +126,9 @@ pub(crate) struct Sent {
 }
 
 impl Watch {
-    pub(crate) fn new(epoch_key: String, redis: String) -> Watch {
+    pub(crate) fn new(route_key: String, redis: String) -> Watch {
         Watch {
-            epoch_key,
+            route_key,
             redis,
             last: None,
             tried_at: None,
@@ -181,14 +174,10 @@ impl Watch {
         Some(tried + if wanted { PROBE_RETRY } else { PROBE_INTERVAL })
     }
 
-    /// The probe's calls: the epoch and server, then one per key with parked jobs.
+    /// The probe's calls: the server, then one per key with parked jobs.
     pub(crate) fn calls(&mut self, now: Instant) -> (Vec<ScriptCall>, Sent) {
         self.tried_at = Some(now);
-        let fresh = (uuid::Uuid::new_v4().as_u128() >> 76) as i64 + 1; // 52 bits: exact in Lua
-        let mut calls = vec![ScriptCall::new(&PROBE)
-            .key(self.epoch_key.as_str())
-            .arg(fresh)
-            .arg(EPOCH_TTL.as_millis() as u64)];
+        let mut calls = vec![ScriptCall::new(&PROBE).key(self.route_key.as_str())];
         let mut parked = Vec::new();
         for (jobs_key, entry) in &self.parked {
             let mut call = ScriptCall::new(&PARKED).key(jobs_key.as_str());
@@ -221,19 +210,15 @@ impl Watch {
         let Some(snapshot) = replies.first().and_then(|r| snapshot(r.as_ref()?, now)) else {
             return Next::Nothing; // Redis did not answer: tried again later
         };
-        let change = self.last.take().and_then(|last| {
-            let epoch_kept = now.duration_since(last.at) < EPOCH_TRUSTED;
-            compare(&last, &snapshot, epoch_kept)
-        });
+        let change = self.last.take().and_then(|last| compare(&last, &snapshot));
         self.last = Some(snapshot);
-        let gone = self.read_parked(sent, &replies[1..], change.is_some_and(|c| c.1));
-        let Some((cause, definite)) = change else {
+        let gone = self.read_parked(sent, &replies[1..]);
+        let Some(cause) = change else {
             self.unexplained.clear(); // leases that simply ran out
             return Next::Nothing;
         };
         let confirming = Confirming {
             cause,
-            definite,
             leases: std::mem::take(&mut self.unexplained),
             parked: gone,
         };
@@ -246,10 +231,10 @@ impl Watch {
     }
 
     fn settle(&mut self, c: Confirming) -> Next {
-        let lost = c.definite || !c.leases.is_empty() || !c.parked.is_empty();
+        let lost = !c.leases.is_empty() || !c.parked.is_empty();
         // Evictions of other keys say nothing; a clean failover or a restart that kept the data
         // is told once (the operator may wonder).
-        if !lost && c.cause != Cause::Failover {
+        if !lost && c.cause == Cause::Eviction {
             return Next::Nothing;
         }
         Next::Report(DataLoss {
@@ -261,21 +246,15 @@ impl Watch {
         })
     }
 
-    /// Forgets the parked jobs found gone; they are the ones lost when a change was seen (all of
-    /// those sent when the loss is `definite`: whatever is there now was written after it).
-    fn read_parked(
-        &mut self,
-        sent: Sent,
-        replies: &[Option<Value>],
-        definite: bool,
-    ) -> Vec<ParkedJob> {
+    /// Forgets the parked jobs found gone; they are the ones lost when a change was seen.
+    fn read_parked(&mut self, sent: Sent, replies: &[Option<Value>]) -> Vec<ParkedJob> {
         let mut gone = Vec::new();
         for ((jobs_key, job_ids), reply) in sent.parked.into_iter().zip(replies) {
             let Some(Value::Array(flags)) = reply else {
                 continue; // no answer: asked again next time
             };
             for (job_id, flag) in job_ids.into_iter().zip(flags) {
-                if definite || matches!(flag, Value::Int(0)) {
+                if matches!(flag, Value::Int(0)) {
                     if let Some(key) = self.forget(&jobs_key, &job_id) {
                         gone.push(ParkedJob { key, job_id });
                     }
@@ -302,53 +281,46 @@ impl Watch {
     }
 }
 
-/// {epoch, run_id, evicted_keys}
+/// {run_id, evicted_keys, uptime_in_seconds}
 fn snapshot(reply: &Value, at: Instant) -> Option<Snapshot> {
     let Value::Array(items) = reply else {
         return None;
     };
     match items.as_slice() {
-        [Value::Int(epoch), run_id, Value::Int(evicted)] => Some(Snapshot {
-            epoch: *epoch,
+        [run_id, Value::Int(evicted), Value::Int(uptime)] => Some(Snapshot {
             run_id: crate::client::text(run_id)?,
             evicted: *evicted,
+            uptime: Duration::from_secs(u64::try_from(*uptime).ok()?),
             at,
         }),
         _ => None,
     }
 }
 
-/// The change from `last` to `now`: its likely cause, and whether data was lost for certain.
-/// `epoch_kept`: the epoch could not have expired since `last` (it is compared only then).
-fn compare(last: &Snapshot, now: &Snapshot, epoch_kept: bool) -> Option<(Cause, bool)> {
-    let restarted = last.run_id != now.run_id;
-    // A restarted server counts its evictions from 0 again.
-    let evicted = !restarted && now.evicted > last.evicted;
-    if epoch_kept && last.epoch != now.epoch {
-        let cause = if restarted {
+/// What changed from `last` to `now` that may have lost data.
+fn compare(last: &Snapshot, now: &Snapshot) -> Option<Cause> {
+    if last.run_id != now.run_id {
+        // A server up for less than the time since the last probe started in between; one up
+        // for longer was there already (a replica promoted).
+        let since = now.at.duration_since(last.at) + Duration::from_secs(1);
+        return Some(if now.uptime <= since {
             Cause::Restart
-        } else if evicted {
-            Cause::Eviction
         } else {
-            Cause::Flushed
-        };
-        return Some((cause, true));
+            Cause::Failover
+        });
     }
-    if restarted {
-        return Some((Cause::Failover, false));
-    }
-    evicted.then_some((Cause::Eviction, false))
+    (now.evicted > last.evicted).then_some(Cause::Eviction)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn reply(epoch: i64, run_id: &str, evicted: i64) -> Option<Value> {
+    fn reply(run_id: &str, evicted: i64, uptime: i64) -> Option<Value> {
         Some(Value::Array(vec![
-            Value::Int(epoch),
             Value::BulkString(run_id.into()),
             Value::Int(evicted),
+            Value::Int(uptime),
         ]))
     }
 
@@ -362,15 +334,9 @@ mod tests {
         LostLease::new("dist_mutex", "a")
     }
 
-    #[test]
-    fn a_new_epoch_is_a_loss_even_with_nothing_held() {
-        let mut w = Watch::new("ns:{ferrolock}:epoch".into(), "redis://x".into());
-        assert!(matches!(
-            probe(&mut w, reply(7, "r1", 0), vec![], false),
-            Next::Nothing
-        ));
-        match probe(&mut w, reply(8, "r2", 0), vec![], false) {
-            Next::Report(loss) => assert_eq!(loss.cause, Cause::Restart),
+    fn report(next: Next) -> DataLoss {
+        match next {
+            Next::Report(loss) => loss,
             _ => panic!("expected a report"),
         }
     }
@@ -378,45 +344,53 @@ mod tests {
     #[test]
     fn a_changed_server_is_a_loss_only_when_something_is_gone() {
         let mut w = Watch::new("e".into(), "r".into());
-        probe(&mut w, reply(7, "r1", 0), vec![], true);
+        probe(&mut w, reply("r1", 0, 100), vec![], true);
+        // A replica up for long: a failover; nothing gone: told as kept.
+        let next = probe(&mut w, reply("r2", 0, 500), vec![], true);
+        assert!(matches!(next, Next::RenewAll));
+        let kept = report(w.after(vec![], None, true, Instant::now()));
+        assert!(!kept.lost && kept.cause == Cause::Failover);
+        // Evictions of other keys: nothing.
         assert!(matches!(
-            probe(&mut w, reply(7, "r2", 0), vec![], true),
-            Next::RenewAll
-        ));
-        match w.after(vec![], None, true, Instant::now()) {
-            Next::Report(kept) => assert!(!kept.lost && kept.cause == Cause::Failover),
-            _ => panic!("expected a report that the data was kept"),
-        }
-        assert!(matches!(
-            probe(&mut w, reply(7, "r2", 2), vec![], true),
+            probe(&mut w, reply("r2", 2, 505), vec![], true),
             Next::RenewAll
         ));
         assert!(matches!(
             w.after(vec![], None, true, Instant::now()),
             Next::Nothing
         ));
+        // An eviction that took a lease.
         assert!(matches!(
-            probe(&mut w, reply(7, "r2", 3), vec![], true),
+            probe(&mut w, reply("r2", 3, 510), vec![], true),
             Next::RenewAll
         ));
-        match w.after(vec![lease()], None, true, Instant::now()) {
-            Next::Report(loss) => {
-                assert!(loss.lost);
-                assert_eq!(loss.cause, Cause::Eviction);
-                assert_eq!(loss.leases, vec![lease()]);
-            }
-            _ => panic!("expected a report"),
-        }
+        let loss = report(w.after(vec![lease()], None, true, Instant::now()));
+        assert!(loss.lost);
+        assert_eq!(loss.cause, Cause::Eviction);
+        assert_eq!(loss.leases, vec![lease()]);
+    }
+
+    #[test]
+    fn a_restart_that_took_a_lease_found_first_is_reported_at_the_probe_it_brings() {
+        let mut w = Watch::new("e".into(), "r".into());
+        probe(&mut w, reply("r1", 0, 100), vec![], true);
+        assert!(matches!(
+            w.after(vec![lease()], None, false, Instant::now()),
+            Next::Nothing
+        ));
+        let loss = report(probe(&mut w, reply("r2", 0, 0), vec![], false));
+        assert_eq!(loss.cause, Cause::Restart);
+        assert_eq!(loss.leases, vec![lease()]);
     }
 
     #[test]
     fn a_lease_that_ran_out_alone_is_no_loss() {
         let mut w = Watch::new("e".into(), "r".into());
-        probe(&mut w, reply(7, "r1", 0), vec![], true);
+        probe(&mut w, reply("r1", 0, 100), vec![], true);
         w.after(vec![lease()], None, true, Instant::now());
         assert!(w.due(true, Instant::now()).unwrap() <= Instant::now() + PROBE_RETRY);
         assert!(matches!(
-            probe(&mut w, reply(7, "r1", 0), vec![], true),
+            probe(&mut w, reply("r1", 0, 105), vec![], true),
             Next::Nothing
         ));
         assert!(w.unexplained.is_empty());
@@ -435,28 +409,24 @@ mod tests {
         let flags = Some(Value::Array(vec![Value::Int(1), Value::Int(0)]));
         w.after(
             vec![],
-            Some((sent, vec![reply(7, "r1", 0), flags])),
+            Some((sent, vec![reply("r1", 0, 100), flags])),
             false,
             now,
         );
         assert_eq!(w.parked_count, 1);
         let (_, sent) = w.calls(now);
         let flags = Some(Value::Array(vec![Value::Int(0)]));
-        match w.after(
+        let loss = report(w.after(
             vec![],
-            Some((sent, vec![reply(9, "r2", 0), flags])),
+            Some((sent, vec![reply("r2", 0, 0), flags])),
             false,
             now,
-        ) {
-            Next::Report(loss) => assert_eq!(
-                loss.parked,
-                vec![ParkedJob {
-                    key: "k".into(),
-                    job_id: "j1".into()
-                }]
-            ),
-            _ => panic!("expected a report"),
-        }
+        ));
+        let j1 = ParkedJob {
+            key: "k".into(),
+            job_id: "j1".into(),
+        };
+        assert_eq!(loss.parked, vec![j1]);
         assert!(!w.has_parked());
     }
 }

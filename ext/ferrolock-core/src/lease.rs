@@ -203,9 +203,9 @@ fn link(client: &Client) -> Link {
     });
     Link {
         batch,
-        epoch_key: client
+        route_key: client
             .keys("ferrolock")
-            .map(|k| k.part("epoch"))
+            .map(|k| k.part("probe"))
             .unwrap_or_default(),
         redis: client.redacted_url().to_string(),
     }

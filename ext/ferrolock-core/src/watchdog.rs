@@ -25,8 +25,8 @@ pub(crate) type Batch = Box<dyn Fn(&[ScriptCall]) -> Option<Vec<Option<Value>>> 
 /// The thread's way to Redis, and what its probes need (data_loss.rs).
 pub(crate) struct Link {
     pub(crate) batch: Batch,
-    /// The namespace's epoch key.
-    pub(crate) epoch_key: String,
+    /// Routes the data-loss probe (data_loss.rs) to the namespace's node.
+    pub(crate) route_key: String,
     /// The server, as reports show it (redacted).
     pub(crate) redis: String,
 }
@@ -187,13 +187,13 @@ impl Watchdog {
         let me = self.clone();
         let Link {
             batch,
-            epoch_key,
+            route_key,
             redis,
         } = link();
         spawn_thread(move || me.run(batch)).map_err(|e| {
             Error::internal(format!("could not start the lease watchdog thread: {e}"))
         })?;
-        st.watch = Some(Watch::new(epoch_key, redis));
+        st.watch = Some(Watch::new(route_key, redis));
         st.running = true;
         Ok(())
     }
