@@ -45,7 +45,7 @@ module Ferrolock
       subscription = Subscription.new(event_names!(events), block)
       SUBSCRIBERS_LOCK.synchronize { @subscribers = (@subscribers + [subscription]).freeze }
       # Losses found by lease renewal are reported by a thread of their own (LockLostWatcher).
-      LockLostWatcher.ensure_started if subscription.match?(:lock_lost)
+      LockLostWatcher.ensure_started if subscription.match?(:lock_lost) || subscription.match?(:data_lost)
       subscription
     end
 
