@@ -20,6 +20,7 @@ require_relative "ferrolock/cohort"
 require_relative "ferrolock/release_failure"
 require_relative "ferrolock/caller_timeout"
 require_relative "ferrolock/lock_lost_watcher"
+require_relative "ferrolock/data_loss"
 require_relative "ferrolock/job_classes"
 require_relative "ferrolock/history"
 
@@ -55,3 +56,5 @@ Ferrolock::History.apply(Ferrolock::Configuration.default_history)
 
 # Rails integration, only under Rails (requiring ferrolock never loads Rails).
 require_relative "ferrolock/railtie" if defined?(Rails::Railtie)
+# The maxmemory-policy warning at a Sidekiq or Shoryuken server's startup.
+Ferrolock::EvictionCheck.hook_servers

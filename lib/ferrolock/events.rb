@@ -23,7 +23,7 @@ module Ferrolock
   # Every event ferrolock instruments (the README's table); subscribe rejects other names, so a
   # typo fails at boot instead of never firing.
   EVENTS = %i[
-    acquired lock_lost owner_gone release_failed skipped wait_timeout over_limit
+    acquired lock_lost data_lost owner_gone release_failed skipped wait_timeout over_limit
     rescheduled reschedules_exhausted rerouted blocked promoted discarded released
     failed_before_perform
     locked skipped_in_progress skipped_processed released_after_error redis_error
@@ -44,7 +44,7 @@ module Ferrolock
       subscription = Subscription.new(event_names!(events), block)
       SUBSCRIBERS_LOCK.synchronize { @subscribers = (@subscribers + [subscription]).freeze }
       # Losses found by lease renewal are reported by a thread of their own (LockLostWatcher).
-      LockLostWatcher.ensure_started if subscription.match?(:lock_lost)
+      LockLostWatcher.ensure_started if subscription.match?(:lock_lost) || subscription.match?(:data_lost)
       subscription
     end
 

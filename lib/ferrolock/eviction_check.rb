@@ -6,12 +6,43 @@ module Ferrolock
   # the allkeys-* ones may pick them too: an evicted lock is a lock silently released. Anything
   # but noeviction is warned about.
   #
-  # The check is one CONFIG GET in a background thread, started by the client's first use: the
-  # hot path pays one instance-variable test, and nothing here ever raises. A server that
+  # The check is one CONFIG GET in a background thread, started when the process boots (the
+  # Railtie, Sidekiq's and Shoryuken's :startup: EvictionCheck.at_boot) or else by the client's
+  # first use: the hot path pays one instance-variable test, and nothing here ever raises. A server that
   # refuses CONFIG (ACL, managed Redis) is logged at debug level only; when Redis is down the
   # check is retried on a use at least RETRY_AFTER seconds later.
   class EvictionCheck
     RETRY_AFTER = 30.0
+    # How long a server's startup waits for the check (Redis slow or down: it goes on without).
+    BOOT_WAIT = 2.0
+
+    class << self
+      # Checks Ferrolock.client's policy now, once per client, waiting at most `wait` seconds for
+      # the answer (0: not at all). Not under Ferrolock::Testing's fake or disabled modes.
+      def at_boot(wait: BOOT_WAIT)
+        return nil if defined?(Ferrolock::Testing) && !Ferrolock::Testing.real?
+
+        check = Ferrolock.client.eviction_check
+        check.start
+        check.join(wait) if wait.positive?
+        nil
+      rescue StandardError => e # a boot never fails over a warning
+        Ferrolock.logger.warn("ferrolock: could not check Redis' maxmemory-policy at boot: #{e.class}: #{e.message}")
+        nil
+      end
+
+      # Runs at_boot on Sidekiq's and Shoryuken's :startup. Their servers are loaded before the app
+      # (their CLI requires them first), so this runs when ferrolock is required; a second
+      # registration (the Railtie's) costs nothing, since the check runs once per client.
+      def hook_servers
+        if defined?(::Sidekiq) && ::Sidekiq.respond_to?(:configure_server)
+          ::Sidekiq.configure_server { |config| config.on(:startup) { at_boot } }
+        end
+        return unless defined?(::Shoryuken) && ::Shoryuken.respond_to?(:configure_server)
+
+        ::Shoryuken.configure_server { |config| config.on(:startup) { at_boot } }
+      end
+    end
 
     def initialize(native, url)
       @native = native

@@ -2,7 +2,8 @@
 
 module Ferrolock
   # Reports a lease the watchdog found lost as a :lock_lost event at once (payload
-  # `detected: :renewal`), instead of only when its holder releases it. The watchdog is a native
+  # `detected: :renewal`), instead of only when its holder releases it, and a loss of Redis'
+  # data its probes found (DataLoss). The watchdog is a native
   # thread that cannot call Ruby, so it queues the loss and one Ruby thread per process waits
   # for it without the GVL. Started by the first acquisition or :lock_lost subscription of the
   # process (so a forked child starts its own); only losses from then on are reported.
@@ -53,7 +54,10 @@ module Ferrolock
       def watch
         loop do
           notice = Native.next_lost_lease(WAIT)
-          Ferrolock.instrument(:lock_lost, payload(*notice)) if notice
+          next unless notice
+          next DataLoss.report(*notice.drop(1)) if notice.first == "data_lost"
+
+          Ferrolock.instrument(:lock_lost, payload(*notice))
         end
       rescue StandardError => e
         # The watcher's own thread (nothing foreign is raised into it). The next ensure_started

@@ -15,6 +15,10 @@ module Ferrolock
       Ferrolock::Railtie.default_logger(::Rails.logger)
     end
 
+    # The maxmemory-policy warning when the app boots, not at its first lock (in the background:
+    # a boot never waits on Redis for it).
+    config.after_initialize { Ferrolock::EvictionCheck.at_boot(wait: 0) }
+
     # limits_concurrency and dual_lock on every ActiveJob class, whatever the adapter.
     initializer "ferrolock.active_job_concurrency" do
       ::ActiveSupport.on_load(:active_job) { include Ferrolock::ActiveJob::Concurrency }

@@ -6,7 +6,8 @@ module FerrolockTest
   # A TCP relay on a free loopback port in front of a server, that the example can close: while
   # closed, it cuts every open connection and refuses new ones (accepts and closes at once), so a
   # client's request fails without reaching the server, as when a firewall blocks its port. Used to
-  # make SQS unreachable for a while without losing moto's queues.
+  # make SQS unreachable for a while without losing moto's queues, and to move a Redis client to
+  # another server.
   class TcpGate
     attr_reader :port
 
@@ -42,6 +43,16 @@ module FerrolockTest
 
     def open
       @lock.synchronize { @open = true }
+    end
+
+    # Relays to another port from now on, cutting the connections to the old one (a failover's new
+    # primary behind the same address).
+    def retarget(target_port)
+      close
+      @lock.synchronize do
+        @target_port = target_port
+        @open = true
+      end
     end
 
     def stop

@@ -165,8 +165,8 @@ impl JobConcurrency {
             return Err(Error::argument("to: must be at least 1"));
         }
         crate::seconds::check_span("duration", req.lease)?;
-        let call = req.admit_call(&self.keys(req.key)?);
-        let reply = self.client.eval(intr, &call)?;
+        let keys = self.keys(req.key)?;
+        let reply = self.client.eval(intr, &req.admit_call(&keys))?;
         let items = list(&reply, "admit")?;
         if items.len() < 6 {
             return Err(unexpected("admit", &reply));
@@ -198,6 +198,10 @@ impl JobConcurrency {
             Index::Keep
         };
         self.index(intr, req.key, index)?;
+        if matches!(outcome, Outcome::Blocked | Outcome::Waiting) {
+            // Reported if Redis loses it (data_loss.rs).
+            crate::lease::watch_parked(&self.client, keys.part("jobs"), req.key, req.job_id);
+        }
         Ok(Admitted {
             outcome,
             fence: int(&items[1])?,

@@ -7,13 +7,13 @@
 //! The same thread runs best-effort cleanups: token-checked releases of acquisitions whose
 //! outcome is unknown (see [`release_in_background`]). The thread itself is watchdog.rs's.
 
-use crate::client::{int, Client};
+use crate::client::Client;
 use crate::error::Result;
 use crate::interrupt::Interrupt;
 use crate::lost_leases::LostLease;
 use crate::lua_script;
 use crate::script::ScriptCall;
-use crate::watchdog::{Batch, LeaseEntry, Work};
+use crate::watchdog::{LeaseEntry, Link, Work};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -86,7 +86,7 @@ impl Lease {
                 .inner
                 .watchdog
                 .get()
-                .add(|| batch(client), Work::Renew(entry.clone()), at)?;
+                .add(|| link(client), Work::Renew(entry.clone()), at)?;
         Ok(Lease {
             client: client.clone(),
             id,
@@ -175,28 +175,40 @@ fn queue_cleanup(
             give_up_at: now + give_up_after,
             announced: announced.take(),
         };
-        if watchdog.add(|| batch(client), work, now + delay).is_err() {
+        if watchdog.add(|| link(client), work, now + delay).is_err() {
             return;
         }
     }
 }
 
-/// How the client's watchdog thread reaches Redis: its calls pipelined by `eval_many`, each
-/// reply read as an integer. It holds the client weakly: once the client is dropped, the
-/// thread ends.
-fn batch(client: &Client) -> Batch {
-    let client = Arc::downgrade(&client.inner);
-    Box::new(move |calls: &[ScriptCall]| {
-        let inner = client.upgrade()?;
+/// Remembers a job this process parked (limits_concurrency) on `key`, whose payload is kept in
+/// the hash `jobs_key`, so that the client's watchdog reports it if Redis loses it
+/// (data_loss.rs). Best effort: without a watchdog thread nothing is remembered.
+pub fn watch_parked(client: &Client, jobs_key: String, key: &str, job_id: &str) {
+    let watchdog = client.inner.watchdog.get();
+    let _ = watchdog.park(|| link(client), jobs_key, key, job_id);
+}
+
+/// How the client's watchdog thread reaches Redis: its calls pipelined by `eval_many`. It holds
+/// the client weakly: once the client is dropped, the thread ends.
+fn link(client: &Client) -> Link {
+    let weak = Arc::downgrade(&client.inner);
+    let batch = Box::new(move |calls: &[ScriptCall]| {
+        let inner = weak.upgrade()?;
         let replies = Client { inner }.eval_many(&Interrupt::new(), calls);
         Some(match replies {
-            Ok(replies) => replies
-                .iter()
-                .map(|r| r.as_ref().ok().and_then(|v| int(v).ok()))
-                .collect(),
+            Ok(replies) => replies.into_iter().map(Result::ok).collect(),
             Err(_) => vec![None; calls.len()],
         })
-    })
+    });
+    Link {
+        batch,
+        route_key: client
+            .keys("ferrolock")
+            .map(|k| k.part("probe"))
+            .unwrap_or_default(),
+        redis: client.redacted_url().to_string(),
+    }
 }
 
 /// When a background release is repeated first (see `release_in_background`).

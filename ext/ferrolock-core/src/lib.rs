@@ -10,7 +10,7 @@
 //!   commands, Lua scripts (`script`: EVALSHA, EVAL on NOSCRIPT), keys of one hash tag (`keys`).
 //! * The lease and wait machinery the primitives share: leases (`lease`, `lost_leases`,
 //!   `lost_reason`) renewed by the client's `watchdog` thread; owner tokens (`token`, `holder`);
-//!   waiting for a turn (`wait`); `line/`, the one wait path of DistMutex and ConcurrentLimiter
+//!   waiting for a turn (`wait`); telling that Redis lost data (`data_loss`); `line/`, the one wait path of DistMutex and ConcurrentLimiter
 //!   (enter, release, abandon, written once against the `Primitive` trait each implements), with
 //!   the grants pushed to a waiter (`inbox`, `subscription`, `handoff`), one Redis waiter per
 //!   process (`local`) and hand-off inside the process (`cohort`, `unanswered_releases`); the
@@ -28,6 +28,7 @@ pub mod admin;
 pub mod caller_deadline;
 pub mod client;
 pub mod concurrent_limiter;
+pub mod data_loss;
 pub mod dist_mutex;
 pub mod dual_lock;
 pub(crate) mod dual_lock_local;

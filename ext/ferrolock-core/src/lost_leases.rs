@@ -1,10 +1,12 @@
 //! Leases the watchdog found lost, queued for the host runtime to report at once (Ruby's
-//! `:lock_lost` event) instead of only at release. The watchdog is a plain thread that cannot
+//! `:lock_lost` event) instead of only at release, and the data losses its probes found
+//! (data_loss.rs; Ruby's `:data_lost`). The watchdog is a plain thread that cannot
 //! call into Ruby, so it pushes here and one Ruby thread waits in [`next`] without the GVL.
 //!
 //! Nothing is queued until someone [`listen`]s (a loss nobody hears of is not kept for later);
 //! the queue is bounded, dropping the oldest notice when a listener falls far behind.
 
+use crate::data_loss::DataLoss;
 use crate::error::Result;
 use crate::fork::ForkLocal;
 use crate::interrupt::Interrupt;
@@ -43,10 +45,17 @@ impl LostLease {
     }
 }
 
+/// One report for the host runtime.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Notice {
+    Lease(LostLease),
+    Data(DataLoss),
+}
+
 #[derive(Default)]
 struct Queue {
     listening: AtomicBool,
-    items: Mutex<VecDeque<LostLease>>,
+    items: Mutex<VecDeque<Notice>>,
     ready: Condvar,
 }
 
@@ -60,6 +69,15 @@ pub fn listen() {
 
 /// Called by the watchdog when a renewal finds a lease gone.
 pub(crate) fn push(lost: LostLease) {
+    push_notice(Notice::Lease(lost));
+}
+
+/// Called by the watchdog when a probe found that Redis lost data.
+pub(crate) fn push_data_loss(loss: DataLoss) {
+    push_notice(Notice::Data(loss));
+}
+
+fn push_notice(lost: Notice) {
     let q = QUEUE.get();
     if !q.listening.load(Ordering::SeqCst) {
         return;
@@ -72,8 +90,8 @@ pub(crate) fn push(lost: LostLease) {
     q.ready.notify_one();
 }
 
-/// The next lost lease, waiting at most `timeout`; `Ok(None)` when none came.
-pub fn next(intr: &Interrupt, timeout: Duration) -> Result<Option<LostLease>> {
+/// The next notice, waiting at most `timeout`; `Ok(None)` when none came.
+pub fn next(intr: &Interrupt, timeout: Duration) -> Result<Option<Notice>> {
     let q = QUEUE.get();
     let deadline = Instant::now() + timeout;
     let mut items = q.items.lock().unwrap_or_else(|e| e.into_inner());

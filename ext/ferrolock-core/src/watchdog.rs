@@ -1,13 +1,15 @@
 //! The lease watchdog: one background thread per client (and process) that renews every lease
 //! about every TTL/3, all due renewals of a tick in one pipelined round trip, and runs the
-//! best-effort cleanups of lease.rs (`release_in_background`). The client owns it; how a batch
-//! reaches Redis is given to it when its thread starts (`Batch`), so this module imports nothing
-//! of the client.
+//! best-effort cleanups of lease.rs (`release_in_background`), and probes whether Redis lost
+//! ferrolock's data (data_loss.rs). The client owns it; how a batch reaches Redis is given to it
+//! when its thread starts (`Link`), so this module imports nothing of the client.
 
+use crate::data_loss::{Next, Watch, PROBE_MARGIN};
 use crate::error::{Error, Result};
 use crate::lost_leases::LostLease;
 use crate::script::ScriptCall;
 use crate::unanswered_releases::Announced;
+use redis::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -16,9 +18,18 @@ use std::time::{Duration, Instant};
 /// How long after a failed round trip (Redis unreachable) the watchdog tries again.
 const RETRY_AFTER_FAILURE: Duration = Duration::from_millis(250);
 
-/// Runs a batch of calls in one round trip: each call's integer reply (None: no answer, or not
-/// an integer); None when the client is gone (the thread then ends).
-pub(crate) type Batch = Box<dyn Fn(&[ScriptCall]) -> Option<Vec<Option<i64>>> + Send>;
+/// Runs a batch of calls in one round trip: each call's reply (None: no answer, or an error);
+/// None when the client is gone (the thread then ends).
+pub(crate) type Batch = Box<dyn Fn(&[ScriptCall]) -> Option<Vec<Option<Value>>> + Send>;
+
+/// The thread's way to Redis, and what its probes need (data_loss.rs).
+pub(crate) struct Link {
+    pub(crate) batch: Batch,
+    /// Routes the data-loss probe (data_loss.rs) to the namespace's node.
+    pub(crate) route_key: String,
+    /// The server, as reports show it (redacted).
+    pub(crate) redis: String,
+}
 
 /// A lease the watchdog renews (lease.rs).
 pub(crate) struct LeaseEntry {
@@ -43,6 +54,18 @@ struct State {
     stopped: bool,
     /// When the watchdog thread will look again by itself (None: not before it is notified).
     wakes_at: Option<Instant>,
+    /// Made when the thread starts.
+    watch: Option<Watch>,
+}
+
+impl State {
+    fn has_leases(&self) -> bool {
+        self.due.values().any(|d| matches!(d.work, Work::Renew(_)))
+    }
+
+    fn probe_due(&self, now: Instant) -> Option<Instant> {
+        self.watch.as_ref()?.due(self.has_leases(), now)
+    }
 }
 
 pub(crate) enum Work {
@@ -76,9 +99,9 @@ impl Due {
         }
     }
 
-    /// Records the outcome of this item's round trip (`None`: Redis did not answer).
-    /// Returns false when the item is finished.
-    fn settle(&mut self, outcome: Option<i64>, now: Instant) -> bool {
+    /// Records the outcome of this item's round trip (`None`: Redis did not answer); a lease
+    /// found gone goes to `lost`. Returns false when the item is finished.
+    fn settle(&mut self, outcome: Option<i64>, now: Instant, lost: &mut Vec<LostLease>) -> bool {
         if let Work::Cleanup { announced, .. } = &mut self.work {
             announced.take();
         }
@@ -91,6 +114,7 @@ impl Due {
                 entry.lost.store(true, Ordering::SeqCst);
                 if let Some(report) = &entry.report {
                     crate::lost_leases::push(report.clone());
+                    lost.push(report.clone());
                 }
                 false
             }
@@ -108,26 +132,16 @@ impl Due {
 }
 
 impl Watchdog {
-    /// Queues `work`, starting the thread first if it is not running. When the OS refuses
-    /// the thread, nothing is queued and `running` stays false: no entry waits for a thread
-    /// that does not exist (it would be renewed forever once a later one started), and the
-    /// next call tries again.
-    /// `batch` makes the thread's way to Redis (only called when the thread starts).
+    /// Queues `work`, starting the thread first if it is not running (see `ensure_running`).
+    /// `link` makes the thread's way to Redis (only called when the thread starts).
     pub(crate) fn add(
         self: &Arc<Self>,
-        batch: impl FnOnce() -> Batch,
+        link: impl FnOnce() -> Link,
         work: Work,
         at: Instant,
     ) -> Result<u64> {
         let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if !st.running {
-            let me = self.clone();
-            let batch = batch();
-            spawn_thread(move || me.run(batch)).map_err(|e| {
-                Error::internal(format!("could not start the lease watchdog thread: {e}"))
-            })?;
-            st.running = true;
-        }
+        self.ensure_running(&mut st, link)?;
         st.next_id += 1;
         let id = st.next_id;
         st.due.insert(id, Due { work, at });
@@ -138,6 +152,50 @@ impl Watchdog {
             self.wake.notify_one();
         }
         Ok(id)
+    }
+
+    /// Remembers a job this process parked (limits_concurrency), so that its loss is reported;
+    /// forgotten once a probe finds it gone from its key's `jobs` hash.
+    pub(crate) fn park(
+        self: &Arc<Self>,
+        link: impl FnOnce() -> Link,
+        jobs_key: String,
+        key: &str,
+        job_id: &str,
+    ) -> Result<()> {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.ensure_running(&mut st, link)?;
+        let Some(watch) = st.watch.as_mut() else {
+            return Ok(());
+        };
+        let first = !watch.has_parked();
+        watch.park(jobs_key, key, job_id);
+        // The first parked job may make a probe due sooner than the thread would look.
+        if first {
+            self.wake.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Starts the thread unless it runs. When the OS refuses the thread, nothing is queued and
+    /// `running` stays false: no entry waits for a thread that does not exist (it would be
+    /// renewed forever once a later one started), and the next call tries again.
+    fn ensure_running(self: &Arc<Self>, st: &mut State, link: impl FnOnce() -> Link) -> Result<()> {
+        if st.running {
+            return Ok(());
+        }
+        let me = self.clone();
+        let Link {
+            batch,
+            route_key,
+            redis,
+        } = link();
+        spawn_thread(move || me.run(batch)).map_err(|e| {
+            Error::internal(format!("could not start the lease watchdog thread: {e}"))
+        })?;
+        st.watch = Some(Watch::new(route_key, redis));
+        st.running = true;
+        Ok(())
     }
 
     pub(crate) fn remove(&self, id: u64) {
@@ -167,7 +225,8 @@ impl Watchdog {
                 return;
             }
             let now = Instant::now();
-            let Some(earliest) = st.due.values().map(|d| d.at).min() else {
+            let probe_at = st.probe_due(now);
+            let Some(earliest) = st.due.values().map(|d| d.at).chain(probe_at).min() else {
                 st.wakes_at = None;
                 st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
                 continue;
@@ -189,21 +248,49 @@ impl Watchdog {
                 .filter(|(_, d)| d.at <= now + d.batch_margin())
                 .map(|(id, _)| *id)
                 .collect();
-            let calls: Vec<ScriptCall> = due.iter().map(|id| st.due[id].call()).collect();
+            let mut calls: Vec<ScriptCall> = due.iter().map(|id| st.due[id].call()).collect();
+            let probe = match (probe_at, st.watch.as_mut()) {
+                (Some(at), Some(watch)) if at <= now + PROBE_MARGIN => {
+                    let (probe_calls, sent) = watch.calls(now);
+                    calls.extend(probe_calls);
+                    Some(sent)
+                }
+                _ => None,
+            };
             drop(st);
-            let Some(results) = batch(&calls) else {
+            let Some(mut results) = batch(&calls) else {
                 return;
             };
+            results.resize(calls.len(), None);
+            let probe_replies = results.split_off(due.len());
             st = self.state.lock().unwrap_or_else(|e| e.into_inner());
             let now = Instant::now();
+            let mut lost = Vec::new();
             for (id, outcome) in due.iter().zip(results) {
+                let outcome = outcome.and_then(|v| crate::client::int(&v).ok());
                 let finished = st
                     .due
                     .get_mut(id)
-                    .is_some_and(|due| !due.settle(outcome, now));
+                    .is_some_and(|due| !due.settle(outcome, now, &mut lost));
                 if finished {
                     st.due.remove(id);
                 }
+            }
+            let has_leases = st.has_leases();
+            let probe = probe.map(|sent| (sent, probe_replies));
+            let next = match st.watch.as_mut() {
+                Some(watch) => watch.after(lost, probe, has_leases, now),
+                None => Next::Nothing,
+            };
+            match next {
+                Next::Nothing => {}
+                // Every lease renewed now: those gone are what the change took.
+                Next::RenewAll => st
+                    .due
+                    .values_mut()
+                    .filter(|d| matches!(d.work, Work::Renew(_)))
+                    .for_each(|d| d.at = now),
+                Next::Report(loss) => crate::lost_leases::push_data_loss(loss),
             }
         }
     }

@@ -55,6 +55,8 @@ module Ferrolock
         )
         # Once Redis answered: a process that cannot reach it has no timer polling in vain.
         @timer.ensure_started
+        # A parked job or a running slot lost with Redis' data is reported (DataLoss).
+        LockLostWatcher.ensure_started
         Promotion.enqueue(promoted, self, key)
         [outcome, fence, blocked]
       end

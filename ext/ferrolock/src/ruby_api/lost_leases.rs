@@ -1,14 +1,19 @@
 //! `Ferrolock::Native.listen_lost_leases` and `.next_lost_lease`: the watchdog's lost-lease
-//! notices for lib/ferrolock/lock_lost_watcher.rb, which turns them into `:lock_lost` events.
+//! and data-loss notices for lib/ferrolock/lock_lost_watcher.rb, which turns them into
+//! `:lock_lost` and `:data_lost` events.
 
 use crate::errors::wait;
 use crate::guard;
 use crate::nogvl::{run, Retry};
-use ferrolock_core::lost_leases;
-use magnus::{function, Error, RModule, Ruby};
+use ferrolock_core::lost_leases::{self, LostLease, Notice};
+use magnus::{function, Error, IntoValue, RModule, Ruby, Value};
 
 /// [primitive, name, fencing_token or nil, queue or nil]
-type Notice = (String, String, Option<i64>, Option<String>);
+type Lease = (String, String, Option<i64>, Option<String>);
+
+fn lease(l: LostLease) -> Lease {
+    (l.primitive.to_string(), l.name, l.fencing_token, l.queue)
+}
 
 fn listen(_ruby: &Ruby) -> Result<(), Error> {
     lost_leases::listen();
@@ -16,13 +21,30 @@ fn listen(_ruby: &Ruby) -> Result<(), Error> {
 }
 
 /// The next notice, or nil after `timeout` seconds; waits without the GVL and is cut short by
-/// Thread#kill / Thread#raise like any blocking call.
-fn next_lost_lease(ruby: &Ruby, timeout: f64) -> Result<Option<Notice>, Error> {
+/// Thread#kill / Thread#raise like any blocking call. A lost lease is
+/// [primitive, name, fencing_token or nil, queue or nil]; a data loss is
+/// ["data_lost", lost (false: the server changed and kept the data), cause, redis,
+/// [lost lease, ...], [[key, job_id], ...]].
+fn next_lost_lease(ruby: &Ruby, timeout: f64) -> Result<Option<Value>, Error> {
     let timeout = wait(ruby, "timeout", timeout)?;
     let lost = run(ruby, Retry::Idempotent, |intr| {
         lost_leases::next(intr, timeout)
     })?;
-    Ok(lost.map(|l| (l.primitive.to_string(), l.name, l.fencing_token, l.queue)))
+    Ok(lost.map(|notice| match notice {
+        Notice::Lease(l) => lease(l).into_value_with(ruby),
+        Notice::Data(d) => (
+            "data_lost",
+            d.lost,
+            d.cause.name(),
+            d.redis,
+            d.leases.into_iter().map(lease).collect::<Vec<_>>(),
+            d.parked
+                .into_iter()
+                .map(|p| (p.key, p.job_id))
+                .collect::<Vec<_>>(),
+        )
+            .into_value_with(ruby),
+    }))
 }
 
 pub fn init(_ruby: &Ruby, native: RModule) -> Result<(), Error> {
