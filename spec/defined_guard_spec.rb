@@ -15,7 +15,6 @@ RSpec.describe "defined? guards in lib/" do
   allowed = {
     ["ferrolock.rb", "<main>"] => "load time",
     ["ferrolock/shoryuken.rb", "<main>"] => "load time",
-    ["ferrolock/events.rb", "publish_notification"] => "runs inside Ferrolock.instrument's mask",
     ["ferrolock/sidekiq/unique/retry.rb", "shutdown?"] => "runs inside the until_executed ensure's mask",
     ["ferrolock/sidekiq/unique/retry.rb", "interrupted?"] => "runs inside the until_executed ensure's mask",
     ["ferrolock/web.rb", "<main>"] => "load time"

@@ -20,7 +20,7 @@ module Ferrolock
       # Checks Ferrolock.client's policy now, once per client, waiting at most `wait` seconds for
       # the answer (0: not at all). Not under Ferrolock::Testing's fake or disabled modes.
       def at_boot(wait: BOOT_WAIT)
-        return nil if defined?(Ferrolock::Testing) && !Ferrolock::Testing.real?
+        return nil if Ferrolock.const_defined?(:Testing, false) && !Ferrolock::Testing.real?
 
         check = Ferrolock.client.eviction_check
         check.start

@@ -45,7 +45,7 @@ module Ferrolock
       # Once per process, when ActiveJob::Base exists (the features' includes call it).
       def install
         return if @installed
-        return unless defined?(::ActiveJob::Base)
+        return unless Object.const_defined?("ActiveJob::Base", false)
 
         @installed = true
         ::ActiveJob::Base.singleton_class.prepend(Execute)

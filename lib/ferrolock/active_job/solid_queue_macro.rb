@@ -25,7 +25,7 @@ module Ferrolock
 
       # Whether Solid Queue's ActiveJob::ConcurrencyControls is in `klass`.
       def solid_queue?(klass)
-        return false unless defined?(::ActiveJob::ConcurrencyControls)
+        return false unless Object.const_defined?("ActiveJob::ConcurrencyControls", false)
 
         klass <= ::ActiveJob::ConcurrencyControls || false
       end

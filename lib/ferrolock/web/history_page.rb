@@ -38,7 +38,7 @@ module Ferrolock
 
       # Sidekiq 8 serves Chart.js (and the tab's script, see Ferrolock::Web::ROOT_DIR).
       def charts?
-        defined?(::Sidekiq::Web::Config) ? true : false
+        Object.const_defined?("Sidekiq::Web::Config", false)
       end
 
       # The charts' data: one chart per entry, { title:, labels: [bucket start, …], series: { label => [n, …] } }.

@@ -45,7 +45,12 @@ module Ferrolock
         end
 
         def global_id(arg)
-          defined?(::GlobalID::Identification) && arg.is_a?(::GlobalID::Identification) ? arg.to_global_id : arg
+          if Object.const_defined?("GlobalID::Identification",
+                                   false) && arg.is_a?(::GlobalID::Identification)
+            arg.to_global_id
+          else
+            arg
+          end
         rescue StandardError
           arg
         end

@@ -34,7 +34,8 @@ module Ferrolock
       # no longer (as BeforePerform gives back a limits_concurrency slot); a new push may run.
       def never_performs?(job, error)
         return false unless UniqueDigest.active_job?(job)
-        return true if defined?(::ActiveJob::DeserializationError) && error.is_a?(::ActiveJob::DeserializationError)
+        return true if Object.const_defined?("ActiveJob::DeserializationError", false) &&
+                       error.is_a?(::ActiveJob::DeserializationError)
 
         error.is_a?(NameError) && !UniqueDigest.class_and_args(job).first.is_a?(Module)
       end
