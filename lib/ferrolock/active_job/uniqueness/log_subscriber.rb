@@ -45,12 +45,9 @@ module Ferrolock
         end
 
         def global_id(arg)
-          if Object.const_defined?("GlobalID::Identification",
-                                   false) && arg.is_a?(::GlobalID::Identification)
-            arg.to_global_id
-          else
-            arg
-          end
+          identified = Object.const_defined?("GlobalID::Identification", false) &&
+                       arg.is_a?(::GlobalID::Identification)
+          identified ? arg.to_global_id : arg
         rescue StandardError
           arg
         end
