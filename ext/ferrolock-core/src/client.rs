@@ -33,6 +33,8 @@ pub(crate) struct ClientInner {
     how: Connector,
     /// The server refused CLIENT UNBLOCK: blocking waits end at Redis' pace.
     unblock_refused: AtomicBool,
+    /// ClientOptions::data_loss_probe.
+    pub(crate) data_loss_probe: bool,
     pub(crate) watchdog: ForkLocal<Arc<Watchdog>>,
     /// Where releases publish this process's grants (inbox.rs).
     inbox: ForkLocal<Arc<Inbox>>,
@@ -83,6 +85,7 @@ impl Client {
                     spin: Arc::new(ReplySpin::new(opts.reply_spin)),
                 },
                 unblock_refused: AtomicBool::new(false),
+                data_loss_probe: opts.data_loss_probe,
                 watchdog: ForkLocal::new(|| Arc::new(Watchdog::default())),
                 inbox: ForkLocal::new(|| Arc::new(Inbox::default())),
             }),

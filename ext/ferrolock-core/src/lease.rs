@@ -208,6 +208,7 @@ fn link(client: &Client) -> Link {
             .map(|k| k.part("probe"))
             .unwrap_or_default(),
         redis: client.redacted_url().to_string(),
+        probe: client.inner.data_loss_probe,
     }
 }
 

@@ -29,6 +29,8 @@ pub(crate) struct Link {
     pub(crate) route_key: String,
     /// The server, as reports show it (redacted).
     pub(crate) redis: String,
+    /// ClientOptions::data_loss_probe: false, no probe is ever sent.
+    pub(crate) probe: bool,
 }
 
 /// A lease the watchdog renews (lease.rs).
@@ -189,11 +191,12 @@ impl Watchdog {
             batch,
             route_key,
             redis,
+            probe,
         } = link();
         spawn_thread(move || me.run(batch)).map_err(|e| {
             Error::internal(format!("could not start the lease watchdog thread: {e}"))
         })?;
-        st.watch = Some(Watch::new(route_key, redis));
+        st.watch = probe.then(|| Watch::new(route_key, redis));
         st.running = true;
         Ok(())
     }

@@ -25,6 +25,10 @@ pub struct ClientOptions {
     pub tls_ca_file: Option<PathBuf>,
     /// How long a thread may poll for a reply before sleeping in `recv` (zero: never).
     pub reply_spin: Duration,
+    /// Whether the lease watchdog probes for lost data (data_loss.rs) while this client holds
+    /// leases or remembers parked jobs: one script every 5 s at most. Off, a lost lease is only
+    /// a `lock_lost` (the core's command-count tests turn it off to count a primitive alone).
+    pub data_loss_probe: bool,
 }
 
 impl ClientOptions {
@@ -38,6 +42,7 @@ impl ClientOptions {
             read_timeout: Duration::from_secs(1),
             tls_ca_file: None,
             reply_spin: DEFAULT_REPLY_SPIN,
+            data_loss_probe: true,
         }
     }
 }

@@ -44,7 +44,7 @@ fn next(rx: &Receiver<(&'static str, Option<i64>)>) -> (&'static str, Option<i64
 
 fn a_local_pass_costs_no_redis_command<P: Lined>() {
     let server = RedisServer::start();
-    let client = server.client("t");
+    let client = server.counted_client("t");
     let p = Arc::new(P::make(&client, "pass", 30_000, 8));
     let intr = Interrupt::new();
     let held = crate::both::take(&*p);
@@ -98,7 +98,7 @@ fn a_local_pass_costs_no_redis_command<P: Lined>() {
 
 fn local_passes_past_the_block_are_refused<P: Lined>() {
     let server = RedisServer::start();
-    let client = server.client("t");
+    let client = server.counted_client("t");
     let err = P::build(&client, "x", 1_000, 16).err().unwrap();
     assert!(err.to_string().contains("local_passes"), "{err}");
 }
@@ -107,9 +107,19 @@ fn local_passes_past_the_block_are_refused<P: Lined>() {
 /// how many of P's sections ran between Q's arrival and Q's entry.
 fn sections_before_other_process<P: Lined>(local_passes: u32) -> usize {
     let server = RedisServer::start();
-    let p = Arc::new(P::make(&server.client("t"), "fair", 30_000, local_passes));
-    let q = Arc::new(P::make(&server.client("t"), "fair", 30_000, local_passes));
-    let observer = server.client("t");
+    let p = Arc::new(P::make(
+        &server.counted_client("t"),
+        "fair",
+        30_000,
+        local_passes,
+    ));
+    let q = Arc::new(P::make(
+        &server.counted_client("t"),
+        "fair",
+        30_000,
+        local_passes,
+    ));
+    let observer = server.counted_client("t");
     let stop = Arc::new(AtomicBool::new(false));
     let p_sections = Arc::new(AtomicUsize::new(0));
     let workers: Vec<_> = (0..4)
@@ -167,9 +177,14 @@ fn another_process_waits_at_most_two_cohorts<P: Lined>() {
 fn a_waiter_passed_over_enters_within_one_cohort<P: Lined>() {
     for local_passes in [0u32, 3, 8] {
         let server = RedisServer::start();
-        let observer = server.client("t");
-        let other = P::make(&server.client("t"), "barge", 30_000, local_passes);
-        let p = Arc::new(P::make(&server.client("t"), "barge", 30_000, local_passes));
+        let observer = server.counted_client("t");
+        let other = P::make(&server.counted_client("t"), "barge", 30_000, local_passes);
+        let p = Arc::new(P::make(
+            &server.counted_client("t"),
+            "barge",
+            30_000,
+            local_passes,
+        ));
         let other_hold = crate::both::take(&other);
         let entered = Arc::new(AtomicBool::new(false));
         // The holder: the process's waiter in Redis, then in and out as fast as it can.
@@ -273,7 +288,7 @@ fn gated(
 #[test]
 fn fencing_tokens_grow_through_passes_and_redis_acquisitions() {
     let server = RedisServer::start();
-    let client = server.client("t");
+    let client = server.counted_client("t");
     for passes in [0u32, 3, 15] {
         let m = mutex(&client, &format!("grow{passes}"), passes);
         let order = sections(&m, 4, 40);
@@ -295,13 +310,13 @@ fn fencing_tokens_grow_through_passes_and_redis_acquisitions() {
 /// (process p's thread t is 10 * p + t).
 fn turns(local_passes: u32) -> Vec<usize> {
     let server = RedisServer::start();
-    let holder_client = server.client("t");
+    let holder_client = server.counted_client("t");
     let holder = mutex(&holder_client, "turns", local_passes);
     let intr = Interrupt::new();
     let held = holder.lock(&intr, &DistMutex::new_token(), None).unwrap();
     let entered = Arc::new(std::sync::Mutex::new(Vec::new()));
     let processes: Vec<Arc<DistMutex>> = (0..3)
-        .map(|_| mutex(&server.client("t"), "turns", local_passes))
+        .map(|_| mutex(&server.counted_client("t"), "turns", local_passes))
         .collect();
     let mut threads = Vec::new();
     for t in 0..3 {
@@ -344,7 +359,7 @@ fn a_force_released_lock_is_not_passed_on_and_its_holder_hears_it_lost() {
     use ferrolock_core::admin::{force_release, Held, ReleaseParams};
     use ferrolock_core::Error;
     let server = RedisServer::start();
-    let client = server.client("t");
+    let client = server.counted_client("t");
     // The process's grant inbox listens (it also hears force releases).
     crate::support::contend_once(&client, &client, "t");
     let m = mutex(&client, "revoke", 8);

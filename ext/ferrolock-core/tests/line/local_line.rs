@@ -17,12 +17,12 @@ both!(
 
 fn threads_of_one_process_keep_one_entry_send_nothing_while_waiting_and_enter_in_order<P: Lined>() {
     let server = RedisServer::start();
-    let holder_client = server.client("t");
+    let holder_client = server.counted_client("t");
     let holder = make::<P>(&holder_client, "one");
     let intr = Interrupt::new();
     let held = take(&*holder);
     let first = P::fence(&held);
-    let p = make::<P>(&server.client("t"), "one");
+    let p = make::<P>(&server.counted_client("t"), "one");
     let log = Arc::new(Mutex::new(Vec::new()));
     let mut threads = vec![passer(&p, 0, &log)];
     until("the first waiter queued in Redis", || {
@@ -59,13 +59,13 @@ fn threads_of_one_process_keep_one_entry_send_nothing_while_waiting_and_enter_in
 
 fn redis_sees_one_entry_per_process_and_processes_take_turns<P: Lined>() {
     let server = RedisServer::start();
-    let holder_client = server.client("t");
+    let holder_client = server.counted_client("t");
     let holder = make::<P>(&holder_client, "turns");
     let intr = Interrupt::new();
     let held = take(&*holder);
     let log = Arc::new(Mutex::new(Vec::new()));
     let processes: Vec<Arc<P>> = (0..3)
-        .map(|_| make::<P>(&server.client("t"), "turns"))
+        .map(|_| make::<P>(&server.counted_client("t"), "turns"))
         .collect();
     let mut threads = Vec::new();
     // Process p's thread t has id 10 * p + t; the first thread of each queues in Redis.
@@ -96,8 +96,8 @@ fn redis_sees_one_entry_per_process_and_processes_take_turns<P: Lined>() {
 
 fn local_waiters_that_time_out_or_are_interrupted_leave_nothing_stuck<P: Lined>() {
     let server = RedisServer::start();
-    let client = server.client("t");
-    let other = make::<P>(&server.client("t"), "leave");
+    let client = server.counted_client("t");
+    let other = make::<P>(&server.counted_client("t"), "leave");
     let p = make::<P>(&client, "leave");
     let intr = Interrupt::new();
     // Held by another process: a holder of this one would pass the local waiters on itself.

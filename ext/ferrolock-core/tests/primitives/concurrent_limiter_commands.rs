@@ -37,7 +37,7 @@ fn far() -> Instant {
 #[test]
 fn an_uncontended_acquire_and_release_cost_ten_commands() {
     let server = RedisServer::start();
-    let client = server.client("t");
+    let client = server.counted_client("t");
     let l = limiter(&client, "free", 3);
     let intr = Interrupt::new();
     let token = ConcurrentLimiter::new_token;
@@ -66,7 +66,7 @@ fn an_uncontended_acquire_and_release_cost_ten_commands() {
 #[test]
 fn a_free_slot_attempt_drops_expired_slots_and_keeps_the_longest_lease() {
     let server = RedisServer::start();
-    let client = server.client("t");
+    let client = server.counted_client("t");
     let intr = Interrupt::new();
     let with_lease = |secs| {
         let opts = LimiterOptions {
@@ -127,7 +127,7 @@ fn a_free_slot_attempt_drops_expired_slots_and_keeps_the_longest_lease() {
 #[test]
 fn a_contended_hand_off_costs_twelve_commands() {
     let server = RedisServer::start();
-    let client = server.client("t");
+    let client = server.counted_client("t");
     let l = Arc::new(limiter(&client, "busy", 1));
     let intr = Interrupt::new();
     // The process was contended before: its grant inbox listens.
@@ -220,7 +220,7 @@ fn pinned_cost(pinned: i64, mut scenario: impl FnMut(&str) -> (i64, Vec<(String,
 #[test]
 fn a_hand_off_to_a_local_waiter_costs_eight_commands() {
     let server = RedisServer::start();
-    let client = server.client("t");
+    let client = server.counted_client("t");
     contend_once(&client, &client, "t");
     pinned_cost(8, |name| {
         let l = Arc::new(limiter(&client, name, 1));
@@ -262,7 +262,7 @@ fn line_pttl(client: &Client, name: &str) -> i64 {
 /// again. Each run checks that the line still outlives A2's entry (its 30 s deadline + 1 s).
 fn block_between_processes(pinned: i64, forget: bool) {
     let server = RedisServer::start();
-    let (a, b) = (server.client("t"), server.client("t"));
+    let (a, b) = (server.counted_client("t"), server.counted_client("t"));
     // Both processes were contended before: their grant inboxes listen.
     contend_once(&a, &a, "t");
     contend_once(&a, &b, "t");

@@ -185,7 +185,7 @@ fn a_retried_attempt_recognises_its_own_lock() {
 #[test]
 fn a_release_wakes_a_waiter_at_once_and_waiting_is_quiet() {
     let server = RedisServer::start();
-    let client = server.client("t");
+    let client = server.counted_client("t");
     let m = Arc::new(DistMutex::new(&client, "handoff", opts(None, true, 10_000)).unwrap());
     let intr = Interrupt::new();
     let held = m.lock(&intr, &token(), None).unwrap();
@@ -246,7 +246,7 @@ fn a_deadline_ends_the_wait_with_timeout() {
 #[test]
 fn bad_options_name_the_argument() {
     let server = RedisServer::start();
-    let client = server.client("t");
+    let client = server.counted_client("t");
     let err = |o| DistMutex::new(&client, "x", o).err().unwrap().to_string();
     assert!(err(opts(None, false, 1000)).starts_with("auto_release"));
     assert!(err(opts(Some(0), true, 1000)).starts_with("expire"));

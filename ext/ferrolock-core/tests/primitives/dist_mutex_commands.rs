@@ -28,7 +28,7 @@ fn queued(client: &Client, name: &str) -> i64 {
 #[test]
 fn an_uncontended_lock_and_unlock_cost_seven_commands() {
     let server = RedisServer::start();
-    let client = server.client("t");
+    let client = server.counted_client("t");
     let m = DistMutex::new(&client, "free", through_redis()).unwrap();
     let intr = Interrupt::new();
     // Warm up: scripts loaded, connection's client id known.
@@ -47,7 +47,7 @@ fn an_uncontended_lock_and_unlock_cost_seven_commands() {
 #[test]
 fn a_contended_hand_off_costs_twelve_commands() {
     let server = RedisServer::start();
-    let client = server.client("t");
+    let client = server.counted_client("t");
     let m = Arc::new(DistMutex::new(&client, "busy", through_redis()).unwrap());
     let intr = Interrupt::new();
     m.unlock(&intr, m.lock(&intr, &DistMutex::new_token(), None).unwrap())
@@ -128,7 +128,7 @@ fn gated(m: &Arc<DistMutex>) -> Gated<i64, ()> {
 #[test]
 fn a_hand_off_to_a_local_waiter_costs_seven_commands() {
     let server = RedisServer::start();
-    let client = server.client("t");
+    let client = server.counted_client("t");
     let m = Arc::new(DistMutex::new(&client, "local", through_redis()).unwrap());
     let intr = Interrupt::new();
     m.unlock(&intr, m.lock(&intr, &DistMutex::new_token(), None).unwrap())
@@ -163,7 +163,7 @@ fn line_pttl(client: &Client, name: &str) -> i64 {
 /// line made anew would), so that release must set it again.
 fn section_between_processes(name: &str, forget: bool) -> (i64, String, i64) {
     let server = RedisServer::start();
-    let (a, b) = (server.client("t"), server.client("t"));
+    let (a, b) = (server.counted_client("t"), server.counted_client("t"));
     let ma = Arc::new(DistMutex::new(&a, name, through_redis()).unwrap());
     let mb = Arc::new(DistMutex::new(&b, name, through_redis()).unwrap());
     let intr = Interrupt::new();

@@ -227,7 +227,7 @@ fn a_waiter_is_interrupted_promptly() {
 #[test]
 fn a_waiter_sends_few_commands() {
     let server = RedisServer::start();
-    let client = server.client("t");
+    let client = server.counted_client("t");
     let l = lock(&client, "quiet", 10_000, 10_000);
     let intr = Interrupt::new();
     let running = l.enter(&intr, &token()).unwrap();

@@ -106,7 +106,7 @@ fn enter_all(l: &Arc<DualLock>, threads: usize, each: usize) -> Vec<Stage> {
 #[test]
 fn newcomers_of_the_process_cost_no_command_while_its_waiter_waits() {
     let server = RedisServer::start();
-    let client = server.client("t");
+    let client = server.counted_client("t");
     let l = lock(&client, "quiet", 60_000);
     let intr = Interrupt::new();
     let running = l.enter(&intr, &token()).unwrap();
@@ -122,7 +122,7 @@ fn newcomers_of_the_process_cost_no_command_while_its_waiter_waits() {
         info(&client, "commandstats")
     );
     // Another process (client) still asks Redis, and is skipped there.
-    let other = server.client("t");
+    let other = server.counted_client("t");
     let l_other = lock(&other, "quiet", 60_000);
     assert_eq!(l_other.local_waiter(), None);
     assert_eq!(

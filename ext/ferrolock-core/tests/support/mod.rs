@@ -96,6 +96,16 @@ impl RedisServer {
         Client::new(opts).unwrap()
     }
 
+    /// A client whose watchdog sends no data-loss probe (data_loss.rs): for the tests that count
+    /// a primitive's own commands, which a probe landing in their window would add to.
+    #[allow(dead_code)] // (not every test binary uses it)
+    pub fn counted_client(&self, namespace: &str) -> Client {
+        let mut opts = ClientOptions::new(&self.url());
+        opts.namespace = namespace.to_string();
+        opts.data_loss_probe = false;
+        Client::new(opts).unwrap()
+    }
+
     /// Makes ACL user `user` (password "pw", every key, `rules` after +@all) and returns its URL.
     #[allow(dead_code)] // (not every test binary uses it)
     pub fn acl_user(&self, user: &str, rules: &[&str]) -> String {
