@@ -38,7 +38,7 @@ module Ferrolock
 
       # Sidekiq 8 serves Chart.js (and the tab's script, see Ferrolock::Web::ROOT_DIR).
       def charts?
-        Object.const_defined?("Sidekiq::Web::Config", false)
+        ::Sidekiq::Web.const_defined?(:Config, false) # the page is drawn by Sidekiq::Web: it is loaded
       end
 
       # The charts' data: one chart per entry, { title:, labels: [bucket start, …], series: { label => [n, …] } }.
