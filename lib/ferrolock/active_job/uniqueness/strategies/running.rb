@@ -10,7 +10,25 @@ module Ferrolock
         # raised; kept (for ttl again) when the job enqueued itself meanwhile (retry_on, a
         # continuation's resumption), so that run finds its own lock and no duplicate gets between.
         module Running
+          def around_perform(block)
+            return block.call if @job_aborted
+
+            hold_while_performing(@runtime_resource, @runtime_ttl, event: :runtime_unlock) { block.call }
+          end
+
           private
+
+          # Takes the runtime lock as the job starts (around_perform then holds it while it performs);
+          # a duplicate running meanwhile is a runtime conflict and the job is not performed.
+          def take_runtime_lock(resource, ttl_ms, on_conflict)
+            @job_aborted = false
+            @runtime_resource = resource
+            @runtime_ttl = ttl_ms
+            return if lock(resource: resource, ttl: lease_for(ttl_ms) * 1000, event: :runtime_lock)
+
+            handle_conflict(on_conflict: on_conflict, resource: resource, event: :runtime_conflict)
+            abort_job
+          end
 
           def lease_for(ttl_ms)
             [ttl_ms / 1000.0, config.lease].min

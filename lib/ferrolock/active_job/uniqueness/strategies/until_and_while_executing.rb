@@ -21,19 +21,8 @@ module Ferrolock
           end
 
           def before_perform
-            @job_aborted = false
             unlock(resource: lock_key)
-            ttl = lease_for(runtime_lock_ttl) * 1000
-            return if lock(resource: runtime_lock_key, ttl: ttl, event: :runtime_lock)
-
-            handle_conflict(on_conflict: on_runtime_conflict, resource: runtime_lock_key, event: :runtime_conflict)
-            abort_job
-          end
-
-          def around_perform(block)
-            return block.call if @job_aborted
-
-            hold_while_performing(runtime_lock_key, runtime_lock_ttl, event: :runtime_unlock) { block.call }
+            take_runtime_lock(runtime_lock_key, runtime_lock_ttl, on_runtime_conflict)
           end
         end
       end

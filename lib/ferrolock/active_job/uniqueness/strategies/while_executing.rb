@@ -10,17 +10,7 @@ module Ferrolock
           include Running
 
           def before_perform
-            @job_aborted = false
-            return if lock(resource: lock_key, ttl: lease_for(lock_ttl) * 1000, event: :runtime_lock)
-
-            handle_conflict(resource: lock_key, event: :runtime_conflict, on_conflict: on_conflict)
-            abort_job
-          end
-
-          def around_perform(block)
-            return block.call if @job_aborted
-
-            hold_while_performing(lock_key, lock_ttl, event: :runtime_unlock) { block.call }
+            take_runtime_lock(lock_key, lock_ttl, on_conflict)
           end
         end
       end
