@@ -34,6 +34,10 @@ module Ferrolock
   DEFERRED = { Object => :never }.freeze
   private_constant :SUBSCRIBERS_LOCK, :DEFERRED
   @subscribers = [].freeze
+  # History's counter while history is on (History.apply): every event goes to it before the
+  # subscribers and outside their interrupt mask, which costs more than the count (a count lost to
+  # Thread#raise is one count).
+  @recorder = nil
 
   class << self
     # Ferrolock.subscribe { |event, payload| ... } receives every event;
@@ -62,10 +66,15 @@ module Ferrolock
     # done: landing inside, the rescue below would log and swallow them. Keep subscribers quick.
     def instrument(event, payload = {})
       event = event_symbol!("instrument: event", "a Symbol", event)
+      recorder = @recorder
+      subscribed = !@subscribers.empty? || Notifications.listening?(event)
       # Nobody listens (the usual case on a hot path): no interrupt mask to enter and leave.
-      return nil if @subscribers.empty? && !Notifications.listening?(event)
+      return nil unless subscribed || recorder
 
       payload = canonical_payload(payload)
+      recorder&.record(event, payload)
+      return nil unless subscribed
+
       Thread.handle_interrupt(DEFERRED) do
         @subscribers.each do |subscription|
           next unless subscription.match?(event)
@@ -84,7 +93,12 @@ module Ferrolock
     # True when a subscriber or an ActiveSupport::Notifications listener would receive event. A hot
     # path asks before it builds a payload nobody reads.
     def listening?(event)
-      @subscribers.any? { |subscription| subscription.match?(event) } || Notifications.listening?(event)
+      !@recorder.nil? || @subscribers.any? { |subscription| subscription.match?(event) } || Notifications.listening?(event)
+    end
+
+    # History.apply's switch (internal): recorder.record(event, payload) sees every event, or nil.
+    def record_events_with(recorder)
+      @recorder = recorder
     end
 
     private
