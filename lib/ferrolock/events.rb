@@ -73,27 +73,16 @@ module Ferrolock
 
       payload = canonical_payload(payload)
       recorder&.record(event, payload)
-      return nil unless subscribed
-
-      Thread.handle_interrupt(DEFERRED) do
-        @subscribers.each do |subscription|
-          next unless subscription.match?(event)
-
-          begin
-            subscription.call(event, payload)
-          rescue StandardError => e # only the subscriber's own: asynchronous ones are deferred (above)
-            logger.warn("ferrolock: #{event} subscriber failed: #{e.class}: #{e.message}")
-          end
-        end
-        Notifications.publish(event, payload) if Notifications.listening?(event)
-      end
+      publish(event, payload) if subscribed
       nil
     end
 
     # True when a subscriber or an ActiveSupport::Notifications listener would receive event. A hot
     # path asks before it builds a payload nobody reads.
     def listening?(event)
-      !@recorder.nil? || @subscribers.any? { |subscription| subscription.match?(event) } || Notifications.listening?(event)
+      return true unless @recorder.nil?
+
+      @subscribers.any? { |subscription| subscription.match?(event) } || Notifications.listening?(event)
     end
 
     # History.apply's switch (internal): recorder.record(event, payload) sees every event, or nil.
@@ -102,6 +91,21 @@ module Ferrolock
     end
 
     private
+
+    def publish(event, payload)
+      Thread.handle_interrupt(DEFERRED) do
+        @subscribers.each do |subscription|
+          next unless subscription.match?(event)
+
+          begin
+            subscription.call(event, payload)
+          rescue StandardError => e # only the subscriber's own: asynchronous ones are deferred (instrument)
+            logger.warn("ferrolock: #{event} subscriber failed: #{e.class}: #{e.message}")
+          end
+        end
+        Notifications.publish(event, payload) if Notifications.listening?(event)
+      end
+    end
 
     # Every payload names its lock :name and its job's class :job_class; the older keys (:key,
     # :class, :worker) stay beside them for now (deprecated, see the README's vocabulary table).
