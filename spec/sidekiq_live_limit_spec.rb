@@ -53,7 +53,7 @@ RSpec.describe "Limits changed live, two Sidekiq processes" do
   end
 
   def push_all
-    jobs.times { |i| Sidekiq::Client.push("class" => "LiveJob", "args" => [i], "queue" => "default") }
+    Sidekiq::Client.push_bulk("class" => "LiveJob", "args" => Array.new(jobs) { |i| [i] }, "queue" => "default")
   end
 
   it "moves the measured concurrency within a second, blocks while paused, and runs every job once" do
