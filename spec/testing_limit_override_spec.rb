@@ -27,6 +27,7 @@ RSpec.describe "Limits changed live under Ferrolock::Testing" do
       it "pauses, lowers without evicting, resumes a waiter and clears" do
         expect(admin.pause("fake:live").to_h).to eq(limit: nil, paused: true)
         expect(can_enter?).to be(false)
+        expect(limiter.status).to eq(limit: 2, in_use: 0, waiting: 0, override: { limit: nil, paused: true })
         waiter = Thread.new { limiter.within_limit(wait_timeout: 10) { :ran } }
         sleep 0.3
         expect(admin.set_limit("fake:live", 1).to_h).to eq(limit: 1, paused: true)
