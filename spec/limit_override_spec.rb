@@ -43,6 +43,31 @@ RSpec.describe Ferrolock::Admin::LimitOverride do
     expect(events.last).to include(primitive: :concurrent_limiter, name: "ovr:lower", action: :set_limit, limit: 2)
   end
 
+  it "hands a released slot to a waiter only while the holders are within the lowered limit, and never while paused" do
+    limiter = Ferrolock::ConcurrentLimiter.new("ovr:handoff", 3, lease: 30, local_passes: 0)
+    releases = Array.new(3) { Queue.new }
+    holders = releases.map { |q| Thread.new { limiter.within_limit(wait_timeout: 10) { q.pop } } }
+    wait_until { limiter.status[:in_use] == 3 }
+    inside = Queue.new
+    waiters = Array.new(2) { |i| Thread.new { limiter.within_limit(wait_timeout: 20) { (inside << i) && sleep(0.5) } } }
+    wait_until { limiter.status[:waiting] == 2 }
+    admin.set_limit("ovr:handoff", 1)
+    2.times do |i|
+      releases[i] << true
+      holders[i].join
+      sleep 0.3
+      expect(inside.size).to eq(0) # 2, then 1 holder: not below the limit of 1
+    end
+    admin.pause("ovr:handoff")
+    releases[2] << true
+    holders[2].join
+    sleep 0.3
+    expect([inside.size, limiter.status[:in_use]]).to eq([0, 0]) # paused: the release handed nothing on
+    admin.resume("ovr:handoff")
+    waiters.each(&:join)
+    expect(inside.size).to eq(2)
+  end
+
   it "pauses: nobody enters, not even with no holder; resume lets the waiters in at once" do
     limiter = Ferrolock::ConcurrentLimiter.new("ovr:pause", 2, local_passes: 0)
     admin.pause("ovr:pause")
@@ -98,12 +123,18 @@ RSpec.describe Ferrolock::Admin::LimitOverride do
         end
       end
     end
+    # While the write is under way either limit may be in force (an epoch of the larger one); once it
+    # returned, every attempt that starts reads the new one.
     change = lambda do |limit, &write|
+      lock.synchronize do
+        limits << [limits.last, limit].max
+        epoch += 1
+      end
+      write.call
       lock.synchronize do
         limits << limit
         epoch += 1
       end
-      write.call
       sleep 0.7
     end
     change.call(2) { admin.set_limit(name, 2) }
@@ -114,7 +145,8 @@ RSpec.describe Ferrolock::Admin::LimitOverride do
     paused_entries = lock.synchronize { entries }
     sleep 1
     expect(lock.synchronize { entries }).to eq(paused_entries)
-    change.call(3) { admin.clear_override(name) && admin.set_limit(name, 3) }
+    change.call(4) { admin.clear_override(name) } # the code's limit
+    change.call(3) { admin.set_limit(name, 3) }
     stop = true
     workers.each(&:join)
     expect(excess).to eq([])
