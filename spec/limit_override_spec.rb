@@ -166,6 +166,18 @@ RSpec.describe Ferrolock::Admin::LimitOverride do
     expect(redis.exists(key)).to eq(0)
   end
 
+  it "sends limit_changed.ferrolock to ActiveSupport::Notifications" do
+    require "active_support"
+    require "active_support/notifications"
+    seen = []
+    listener = ActiveSupport::Notifications.subscribe("limit_changed.ferrolock") { |*, payload| seen << payload }
+    admin.pause("ovr:as")
+    expect(seen).to match([include(primitive: :concurrent_limiter, name: "ovr:as", action: :pause, paused: true)])
+  ensure
+    ActiveSupport::Notifications.unsubscribe(listener) if listener
+    admin.clear_override("ovr:as")
+  end
+
   it "refuses bad input naming the argument" do
     expect { admin.set_limit("ovr:bad", 0) }.to raise_error(ArgumentError, /limit/)
     expect { admin.set_limit("ovr:bad", "3") }.to raise_error(TypeError, /limit/)
