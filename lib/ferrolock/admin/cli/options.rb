@@ -12,7 +12,7 @@ module Ferrolock
         "locks" => ["locks [PATTERN]", "DistMutex and DualLock locks whose name matches PATTERN (a Redis glob)"],
         "show" => ["show NAME", "everything held under NAME: lock, DualLock stages, limiter slots"],
         "release" => ["release NAME --force", "release what holds NAME; the next waiter gets it (needs --force)"],
-        "limiters" => ["limiters [PATTERN]", "ConcurrentLimiters with a live slot or a waiter"],
+        "limiters" => ["limiters [PATTERN]", "ConcurrentLimiters with a live slot, a waiter or a limit set live"],
         "tenants" => ["tenants CLASS", "FairTenant counts of a job class's tenants and the queue each goes to"],
         "markers" => ["markers [QUEUE_PATTERN]", "Shoryuken message markers (in progress / processed)"],
         "uniques" => ["uniques [PATTERN]",
