@@ -83,6 +83,20 @@ RSpec.describe "Redis Cluster" do
     end
   end
 
+  it "changes a limiter's limit live on each master (Admin's override, read by the limiter's scripts)" do
+    admin = Ferrolock::Admin.new
+    cluster.names_on_each_master("live").each do |name|
+      limiter = Ferrolock::ConcurrentLimiter.new(name, 2, wait_timeout: 0)
+      admin.set_limit(name, 1)
+      limiter.within_limit { expect { limiter.within_limit { nil } }.to raise_error(Ferrolock::OverLimit) }
+      admin.pause(name)
+      expect { limiter.within_limit { nil } }.to raise_error(Ferrolock::OverLimit)
+      expect(admin.limiters(name).items.map { |info| info.override.to_h }).to eq([{ limit: 1, paused: true }])
+      admin.clear_override(name)
+      limiter.within_limit { limiter.within_limit { expect(limiter.status).to include(in_use: 2) } }
+    end
+  end
+
   # Its scripts are routed by their key (not by the script's SHA, as a plain EVALSHA command is).
   it "is what the ferrolock command reads when the environment names it, every master, with the hint" do
     names = cluster.names_on_each_master("cli")

@@ -25,7 +25,7 @@ module Ferrolock
   EVENTS = %i[
     acquired lock_lost data_lost owner_gone release_failed skipped wait_timeout over_limit
     rescheduled reschedules_exhausted rerouted blocked promoted discarded released
-    failed_before_perform
+    failed_before_perform limit_changed
     locked skipped_in_progress skipped_processed released_after_error redis_error
   ].freeze
 

@@ -7,6 +7,7 @@ require_relative "cli/output"
 require_relative "cli/namespace_hint"
 require_relative "cli/password"
 require_relative "cli/stats_command"
+require_relative "cli_limit_commands"
 
 module Ferrolock
   class Admin
@@ -31,6 +32,7 @@ module Ferrolock
       COMMANDS = CliOptions::COMMANDS
 
       include CliStatsCommand
+      include CliLimitCommands
 
       def initialize(argv, out: $stdout, err: $stderr, env: ENV)
         @argv = argv.dup

@@ -11,7 +11,7 @@ module Ferrolock
     # takes its FILE in the same word (`-r./x.rb`, `--require=./x.rb`): that is refused.
     module CliArguments
       # Flags still read after the first operand: they take no value and load nothing.
-      TRAILING_FLAGS = %w[--json --force --help -h].freeze
+      TRAILING_FLAGS = %w[--json --force --clear --help -h].freeze
       # Options with a value still read after the first operand (`stats NAME --since 1h`).
       TRAILING_OPTIONS = %w[--since].freeze
 

@@ -12,7 +12,7 @@ module Ferrolock
         "locks" => ["locks [PATTERN]", "DistMutex and DualLock locks whose name matches PATTERN (a Redis glob)"],
         "show" => ["show NAME", "everything held under NAME: lock, DualLock stages, limiter slots"],
         "release" => ["release NAME --force", "release what holds NAME; the next waiter gets it (needs --force)"],
-        "limiters" => ["limiters [PATTERN]", "ConcurrentLimiters with a live slot or a waiter"],
+        "limiters" => ["limiters [PATTERN]", "ConcurrentLimiters with a live slot, a waiter or a limit set live"],
         "tenants" => ["tenants CLASS", "FairTenant counts of a job class's tenants and the queue each goes to"],
         "markers" => ["markers [QUEUE_PATTERN]", "Shoryuken message markers (in progress / processed)"],
         "uniques" => ["uniques [PATTERN]",
@@ -21,7 +21,10 @@ module Ferrolock
                             "RateLimiters with state in Redis: remaining now, reset in, reserved slots"],
         "concurrency" => ["concurrency [PATTERN]",
                           "ActiveJob limits_concurrency keys (group/key): the jobs holding slots, the blocked ones"],
-        "stats" => ["stats NAME", "NAME's history: events per primitive, waits p50/p95/p99 (--since, default 1h)"]
+        "stats" => ["stats NAME", "NAME's history: events per primitive, waits p50/p95/p99 (--since, default 1h)"],
+        "limit" => ["limit NAME [N]", "set ConcurrentLimiter NAME's limit to N live, in every process (--clear: undo)"],
+        "pause" => ["pause NAME", "ConcurrentLimiter NAME takes no new holder until resumed (nothing dropped)"],
+        "resume" => ["resume NAME", "undo pause NAME: the waiters run"]
       }.freeze
       # What loading the app's code (--require FILE, on every command) adds beyond its configuration.
       REQUIRES = {
@@ -39,7 +42,7 @@ module Ferrolock
       attr_reader :values
 
       def initialize
-        @values = { json: false, force: false, limit: 1000, requires: [], since: "1h" }
+        @values = { json: false, force: false, clear: false, limit: 1000, requires: [], since: "1h" }
       end
 
       def global_parser
@@ -72,12 +75,13 @@ module Ferrolock
 
       def command_options(opts, command)
         opts.on("--force", "really release (required)") { @values[:force] = true } if command == "release"
+        opts.on("--clear", "back to the limit the code passes") { @values[:clear] = true } if command == "limit"
         if command == "stats"
           opts.on("--since AGO", "how far back: 90s, 15m, 1h (default), 3d; up to 72h") { |ago| @values[:since] = ago }
         end
         also = REQUIRES.key?(command) ? ["(it also #{REQUIRES[command]})"] : []
         opts.on("-r", "--require FILE", *REQUIRE_HELP, *also) { |file| @values[:requires] << file }
-        return if %w[show release stats].include?(command)
+        return if %w[show release stats limit pause resume].include?(command)
 
         opts.on("--limit N", Integer, "list at most N (default 1000)") { |n| @values[:limit] = positive!(n) }
       end
