@@ -1,0 +1,58 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require_relative "support/constant_paths"
+
+# Every constant under Ferrolock can be found from its name alone (Zeitwerk's rule, checked by
+# spec/support/constant_paths.rb), and no file in lib/ is over 250 lines.
+RSpec.describe "lib/ferrolock's layout" do
+  paths = FerrolockTest::ConstantPaths
+
+  it "has each file define the constant its path names, and nothing another path names" do
+    problems = paths.static_problems
+    expect(problems).to be_empty, problems.join("\n")
+  end
+
+  # Loaded with the integrations' gems (Sidekiq, ActiveJob, Rails for the railtie), every file is
+  # reached by the constant its path names, and Module#const_source_location agrees for every
+  # constant defined while loading (Class.new, const_set, a block's constants included).
+  it "loads every file by the constant it names, and each loaded constant comes from its own file" do
+    out = run_ruby!(<<~RUBY, timeout: 60)
+      require "sidekiq"
+      require "active_job"
+      require "rails"
+      require "ferrolock"
+      require "ferrolock/testing"
+      require #{File.expand_path("support/constant_paths", __dir__).dump}
+      paths = FerrolockTest::ConstantPaths
+      lib = paths::LIB
+      paths.files.each do |file|
+        name = paths.constant_for(file)
+        # A file outside what `require "ferrolock"` reaches (ActiveJob::Uniqueness, the Web tab, the
+        # testing helpers) is required by its own path first, as its README section says.
+        begin
+          Object.const_get(name)
+        rescue NameError
+          require File.join(lib, file)
+          Object.const_get(name)
+        end
+        puts "not loaded by its constant: \#{file}" unless $LOADED_FEATURES.include?(File.join(lib, file))
+      rescue NameError, LoadError => e
+        puts "\#{file}: \#{e.class}: \#{e.message.lines.first.chomp}"
+      end
+      puts paths.loaded_problems
+      puts "checked \#{paths.files.size} files"
+    RUBY
+    problems = out.lines.map(&:chomp).reject { |l| l.start_with?("checked") }
+    expect(problems).to be_empty, problems.join("\n")
+    expect(out[/checked (\d+) files/, 1].to_i).to be > 150
+  end
+
+  it "has no file in lib/ over 250 lines" do
+    long = Dir[File.join(FerrolockTest::LIB, "**", "*.rb")].filter_map do |file|
+      lines = File.foreach(file).count
+      "#{file.delete_prefix("#{FerrolockTest::LIB}/")}: #{lines} lines" if lines > 250
+    end
+    expect(long).to eq([])
+  end
+end
