@@ -139,7 +139,7 @@ RSpec.describe "Loading ferrolock" do
   # Digest::SHA256 loaded lazily (`require "digest"` alone) is loaded by its first use, and two
   # threads making that first use at once can get "RuntimeError: Digest::Base cannot be directly
   # inherited in Ruby" (a Sidekiq job failed so in CI). Each class that hashes loads it up front.
-  %w[Ferrolock::Sidekiq::UniqueDigest Ferrolock::Sidekiq::DualLockSettings
+  %w[Ferrolock::Sidekiq::Unique::Digest Ferrolock::Sidekiq::DualLockSettings
      Ferrolock::Shoryuken::IdempotencyKey Ferrolock::Shoryuken::Resumption].each do |name|
     it "has SHA-256 loaded once #{name} is, before its first use" do
       out = run_ruby!(<<~RUBY)

@@ -178,7 +178,7 @@ RSpec.describe "a release failing after the block" do
 
     def run_job(lock, &block)
       klass, job = job_for(lock)
-      middleware = Ferrolock::Sidekiq::UniqueServerMiddleware.new(client: client)
+      middleware = Ferrolock::Sidekiq::Unique::ServerMiddleware.new(client: client)
       middleware.call(klass.new, job, "default", &block)
     end
 

@@ -6,7 +6,7 @@ module Ferrolock
   #   initializer, wins);
   # - configuration goes in config/initializers/ferrolock.rb (Ferrolock.configure);
   # - in a Sidekiq server, the boot checks (DualLockMiddleware.validate!, FairTenant.verify!,
-  #   UniqueServerMiddleware.validate!) run
+  #   Unique::ServerMiddleware.validate!) run
   #   on Sidekiq's :startup event, after the app (eager-)loaded its job classes. Turn them off with
   #   `c.boot_checks = false`.
   class Railtie < ::Rails::Railtie
@@ -58,9 +58,9 @@ module Ferrolock
                                 "fair_tenant_queues", "FairTenant.verify!", errors) do |classes|
           Ferrolock::FairTenant.verify!(classes)
         end
-        unique = run_check(sidekiq.server_middleware, Ferrolock::Sidekiq::UniqueServerMiddleware, "lock",
-                           "UniqueServerMiddleware.validate!", errors) do |classes|
-          Ferrolock::Sidekiq::UniqueServerMiddleware.validate!(*classes)
+        unique = run_check(sidekiq.server_middleware, Ferrolock::Sidekiq::Unique::ServerMiddleware, "lock",
+                           "Unique::ServerMiddleware.validate!", errors) do |classes|
+          Ferrolock::Sidekiq::Unique::ServerMiddleware.validate!(*classes)
         end
         raise_all!(errors)
         Ferrolock.logger.info("ferrolock: boot checks ran (DualLock: #{dual_lock}; FairTenant: #{fair_tenant}; " \

@@ -225,10 +225,10 @@ module FerrolockTest
           "DualLockMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::DualLockMiddleware.new(v) },
           "DualLockMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::DualLockMiddleware.new(client: v) },
           "DualLockMiddleware.validate!(job class)" => ->(v) { Ferrolock::Sidekiq::DualLockMiddleware.validate!(v) },
-          "UniqueClientMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::UniqueClientMiddleware.new(v) },
-          "UniqueClientMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::UniqueClientMiddleware.new(client: v) },
-          "UniqueServerMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::UniqueServerMiddleware.new(v) },
-          "UniqueServerMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::UniqueServerMiddleware.new(client: v) },
+          "UniqueClientMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::Unique::ClientMiddleware.new(v) },
+          "UniqueClientMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::Unique::ClientMiddleware.new(client: v) },
+          "UniqueServerMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::Unique::ServerMiddleware.new(v) },
+          "UniqueServerMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::Unique::ServerMiddleware.new(client: v) },
           "FairTenant::ClientMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::FairTenantMiddleware.new(v) },
           "FairTenant::ClientMiddleware.new(client:)" => lambda { |v|
             Ferrolock::Sidekiq::FairTenantMiddleware.new(client: v)
@@ -292,7 +292,7 @@ module FerrolockTest
           "UniqueClientMiddleware job on_conflict" => ->(v) { push_unique(unique_job("on_conflict" => v)) },
           "UniqueClientMiddleware job lock_args_method" => ->(v) { push_unique(unique_job("lock_args_method" => v)) },
           "UniqueServerMiddleware#call(job)" => lambda { |v|
-            Ferrolock::Sidekiq::UniqueServerMiddleware.new.call(UniqueJob.new, v, "default") { :ran }
+            Ferrolock::Sidekiq::Unique::ServerMiddleware.new.call(UniqueJob.new, v, "default") { :ran }
           },
           "UniqueServerMiddleware.validate!(job class)" => ->(v) { validate_unique(v) }
         }
@@ -365,7 +365,7 @@ module FerrolockTest
       end
 
       def validate_unique(job_class)
-        Ferrolock::Sidekiq::UniqueServerMiddleware.validate!(job_class)
+        Ferrolock::Sidekiq::Unique::ServerMiddleware.validate!(job_class)
       end
 
       # A limiter that was just built, used once and read: the native side sees the values too.
@@ -382,7 +382,7 @@ module FerrolockTest
 
       # True when the push went ahead (the block ran).
       def push_unique(job, job_class: UniqueJob.name)
-        Ferrolock::Sidekiq::UniqueClientMiddleware.new.call(job_class, job, "default") { true }
+        Ferrolock::Sidekiq::Unique::ClientMiddleware.new.call(job_class, job, "default") { true }
       end
 
       def limiter(**options)
