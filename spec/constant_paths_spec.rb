@@ -10,7 +10,10 @@ RSpec.describe "lib/ferrolock's layout" do
 
   it "has each file define the constant its path names, and nothing another path names" do
     problems = paths.static_problems
+    known, problems = problems.partition { |line| paths::NOT_YET.key?(line[/\A[^:]+/]) }
     expect(problems).to be_empty, problems.join("\n")
+    fixed = paths::NOT_YET.keys - known.map { |line| line[/\A[^:]+/] }
+    expect(fixed).to be_empty, "laid out now, take them out of ConstantPaths::NOT_YET: #{fixed.join(", ")}"
   end
 
   # Loaded with the integrations' gems (Sidekiq, ActiveJob, Rails for the railtie), every file is
@@ -43,7 +46,7 @@ RSpec.describe "lib/ferrolock's layout" do
       puts paths.loaded_problems
       puts "checked \#{paths.files.size} files"
     RUBY
-    problems = out.lines.map(&:chomp).reject { |l| l.start_with?("checked") }
+    problems = out.lines.map(&:chomp).reject { |l| l.start_with?("checked") || paths::NOT_YET.key?(l[/\A[^:]+/]) }
     expect(problems).to be_empty, problems.join("\n")
     expect(out[/checked (\d+) files/, 1].to_i).to be > 150
   end

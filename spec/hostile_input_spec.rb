@@ -256,7 +256,7 @@ module FerrolockTest
     CHILD = <<~RUBY.freeze
       require "ferrolock"
       require "ferrolock/shoryuken"
-      require "ferrolock/sidekiq/dual_lock_middleware"
+      require "ferrolock/sidekiq/dual_lock/middleware"
       require "ferrolock/sidekiq/limiter_middleware"
       require "ferrolock/sidekiq/unique/client_middleware"
       require "ferrolock/sidekiq/unique/server_middleware"

@@ -200,7 +200,7 @@ RSpec.describe "Ferrolock::Sidekiq::ActiveJobHooks" do
       record = LcRecord.create("aj-dual")
       gone.perform_later(record)
       record.destroy
-      expect { work_one(Ferrolock::Sidekiq::DualLockMiddleware.new) }.to raise_error(ActiveJob::DeserializationError)
+      expect { work_one(Ferrolock::Sidekiq::DualLock::Middleware.new) }.to raise_error(ActiveJob::DeserializationError)
       # Free: the next run enters at once (the middleware's key, as the reschedule example below blocks it).
       expect(Ferrolock::DualLock.new("aj-poison-dual", wait_timeout: 0).run { :ran }).to be(true)
     end
@@ -234,14 +234,14 @@ RSpec.describe "Ferrolock::Sidekiq::ActiveJobHooks" do
     end
   end
 
-  describe "a DualLockMiddleware reschedule (max_wait passed) of an ActiveJob job" do
+  describe "a DualLock::Middleware reschedule (max_wait passed) of an ActiveJob job" do
     it "happens before ActiveJob's perform starts: ActiveJob logs nothing, ferrolock's line gives both ids" do
       klass = job_class("AjSyncJob", dual_lock: { key: "aj-sync", max_wait: 0.3 }) { def perform(_id) = nil }
       job = klass.perform_later(1)
       release = Queue.new
       holder = Thread.new { Ferrolock::DualLock.new("aj-sync").run { release.pop } }
       wait_until { redis.keys("ferrolock:*aj-sync*").any? }
-      payload = work_one(Ferrolock::Sidekiq::DualLockMiddleware.new)
+      payload = work_one(Ferrolock::Sidekiq::DualLock::Middleware.new)
       release << true
       holder.join
       expect(Sidekiq::ScheduledSet.new.find_job(payload["jid"])).not_to be_nil

@@ -332,7 +332,7 @@ RSpec.shared_examples "a ferrolock backend" do |mode|
     end
   end
 
-  describe Ferrolock::Sidekiq::DualLockMiddleware do
+  describe Ferrolock::Sidekiq::DualLock::Middleware do
     it "skips a third duplicate job while one runs and one waits" do
       middleware = described_class.new
       job = ->(jid) { { "class" => "TestingModeDualJob", "jid" => jid, "args" => [1], "queue" => "default" } }
@@ -342,7 +342,7 @@ RSpec.shared_examples "a ferrolock backend" do |mode|
       end
       release, first = hold_in_thread { |wait| call.call("first", &wait) }
       second = Thread.new { call.call("second") }
-      key = Ferrolock::Sidekiq::DualLockSettings.for(TestingModeDualJob).key_for([1])
+      key = Ferrolock::Sidekiq::DualLock::Settings.for(TestingModeDualJob).key_for([1])
       wait_until { Ferrolock::DualLock.new(key).waiting? }
       call.call("third")
       release << true

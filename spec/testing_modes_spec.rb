@@ -114,7 +114,7 @@ RSpec.describe Ferrolock::Testing do
         end
       end
       server_side = [[Ferrolock::Sidekiq::Unique::ServerMiddleware.new, TestingModeUniqueJob],
-                     [Ferrolock::Sidekiq::DualLockMiddleware.new, TestingModeDualJob]].map do |middleware, klass|
+                     [Ferrolock::Sidekiq::DualLock::Middleware.new, TestingModeDualJob]].map do |middleware, klass|
         job = { "class" => klass.name, "jid" => "j", "args" => [1], "queue" => "default" }
         middleware.call(klass.new, job, "default") { middleware.call(klass.new, job.dup, "default") { :inner } }
       end
@@ -170,7 +170,7 @@ RSpec.describe Ferrolock::Testing do
       Ferrolock::Sidekiq::Unique::ClientMiddleware.new.call(TestingModeUniqueJob, unique, "default", nil) { :ok }
       Ferrolock::Sidekiq::Unique::ServerMiddleware.new.call(TestingModeUniqueJob.new, unique, "default") { :ok }
       dual = { "class" => "TestingModeDualJob", "jid" => "j", "args" => [1], "queue" => "default" }
-      Ferrolock::Sidekiq::DualLockMiddleware.new.call(TestingModeDualJob.new, dual, "default") { :ok }
+      Ferrolock::Sidekiq::DualLock::Middleware.new.call(TestingModeDualJob.new, dual, "default") { :ok }
       Ferrolock::Shoryuken::LockMiddleware.new(enabled: true).call(Object.new, "q", TestingModeMessage.new("m")) { :ok }
       puts "done"
     RUBY

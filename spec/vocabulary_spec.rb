@@ -82,21 +82,21 @@ RSpec.describe "One vocabulary" do
       names: %w[lock_ttl lease]
     },
     "Sidekiq dual_lock option max_wait" => {
-      old: ->(v) { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { max_wait: v })).wait_timeout },
-      new: ->(v) { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { wait_timeout: v })).wait_timeout },
-      both: -> { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { max_wait: 1, wait_timeout: 1 })) },
+      old: ->(v) { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { max_wait: v })).wait_timeout },
+      new: ->(v) { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { wait_timeout: v })).wait_timeout },
+      both: -> { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { max_wait: 1, wait_timeout: 1 })) },
       names: %w[max_wait wait_timeout]
     },
     "Sidekiq dual_lock option exec_ttl" => {
-      old: ->(v) { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { "exec_ttl" => v })).lease },
-      new: ->(v) { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { "lease" => v })).lease },
-      both: -> { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { exec_ttl: 1, lease: 1 })) },
+      old: ->(v) { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { "exec_ttl" => v })).lease },
+      new: ->(v) { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { "lease" => v })).lease },
+      both: -> { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { exec_ttl: 1, lease: 1 })) },
       names: %w[exec_ttl lease]
     },
     "Sidekiq dual_lock option wait_ttl" => {
-      old: ->(v) { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { wait_ttl: v })).wait_lease },
-      new: ->(v) { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { wait_lease: v })).wait_lease },
-      both: -> { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { wait_ttl: 1, wait_lease: 1 })) },
+      old: ->(v) { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { wait_ttl: v })).wait_lease },
+      new: ->(v) { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { wait_lease: v })).wait_lease },
+      both: -> { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { wait_ttl: 1, wait_lease: 1 })) },
       names: %w[wait_ttl wait_lease]
     },
     "uniqueness option lock_lease" => {

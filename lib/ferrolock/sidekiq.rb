@@ -8,12 +8,12 @@ module Ferrolock
     autoload :ActiveJobHooks, File.expand_path("sidekiq/active_job_hooks", __dir__)
     autoload :ActiveJobLogQuiet, File.expand_path("sidekiq/active_job_log_quiet", __dir__)
     autoload :Compat, File.expand_path("sidekiq/compat", __dir__)
-    autoload :DualLockMiddleware, File.expand_path("sidekiq/dual_lock_middleware", __dir__)
-    autoload :DualLockSettings, File.expand_path("sidekiq/dual_lock_settings", __dir__)
+    autoload :DualLock, File.expand_path("sidekiq/dual_lock", __dir__)
+    autoload :FairTenantMiddleware, File.expand_path("sidekiq/fair_tenant_middleware", __dir__)
     autoload :LimiterMiddleware, File.expand_path("sidekiq/limiter_middleware", __dir__)
-    autoload :Unique, File.expand_path("sidekiq/unique", __dir__)
     autoload :Reschedule, File.expand_path("sidekiq/reschedule", __dir__)
     autoload :RunningJob, File.expand_path("sidekiq/running_job", __dir__)
+    autoload :Unique, File.expand_path("sidekiq/unique", __dir__)
 
     # The names these constants had before each name gave its file (0.x): kept, warning once.
     RENAMED = {

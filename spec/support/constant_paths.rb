@@ -10,14 +10,32 @@ module FerrolockTest
     LIB = File.expand_path("../../lib", __dir__)
     # Files that name no constant: require entry points, each doing one thing when required.
     ENTRY_POINTS = {
+      "ferrolock/native_library.rb" => "loads the compiled library, which defines Ferrolock::Native",
       "ferrolock/testing/rspec.rb" => "`require \"ferrolock/testing/rspec\"` configures RSpec",
       "ferrolock/web.rb" => "`require \"ferrolock/web\"` registers the tab (Ferrolock::Web is web/tab.rb's)"
     }.freeze
-    INFLECTIONS = { "rspec" => "RSpec" }.freeze
+    # Files not yet laid out so (issue 40, item 6 left them), each with why; the spec fails once one
+    # of them is fixed, so that it leaves this list.
+    NOT_YET = {
+      "ferrolock/admin/concurrency_info.rb" => "key-layout constants: Admin's decoding moves to the core (item 4)",
+      "ferrolock/admin/dual_lock_info.rb" => "Admin::Stage: Admin's decoding moves to the core (item 4)",
+      "ferrolock/admin/holder.rb" => "key-layout constants: Admin's decoding moves to the core (item 4)",
+      "ferrolock/admin/limiter_info.rb" => "Admin::SlotInfo: Admin's decoding moves to the core (item 4)",
+      "ferrolock/admin/marker_info.rb" => "key-layout constants: Admin's decoding moves to the core (item 4)",
+      "ferrolock/admin/rate_info.rb" => "Admin::RateDefinition: Admin's decoding moves to the core (item 4)",
+      "ferrolock/admin/release.rb" => "Admin::Released, beside the release it reports",
+      "ferrolock/admin/tenant_info.rb" => "Admin::RuleCount: Admin's decoding moves to the core (item 4)",
+      "ferrolock/admin/unique_info.rb" => "key-layout constants: Admin's decoding moves to the core (item 4)",
+      "ferrolock/fair_tenant/config.rb" => "reopens Configuration for fair_tenant_mode",
+      "ferrolock/testing/token.rb" => "the fakes' five Token subclasses",
+      "ferrolock/web/tab.rb" => "defines Ferrolock::Web (web.rb is the require entry point)"
+    }.freeze
+    # Zeitwerk's inflections for a gem: version.rb holds VERSION.
+    INFLECTIONS = { "rspec" => "RSpec", "version" => "VERSION" }.freeze
 
     module_function
 
-    # lib/ferrolock's Ruby files (the compiled libraries in lib/ferrolock/3.x are not Ruby).
+    # lib/ferrolock's Ruby files (the compiled libraries beside them are not Ruby).
     def files
       Dir[File.join(LIB, "ferrolock", "**", "*.rb")].map { |f| f.delete_prefix("#{LIB}/") }.sort - ENTRY_POINTS.keys
     end

@@ -43,7 +43,9 @@ module Ferrolock
           lock = Unique::Lock.new(digest, client: @client)
           holder = lock.take(job["jid"], Unique::Push.ttl(settings, job), keep: settings.lock == :until_expired)
           return Unique::Push.pushed(lock, job, &block) unless holder
-          return Unique::Resumption.pushed(settings, lock, job, holder, &block) if Unique::Resumption.resumes?(job, holder)
+          if Unique::Resumption.resumes?(job, holder)
+            return Unique::Resumption.pushed(settings, lock, job, holder, &block)
+          end
 
           pushed = Unique::OnConflict.on_push(settings, lock, job, holder, &block)
           # Not pushed: an ActiveJob perform_later of this job ends as an aborted enqueue (ActiveJobHooks).

@@ -44,8 +44,10 @@ module Ferrolock
         def before_perform(settings, lock, job, error)
           jid = job["jid"]
           lock.release(jid)
-          Ferrolock.logger.warn("ferrolock: #{Sidekiq.job_label(job, settings.class_name)} failed before it performed " \
-                                "(#{error.class}: #{error.message}); its unique lock #{lock.digest.inspect} is released")
+          label = Sidekiq.job_label(job, settings.class_name)
+          Ferrolock.logger.warn("ferrolock: #{label} failed before it performed " \
+                                "(#{error.class}: #{error.message}); its unique lock #{lock.digest.inspect} is " \
+                                "released")
           Ferrolock.instrument(:failed_before_perform, primitive: :unique, digest: lock.digest,
                                                        class: settings.class_name, jid: jid, error: error.class.name)
         end

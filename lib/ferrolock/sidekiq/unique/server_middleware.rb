@@ -40,7 +40,8 @@ module Ferrolock
           JobClasses.check_all!(job_classes, "lock", "Unique::ServerMiddleware.validate!") do |job_class|
             case job_class
             when Module then Unique::Settings.for(job_class, {})
-            else raise TypeError, "Unique::ServerMiddleware.validate! takes job classes, got #{Validate.show(job_class)}"
+            else raise TypeError,
+                       "Unique::ServerMiddleware.validate! takes job classes, got #{Validate.show(job_class)}"
             end
           end
         end
@@ -81,7 +82,8 @@ module Ferrolock
           lock = Unique::Lock.new(digest, client: @client)
           holder = lock.take(job["jid"], settings.lease)
           if holder
-            Ferrolock.logger.info("ferrolock: #{Sidekiq.job_label(job, settings.class_name)} runs while its duplicate " \
+            label = Sidekiq.job_label(job, settings.class_name)
+            Ferrolock.logger.info("ferrolock: #{label} runs while its duplicate " \
                                   "#{holder} holds #{digest.inspect} (pushed after this job's ttl passed)")
             return yield
           end
@@ -162,8 +164,9 @@ module Ferrolock
         def until_and_while_executing(settings, digest, job, queue)
           Unique::Lock.new(digest, client: @client).release(job["jid"])
           lease = settings.lease
-          dual = DualLock.new(InternalName.new("#{digest}:run"), lease: lease, wait_lease: lease,
-                                                                 wait_timeout: settings.wait_timeout, client: @client)
+          dual = Ferrolock::DualLock.new(InternalName.new("#{digest}:run"),
+                                         lease: lease, wait_lease: lease, wait_timeout: settings.wait_timeout,
+                                         client: @client)
           entered = false
           ran = dual.run(tags: { class: settings.class_name, jid: job["jid"], queue: queue }) do
             entered = true
