@@ -2,8 +2,9 @@
 
 require "logger"
 require_relative "validate"
+require_relative "deprecation"
 require_relative "configuration/current"
-require_relative "configuration/topology"
+require_relative "configuration/topology_settings"
 
 # Global settings: Ferrolock.configure, Ferrolock.config and the default client.
 module Ferrolock
@@ -12,8 +13,11 @@ module Ferrolock
     DEFAULT_URL = "redis://127.0.0.1:6379/0"
     DEFAULT_NAMESPACE = "ferrolock"
     NAMESPACE_ENV = "FERROLOCK_NAMESPACE"
-    # The Cluster and Sentinel settings' environment variables (Topology's, by their older name).
-    TOPOLOGY_ENV = Topology::ENV_VARIABLES
+    # The Cluster and Sentinel settings' environment variables (TopologySettings', by their older name).
+    TOPOLOGY_ENV = TopologySettings::ENV_VARIABLES
+    # FairTenant's modes, by their older name (FairTenant::Config, included by fair_tenant.rb).
+    def self.fair_tenant_mode!(arg, value) = FairTenant::Config.mode!(arg, value)
+    Deprecation.renamed_constants(self, FAIR_TENANT_MODES: "Ferrolock::FairTenant::Config::MODES")
     DEFAULT_TIMEOUT = 1.0
     # The most seconds a thread polls for a reply before sleeping (see reply_spin=).
     DEFAULT_REPLY_SPIN = 0.0002

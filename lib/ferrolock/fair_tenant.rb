@@ -19,6 +19,8 @@ module Ferrolock
     @warned = {}
     @paused_until = {}
 
+    # Ferrolock.configure { |c| c.fair_tenant_mode = :bounded }
+    Configuration.include(Config)
     # FairTenant::ClientMiddleware: the deprecated name of Ferrolock::Sidekiq::FairTenantMiddleware.
     Deprecation.renamed_constants(self, ClientMiddleware: "Ferrolock::Sidekiq::FairTenantMiddleware")
 
@@ -45,7 +47,7 @@ module Ferrolock
       def mode!(mode)
         return Ferrolock.config.fair_tenant_mode if nil.equal?(mode)
 
-        Configuration.fair_tenant_mode!(:fair_tenant_mode, mode)
+        Config.mode!(:fair_tenant_mode, mode)
       end
 
       # The Redis key holding a (job class, tenant)'s counts, for inspection.

@@ -26,8 +26,6 @@ module FerrolockTest
       "ferrolock/admin/release.rb" => "Admin::Released, beside the release it reports",
       "ferrolock/admin/tenant_info.rb" => "Admin::RuleCount: Admin's decoding moves to the core (item 4)",
       "ferrolock/admin/unique_info.rb" => "key-layout constants: Admin's decoding moves to the core (item 4)",
-      "ferrolock/fair_tenant/config.rb" => "reopens Configuration for fair_tenant_mode",
-      "ferrolock/testing/token.rb" => "the fakes' five Token subclasses",
       "ferrolock/web/tab.rb" => "defines Ferrolock::Web (web.rb is the require entry point)"
     }.freeze
     # Zeitwerk's inflections for a gem: version.rb holds VERSION.

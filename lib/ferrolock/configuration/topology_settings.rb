@@ -13,7 +13,7 @@ module Ferrolock
     #   end
     #
     # The default client uses redis_cluster if set, else redis_sentinels, else redis_url.
-    module Topology
+    module TopologySettings
       # Setting => environment variable read while the setting is nil.
       ENV_VARIABLES = {
         redis_cluster: "FERROLOCK_REDIS_CLUSTER",
@@ -84,6 +84,6 @@ module Ferrolock
       end
     end
 
-    include Topology
+    include TopologySettings
   end
 end
