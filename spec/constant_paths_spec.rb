@@ -58,6 +58,41 @@ RSpec.describe "lib/ferrolock's layout" do
     expect(out[/checked (\d+) files/, 1].to_i).to be > 150
   end
 
+  # The names constants had before they moved (CHANGELOG: Unreleased, Changed): each still answers
+  # its constant, with one deprecation warning per name per process.
+  it "keeps every old name working as a deprecated alias" do
+    renamed = {
+      "Ferrolock::Sidekiq::DualLockMiddleware" => "Ferrolock::Sidekiq::DualLock::Middleware",
+      "Ferrolock::Sidekiq::DualLockSettings" => "Ferrolock::Sidekiq::DualLock::Settings",
+      "Ferrolock::FairTenant::ClientMiddleware" => "Ferrolock::Sidekiq::FairTenantMiddleware",
+      "Ferrolock::Shoryuken::Lock" => "Ferrolock::Shoryuken::LockMiddleware",
+      "Ferrolock::Subscription" => "Ferrolock::Events::Subscription",
+      "Ferrolock::Configuration::FAIR_TENANT_MODES" => "Ferrolock::FairTenant::Config::MODES"
+    }
+    %w[ClientMiddleware Digest Leases Lock Middleware OptionNames OnConflict Push Resumption Retry
+       ServerMiddleware Settings Unsupported].each do |part|
+      renamed["Ferrolock::Sidekiq::Unique#{part}"] = "Ferrolock::Sidekiq::Unique::#{part}"
+    end
+    %w[App Arguments NamespaceHint Options Output Password StatsCommand].each do |part|
+      renamed["Ferrolock::Admin::Cli#{part}"] = "Ferrolock::Admin::Cli::#{part}"
+    end
+    out = run_ruby!(<<~RUBY)
+      require "logger"
+      require "stringio"
+      require "ferrolock"
+      require "ferrolock/admin/cli"
+      log = StringIO.new
+      Ferrolock.configure { |c| c.logger = Logger.new(log) }
+      #{renamed.to_a.inspect}.each do |old, new|
+        2.times { puts "\#{old} \#{Object.const_get(old).equal?(Object.const_get(new))}" }
+      end
+      puts "warnings \#{log.string.scan(/is deprecated, use /).size}"
+    RUBY
+    expect(out.lines.grep(/ false$/)).to eq([])
+    expect(out.lines.grep(/ true$/).size).to eq(2 * renamed.size)
+    expect(out[/warnings (\d+)/, 1].to_i).to eq(renamed.size)
+  end
+
   it "has no file in lib/ over 250 lines" do
     long = Dir[File.join(FerrolockTest::LIB, "**", "*.rb")].filter_map do |file|
       lines = File.foreach(file).count
