@@ -117,10 +117,10 @@ RSpec.describe "Redis Cluster" do
     masters = digests.map { |digest| cluster.master_for(FerrolockTest::RedisCluster.slot(digest)) }
     expect(masters.uniq.size).to eq(3)
     digests.zip(masters).each do |digest, master|
-      lock = Ferrolock::Sidekiq::UniqueLock.new(digest)
+      lock = Ferrolock::Sidekiq::Unique::Lock.new(digest)
       expect(lock.take("jid-a", 60)).to be_nil
       expect(keys_on(master, digest)).to eq([lock.key])
-      expect(Ferrolock::Sidekiq::UniqueLock.new(digest).take("jid-b", 60)).to eq("jid-a") # the duplicate
+      expect(Ferrolock::Sidekiq::Unique::Lock.new(digest).take("jid-b", 60)).to eq("jid-a") # the duplicate
       expect(lock.release("jid-b")).to be(false)
       expect(lock.expire("jid-a", 30)).to be(true)
       expect(master.redis.call("PTTL", lock.key)).to be_between(1, 30_000)

@@ -35,6 +35,11 @@ module Ferrolock
   class Admin
     LOCK_PARTS = { "lock" => MutexInfo, "exec" => DualLockInfo, "wait" => DualLockInfo }.freeze
 
+    # The `ferrolock` command's parts' names (exe/ferrolock requires ferrolock/admin/cli) before each
+    # name gave its file (0.x): kept, warning once.
+    Deprecation.renamed_constants(self, %w[App Arguments NamespaceHint Options Output Password StatsCommand]
+                                          .to_h { |part| [:"Cli#{part}", "Ferrolock::Admin::Cli::#{part}"] })
+
     attr_reader :client
 
     def initialize(client: nil)

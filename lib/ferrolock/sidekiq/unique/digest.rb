@@ -5,99 +5,101 @@ require "json"
 
 module Ferrolock
   module Sidekiq
-    # What makes two jobs duplicates: the job class, the queue and the arguments (or what the
-    # class's lock_args_method picks from them); without the queue with unique_across_queues, without
-    # the class with unique_across_workers. ActiveJob jobs count as their wrapped class and its
-    # arguments, not as Sidekiq's JobWrapper.
-    module UniqueDigest
-      # The payload key carrying the digest the client middleware locked, so the server side
-      # releases that lock whatever changed the job since (a client middleware after ours moving
-      # it to another queue, a deploy changing lock_args between push and run).
-      PAYLOAD_KEY = "ferrolock_unique_digest"
-      # Stands for the class in the digests of unique_across_workers jobs (no Ruby class has it).
-      ANY_CLASS = "any-class"
+    module Unique
+      # What makes two jobs duplicates: the job class, the queue and the arguments (or what the
+      # class's lock_args_method picks from them); without the queue with unique_across_queues, without
+      # the class with unique_across_workers. ActiveJob jobs count as their wrapped class and its
+      # arguments, not as Sidekiq's JobWrapper.
+      module Digest
+        # The payload key carrying the digest the client middleware locked, so the server side
+        # releases that lock whatever changed the job since (a client middleware after ours moving
+        # it to another queue, a deploy changing lock_args between push and run).
+        PAYLOAD_KEY = "ferrolock_unique_digest"
+        # Stands for the class in the digests of unique_across_workers jobs (no Ruby class has it).
+        ANY_CLASS = "any-class"
 
-      module_function
+        module_function
 
-      # "unique:<Class>:<SHA-256 of [queue, lock args] as JSON>" (a lock name: no braces).
-      def for(settings, job)
-        _, args = class_and_args(job)
-        case args
-        when Array then nil
-        else raise ArgumentError, "#{settings.class_name}: job args must be an Array, got #{Validate.show(args)}"
+        # "unique:<Class>:<SHA-256 of [queue, lock args] as JSON>" (a lock name: no braces).
+        def for(settings, job)
+          _, args = class_and_args(job)
+          case args
+          when Array then nil
+          else raise ArgumentError, "#{settings.class_name}: job args must be an Array, got #{Validate.show(args)}"
+          end
+
+          owner = settings.across_workers? ? ANY_CLASS : settings.class_name
+          "unique:#{owner}:#{::Digest::SHA256.hexdigest(json(settings, job, settings.lock_args(args)))}"
         end
 
-        owner = settings.across_workers? ? ANY_CLASS : settings.class_name
-        "unique:#{owner}:#{Digest::SHA256.hexdigest(json(settings, job, settings.lock_args(args)))}"
-      end
+        # The digest the job carries (set at push), else the one computed from it now.
+        def carried(settings, job)
+          digest = job[PAYLOAD_KEY]
+          return digest if String === digest && digest.start_with?("unique:") && # rubocop:disable Style/CaseEquality
+                           digest.valid_encoding? && !digest.match?(/[{}]/)
 
-      # The digest the job carries (set at push), else the one computed from it now.
-      def carried(settings, job)
-        digest = job[PAYLOAD_KEY]
-        return digest if String === digest && digest.start_with?("unique:") && # rubocop:disable Style/CaseEquality
-                         digest.valid_encoding? && !digest.match?(/[{}]/)
-
-        self.for(settings, job)
-      end
-
-      # The queue the job was pushed to: before FairTenant rerouted it (kept in fair_tenant_origin),
-      # so a rerouted job and its duplicates share a digest whichever middleware runs first.
-      def queue(job)
-        (job["fair_tenant_origin"] || job["queue"]).to_s
-      end
-
-      # Sidekiq would fail to store such arguments too (NaN, Infinity, objects without JSON).
-      def json(settings, job, lock_args)
-        JSON.generate([settings.across_queues? ? nil : queue(job), lock_args])
-      rescue JSON::GeneratorError, NoMethodError => e
-        raise ArgumentError, "#{settings.class_name}: job args cannot be digested as JSON: #{e.message[0, 200]}"
-      end
-
-      # [job class (a Class when loaded here, else its name), arguments]. Sidekiq checks the payload
-      # before middlewares run; garbage from a direct caller fails with a TypeError naming the part.
-      # (Types are tested with `case`: a BasicObject has no is_a?.)
-      def class_and_args(job, job_class = nil)
-        case job
-        when Hash then nil
-        else raise TypeError, "job must be a Hash (a Sidekiq job payload), got #{Validate.show(job)}"
+          self.for(settings, job)
         end
 
-        job_class = job["class"] if nil.equal?(job_class)
-        return [constant(job_class), job["args"]] unless active_job?(job)
-
-        data = Array(job["args"]).first
-        arguments = case data
-                    when Hash then data.fetch("arguments", [])
-                    else []
-                    end
-        [constant(job["wrapped"]), arguments]
-      end
-
-      # An ActiveJob job through Sidekiq: its class is the wrapper, its argument ActiveJob's data.
-      def active_job?(job)
-        case job["class"]
-        # (A name in an ASCII-incompatible encoding, e.g. UTF-16, is no wrapper: end_with? would raise.)
-        when String
-          job["class"].encoding.ascii_compatible? && Compat.active_job_wrapper?(job["class"]) &&
-            !nil.equal?(job["wrapped"])
-        else false
+        # The queue the job was pushed to: before FairTenant rerouted it (kept in fair_tenant_origin),
+        # so a rerouted job and its duplicates share a digest whichever middleware runs first.
+        def queue(job)
+          (job["fair_tenant_origin"] || job["queue"]).to_s
         end
-      end
 
-      def constant(name)
-        case name
-        when Module then name
-        when String, Symbol then loaded(name.to_s)
-        else raise TypeError, "job class must be a Class, String or Symbol, got #{Validate.show(name)}"
+        # Sidekiq would fail to store such arguments too (NaN, Infinity, objects without JSON).
+        def json(settings, job, lock_args)
+          JSON.generate([settings.across_queues? ? nil : queue(job), lock_args])
+        rescue JSON::GeneratorError, NoMethodError => e
+          raise ArgumentError, "#{settings.class_name}: job args cannot be digested as JSON: #{e.message[0, 200]}"
         end
-      end
 
-      def loaded(name)
-        Object.const_get(name)
-      # Not loaded here: known by its name only. (EncodingError, ArgumentError: a name const_get cannot
-      # read, e.g. not UTF-8, is checked by UniqueSettings.)
-      rescue NameError, EncodingError, ArgumentError
-        name
+        # [job class (a Class when loaded here, else its name), arguments]. Sidekiq checks the payload
+        # before middlewares run; garbage from a direct caller fails with a TypeError naming the part.
+        # (Types are tested with `case`: a BasicObject has no is_a?.)
+        def class_and_args(job, job_class = nil)
+          case job
+          when Hash then nil
+          else raise TypeError, "job must be a Hash (a Sidekiq job payload), got #{Validate.show(job)}"
+          end
+
+          job_class = job["class"] if nil.equal?(job_class)
+          return [constant(job_class), job["args"]] unless active_job?(job)
+
+          data = Array(job["args"]).first
+          arguments = case data
+                      when Hash then data.fetch("arguments", [])
+                      else []
+                      end
+          [constant(job["wrapped"]), arguments]
+        end
+
+        # An ActiveJob job through Sidekiq: its class is the wrapper, its argument ActiveJob's data.
+        def active_job?(job)
+          case job["class"]
+          # (A name in an ASCII-incompatible encoding, e.g. UTF-16, is no wrapper: end_with? would raise.)
+          when String
+            job["class"].encoding.ascii_compatible? && Compat.active_job_wrapper?(job["class"]) &&
+              !nil.equal?(job["wrapped"])
+          else false
+          end
+        end
+
+        def constant(name)
+          case name
+          when Module then name
+          when String, Symbol then loaded(name.to_s)
+          else raise TypeError, "job class must be a Class, String or Symbol, got #{Validate.show(name)}"
+          end
+        end
+
+        def loaded(name)
+          Object.const_get(name)
+        # Not loaded here: known by its name only. (EncodingError, ArgumentError: a name const_get cannot
+        # read, e.g. not UTF-8, is checked by Unique::Settings.)
+        rescue NameError, EncodingError, ArgumentError
+          name
+        end
       end
     end
   end
