@@ -196,4 +196,27 @@ mod tests {
         let late = Cohort::start(32, now - Duration::from_millis(20)).unwrap();
         assert!(late.next(8, WINDOW).is_none(), "no pass after the window");
     }
+
+    #[test]
+    fn a_renewed_cohort_passes_again_from_its_block_but_keeps_the_slice() {
+        let slice_start = Instant::now() - Duration::from_millis(30);
+        let old = Cohort::start(32, slice_start).unwrap();
+        assert!(
+            old.next(8, WINDOW).is_none(),
+            "the old cohort's window is over"
+        );
+        let renewed = old.renewed(64).expect("64 has a block");
+        assert_eq!(renewed.fencing_token(), 64);
+        assert_eq!(renewed.next(8, WINDOW).map(|n| n.fencing_token()), Some(65));
+        assert!(
+            renewed.slice_age() >= Duration::from_millis(30),
+            "the slice goes on"
+        );
+        assert!(old.renewed(65).is_none(), "no block above 65");
+        assert_eq!(unfair_slice(Duration::from_secs(30)), UNFAIR_SLICE);
+        assert_eq!(
+            unfair_slice(Duration::from_millis(100)),
+            Duration::from_millis(25)
+        );
+    }
 }
