@@ -32,8 +32,9 @@ module Ferrolock
 
     # min_replicas_acked: replicas each grant must reach before lock returns (nil: the
     # configured default, see Configuration#min_replicas_acked). local_passes: see LOCAL_PASSES.
+    # fair: false: this process keeps the lock among its threads up to 50 ms (doc/BEHAVIOUR.md).
     def initialize(name, expire: nil, auto_release: true, lease: 30, client: nil, min_replicas_acked: nil, # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
-                   local_passes: LOCAL_PASSES)
+                   local_passes: LOCAL_PASSES, fair: true)
       @name = Validate.own_name!(:name, name)
       expire = Validate.seconds!(:expire, expire) unless nil.equal?(expire) # (BasicObject-safe: no nil?)
       lease = Validate.seconds!(:lease, lease)
@@ -47,7 +48,8 @@ module Ferrolock
       local_passes = Cohort.local_passes!(local_passes)
 
       @native = Backend.build(:DistMutex, @client, @name, expire, auto_release, lease,
-                              Ferrolock.min_replicas_acked!(min_replicas_acked), local_passes)
+                              Ferrolock.min_replicas_acked!(min_replicas_acked), local_passes,
+                              Validate.boolean!(:fair, fair))
       # Holds are recorded process-wide (Owners) under the lock's identity, so other DistMutex
       # objects of the same lock see them; a hold whose owner ends is released by this process's
       # next call on the lock, or at the reaper's next tick.
