@@ -43,6 +43,8 @@ module Ferrolock
     require path if File.exist?(path)
   end
 
+  # Which job a Sidekiq payload, an ActiveJob instance or an SQS body really is.
+  autoload :Job, File.join(__dir__, "ferrolock", "job")
   # limits_concurrency for ActiveJob on any adapter (Ferrolock::ActiveJob::Concurrency).
   autoload :ActiveJob, File.join(__dir__, "ferrolock", "active_job")
   # The operators' read model and force release (Sidekiq Web tab, `ferrolock` command).

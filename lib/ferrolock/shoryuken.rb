@@ -8,7 +8,6 @@ require_relative "shoryuken/settings"
 require_relative "shoryuken/perform_watch"
 require_relative "shoryuken/placement"
 require_relative "shoryuken/idempotency_key"
-require_relative "shoryuken/active_job_message"
 require_relative "shoryuken/resumption"
 # The middleware's class is named Ferrolock::Shoryuken::LockMiddleware (the name given first is the
 # class's name); lock.rb reopens it as Shoryuken::Lock, its old name, which is then removed and

@@ -53,51 +53,16 @@ module Ferrolock
         raise ArgumentError, "#{settings.class_name}: job args cannot be digested as JSON: #{e.message[0, 200]}"
       end
 
-      # [job class (a Class when loaded here, else its name), arguments]. Sidekiq checks the payload
-      # before middlewares run; garbage from a direct caller fails with a TypeError naming the part.
-      # (Types are tested with `case`: a BasicObject has no is_a?.)
+      # [job class (a Class when loaded here, else its name), arguments] (Ferrolock::Job.from_sidekiq,
+      # whose TypeErrors name the bad part of a garbage payload).
       def class_and_args(job, job_class = nil)
-        case job
-        when Hash then nil
-        else raise TypeError, "job must be a Hash (a Sidekiq job payload), got #{Validate.show(job)}"
-        end
-
-        job_class = job["class"] if nil.equal?(job_class)
-        return [constant(job_class), job["args"]] unless active_job?(job)
-
-        data = Array(job["args"]).first
-        arguments = case data
-                    when Hash then data.fetch("arguments", [])
-                    else []
-                    end
-        [constant(job["wrapped"]), arguments]
+        model = Job.from_sidekiq(job, job_class)
+        [model.job_class, model.arguments]
       end
 
       # An ActiveJob job through Sidekiq: its class is the wrapper, its argument ActiveJob's data.
       def active_job?(job)
-        case job["class"]
-        # (A name in an ASCII-incompatible encoding, e.g. UTF-16, is no wrapper: end_with? would raise.)
-        when String
-          job["class"].encoding.ascii_compatible? && Compat.active_job_wrapper?(job["class"]) &&
-            !nil.equal?(job["wrapped"])
-        else false
-        end
-      end
-
-      def constant(name)
-        case name
-        when Module then name
-        when String, Symbol then loaded(name.to_s)
-        else raise TypeError, "job class must be a Class, String or Symbol, got #{Validate.show(name)}"
-        end
-      end
-
-      def loaded(name)
-        Object.const_get(name)
-      # Not loaded here: known by its name only. (EncodingError, ArgumentError: a name const_get cannot
-      # read, e.g. not UTF-8, is checked by UniqueSettings.)
-      rescue NameError, EncodingError, ArgumentError
-        name
+        Job.from_sidekiq(job).active_job?
       end
     end
   end
