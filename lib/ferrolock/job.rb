@@ -98,7 +98,11 @@ module Ferrolock
 
     def initialize(job_class, arguments, active_job:, job_id: nil, jid: nil, queue: nil) # rubocop:disable Metrics/ParameterLists
       @raw_class = job_class
-      @class_name = Module === job_class ? job_class.name.to_s : job_class.to_s # rubocop:disable Style/CaseEquality
+      @class_name = case job_class
+                    when Module then job_class.name.to_s
+                    when String, Symbol then job_class.to_s
+                    else Validate.show(job_class) # (job_class raises a TypeError for it)
+                    end
       @arguments = arguments
       @active_job = active_job
       @job_id = job_id

@@ -36,11 +36,9 @@ module Ferrolock
         settings = UniqueSettings.for(klass, job)
         return yield unless settings&.push_lock?
 
-        digest = UniqueDigest.for(settings, job)
+        lock, holder = take(settings, job, *UniqueDigest.with_legacy(settings, job))
         # Carried to the server middleware, which then releases this very lock (UniqueDigest.carried).
-        job[UniqueDigest::PAYLOAD_KEY] = digest
-        lock = UniqueLock.new(digest, client: @client)
-        holder = lock.take(job["jid"], UniquePush.ttl(settings, job), keep: settings.lock == :until_expired)
+        job[UniqueDigest::PAYLOAD_KEY] = lock.digest
         return UniquePush.pushed(lock, job, &block) unless holder
         return UniqueResumption.pushed(settings, lock, job, holder, &block) if UniqueResumption.resumes?(job, holder)
 
@@ -48,6 +46,24 @@ module Ferrolock
         # Not pushed: an ActiveJob perform_later of this job ends as an aborted enqueue (ActiveJobHooks).
         ActiveJobHooks.skipped!(job) unless pushed
         pushed
+      end
+
+      private
+
+      # [the lock, the jid holding it or nil when this job holds it now]. A lock held under the
+      # legacy digest (pushed by a process still on the older digest rule, see UniqueDigest.with_legacy)
+      # by another job meets on_conflict as the digest's own would; one this job holds is freed (it takes
+      # the new one).
+      def take(settings, job, digest, legacy)
+        if legacy
+          old = UniqueLock.new(legacy, client: @client)
+          holder = old.holder
+          return [old, holder] if holder && holder != job["jid"]
+
+          old.release(job["jid"]) if holder
+        end
+        lock = UniqueLock.new(digest, client: @client)
+        [lock, lock.take(job["jid"], UniquePush.ttl(settings, job), keep: settings.lock == :until_expired)]
       end
     end
   end

@@ -19,16 +19,39 @@ module Ferrolock
 
       module_function
 
-      # "unique:<Class>:<SHA-256 of [queue, lock args] as JSON>" (a lock name: no braces).
+      # "unique:<Class>:<SHA-256 of [queue, lock args] as JSON>" (a lock name: no braces), the lock
+      # args in ArgumentDigest's canonical form (hash keys sorted), as DualLock keys them.
       def for(settings, job)
+        with_legacy(settings, job).first
+      end
+
+      # [digest, legacy digest or nil]. The legacy one is what this digest was before ArgumentDigest
+      # (the lock args as given), when that differs (a hash out of key order): a push from a process
+      # not yet upgraded locked that name, so during a rolling deploy a lock held there is honoured.
+      def with_legacy(settings, job)
+        args = lock_args(settings, job)
+        current = digest_name(settings, json(settings, job, args, canonical: true))
+        [current, ordered?(args) ? nil : digest_name(settings, json(settings, job, args, canonical: false))]
+      end
+
+      def lock_args(settings, job)
         _, args = class_and_args(job)
         case args
         when Array then nil
         else raise ArgumentError, "#{settings.class_name}: job args must be an Array, got #{Validate.show(args)}"
         end
+        settings.lock_args(args)
+      end
 
-        owner = settings.across_workers? ? ANY_CLASS : settings.class_name
-        "unique:#{owner}:#{Digest::SHA256.hexdigest(json(settings, job, settings.lock_args(args)))}"
+      def digest_name(settings, json)
+        "unique:#{settings.across_workers? ? ANY_CLASS : settings.class_name}:#{Digest::SHA256.hexdigest(json)}"
+      end
+
+      # (json has raised ArgumentError for what cannot be digested by now.)
+      def ordered?(lock_args)
+        ArgumentDigest.ordered?(lock_args)
+      rescue NoMethodError
+        true
       end
 
       # The digest the job carries (set at push), else the one computed from it now.
@@ -47,7 +70,8 @@ module Ferrolock
       end
 
       # Sidekiq would fail to store such arguments too (NaN, Infinity, objects without JSON).
-      def json(settings, job, lock_args)
+      def json(settings, job, lock_args, canonical:)
+        lock_args = ArgumentDigest.canonical(lock_args) if canonical
         JSON.generate([settings.across_queues? ? nil : queue(job), lock_args])
       rescue JSON::GeneratorError, NoMethodError => e
         raise ArgumentError, "#{settings.class_name}: job args cannot be digested as JSON: #{e.message[0, 200]}"
