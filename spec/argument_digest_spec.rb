@@ -23,6 +23,12 @@ class DigestSpecUniqueJob
   def perform(*); end
 end
 
+class DigestSpecWhileJob
+  include Sidekiq::Worker
+  sidekiq_options lock: :while_executing, on_conflict: :log
+  def perform(*); end
+end
+
 RSpec.describe Ferrolock::ArgumentDigest, time_limit: 30 do
   let(:redis) { FerrolockTest.redis_server.redis }
   let(:sorted) { [1, { "a" => 1, "b" => { "c" => 3, "d" => [{ "e" => 5, "f" => 6 }] } }] }
@@ -112,6 +118,23 @@ RSpec.describe Ferrolock::ArgumentDigest, time_limit: 30 do
       Ferrolock::Sidekiq::UniqueLock.new(old_unique_digest(unsorted)).take("jid-same", 30)
       expect(push(unsorted, "jid-same")).to eq(:pushed)
       expect(Ferrolock::Sidekiq::UniqueLock.new(old_unique_digest(unsorted)).holder).to be_nil
+    end
+
+    it "Sidekiq while_executing: a duplicate running under the older rule's run lock is a conflict" do
+      settings = Ferrolock::Sidekiq::UniqueSettings.for(DigestSpecWhileJob, {})
+      job = payload(DigestSpecWhileJob, unsorted)
+      digest, legacy = Ferrolock::Sidekiq::UniqueDigest.with_legacy(settings, job)
+      run_lock = ->(name) { Ferrolock::DistMutex.new(Ferrolock::InternalName.new("#{name}:run")) }
+      running = run_lock.call(legacy) # as a worker still on the older rule runs its duplicate
+      running.lock
+      ran = []
+      middleware = Ferrolock::Sidekiq::UniqueServerMiddleware.new
+      Thread.new { middleware.call(DigestSpecWhileJob.new, job, "default") { ran << 1 } }.join
+      expect(ran).to eq([])
+      expect(run_lock.call(digest).locked?).to be(false) # its own run lock given back
+      running.unlock
+      middleware.call(DigestSpecWhileJob.new, job, "default") { ran << 2 }
+      expect(ran).to eq([2])
     end
 
     it "ActiveJob uniqueness: an enqueue meets a lock under the older key; the job's unlock frees both" do
