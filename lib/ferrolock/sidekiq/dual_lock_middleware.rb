@@ -32,7 +32,7 @@ module Ferrolock
       # Reschedule.backoff). A one-argument ->(count) { seconds } still works.
       def initialize(options = {})
         Compat.check!
-        Validate.options!(options, OPTIONS)
+        Validate.options!(options, OPTIONS, self.class.name)
         @client = nil.equal?(options[:client]) ? nil : Validate.client!(options[:client])
         @backoff = Validate.callable!(:backoff, options[:backoff], "->(dual_lock, job, ex) { seconds }")
       end
