@@ -43,10 +43,11 @@ module DistMutexBench
   end
 
   # Every implementation in each configuration, in one run on the same Redis: ferrolock as
-  # configured (cohort hand-off, 8 local passes) and with every hand-off through Redis.
+  # configured (cohort hand-off, 8 local passes), with every hand-off through Redis, and unfair.
   def contended
     results = Bench::Contention::CONFIGS.flat_map do |config|
       [["ferrolock", config, ours_section], ["ferrolock, local_passes: 0", config, ours_section(local_passes: 0)],
+       ["ferrolock, fair: false", config, ours_section(fair: false)],
        ["redis-rb, 100 ms retry", config, polling_section]]
     end
     measured = results.map do |impl, (workers, processes), (setup, section)|
@@ -57,8 +58,8 @@ module DistMutexBench
     Bench::Contention.table("section", measured)
   end
 
-  def ours_section(local_passes: Ferrolock::DistMutex::LOCAL_PASSES)
-    setup = -> { Ferrolock::DistMutex.new("bench:contended", local_passes: local_passes) }
+  def ours_section(local_passes: Ferrolock::DistMutex::LOCAL_PASSES, fair: true)
+    setup = -> { Ferrolock::DistMutex.new("bench:contended", local_passes: local_passes, fair: fair) }
     [setup, lambda do |m|
       m.lock
       entered = now

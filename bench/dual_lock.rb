@@ -35,7 +35,7 @@ module DualLockBench
   APP = <<~RUBY
     require "sidekiq"
     require "ferrolock"
-    require "ferrolock/sidekiq/dual_lock_middleware"
+    require "ferrolock/sidekiq/dual_lock/middleware"
     Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
     Ferrolock.config.logger = Logger.new(nil)
 
@@ -50,7 +50,7 @@ module DualLockBench
     Sidekiq.configure_server do |config|
       config.server_middleware do |chain|
         chain.add BenchDoneCounter
-        chain.add Ferrolock::Sidekiq::DualLockMiddleware if ENV["WITH_DUAL_LOCK"] == "1"
+        chain.add Ferrolock::Sidekiq::DualLock::Middleware if ENV["WITH_DUAL_LOCK"] == "1"
       end
     end
 

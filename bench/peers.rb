@@ -3,7 +3,10 @@
 require "json"
 require "open3"
 require "redis"
+require "uri"
 require_relative "support/contention"
+require_relative "support/pinning"
+require_relative "support/server_stats"
 require_relative "peers/toolchains"
 
 # ferrolock beside other languages' Redis locks, in one run on one throwaway Redis (bin/bench peers;
@@ -19,6 +22,13 @@ require_relative "peers/toolchains"
 # every section does the same work; beside the peers, the same section with no lock at all (the
 # ceiling, same workers and processes) and the ratios ours / fastest peer and ours / (ceiling ×
 # slots / workers). The io section runs the contended configurations only.
+#
+# Pinned like a deployment (bench/support/pinning.rb): the redis-servers on one CPU, every client
+# process on the others. Per implementation: the rate; how long a worker waited for the lock (p50,
+# p99, most); the share of hand-offs that went to another worker and to another process; the
+# busiest worker's share; the commands clients sent and all those Redis ran (inside scripts too),
+# and Redis' CPU, per section (bench/support/server_stats.rb). The 2-round-trip ceiling of a
+# lock+unlock cycle (redis-benchmark SET over one connection, halved) is measured in the same run.
 module PeersBench
   LEASE_MS = 10_000 # the same lease for everyone (redis-semaphore's and pottery's default)
   LIMIT = 3
@@ -80,6 +90,7 @@ module PeersBench
     return if @io_url
 
     @io_url = Demo::ThrowawayRedis.new.start.url
+    Bench::Pinning.server(@io_url)
   end
 
   def configs(section)
@@ -122,9 +133,43 @@ module PeersBench
 
   def measure_ours(kind, section, workers, processes)
     setup, body = ours(kind, section, "#{section}:#{workers}")
-    seconds = workers == 1 ? ALONE_SECONDS : SECONDS
-    Bench::Contention.measure(workers: workers, processes: processes, seconds: seconds, setup: setup,
-                              section: body, slots: slots(kind)).merge(errors: 0)
+    stop_at = now + (workers == 1 ? ALONE_SECONDS : SECONDS)
+    measured(slots(kind)) do
+      Bench::Contention.in_processes(processes, workers / processes, stop_at, setup, body)
+    end.merge(errors: 0)
+  end
+
+  # The lock Redis' counters around the block, which returns the spans; their summary, with the
+  # commands clients sent per section (:sent) beside all it ran (:commands).
+  def measured(slots)
+    spans = nil
+    delta = server_stats.around { spans = yield }
+    raise "no section completed" if spans.empty?
+
+    Bench::Contention.summarize(spans, [delta.total, delta.cpu_seconds], slots)
+                     .merge(sent: delta.sent.fdiv(spans.size))
+  end
+
+  def server_stats
+    @server_stats ||= Bench::ServerStats.new(Bench.redis_url)
+  end
+
+  # Two round trips per uncontended lock+unlock: redis-benchmark's SET rate over one connection
+  # (from a client CPU, as every client), halved; or why it could not run.
+  def round_trip_ceiling
+    uri = URI(Bench.redis_url)
+    out, status = Open3.capture2e("redis-benchmark", "-h", uri.host, "-p", uri.port.to_s, "-c", "1",
+                                  "-n", (SECONDS * 15_000).round.to_s, "-t", "set", "--csv")
+    rps = out.lines.find { |l| l.start_with?('"SET"') }&.split(",")&.dig(1)&.delete('"')
+    return "redis-benchmark failed: #{out.lines.last&.strip}" unless status.success? && rps
+
+    Float(rps) / 2
+  rescue Errno::ENOENT
+    "redis-benchmark not found"
+  end
+
+  def ceilings
+    @ceilings ||= []
   end
 
   # The io section with no lock around it: every worker runs it back to back.
@@ -132,30 +177,30 @@ module PeersBench
     setup, body = section_body(:io, "section:ceiling:#{workers}")
     result = Bench::Contention.measure(workers: workers, processes: processes, seconds: SECONDS, setup: setup,
                                        section: body, slots: workers)
-    result.merge(errors: 0, p50_ms: nil, p99_ms: nil, moved: nil) # no hand-offs without a lock
+    # No hand-offs or waits without a lock.
+    result.merge(errors: 0, p50_ms: nil, p99_ms: nil, moved: nil, moved_process: nil, wait_p50_ms: nil,
+                 wait_p99_ms: nil, wait_max_ms: nil)
   end
 
   # Starts `processes` drivers with workers / processes workers each on a fresh name.
   def measure_peer(peer, section, workers, processes)
     driver = drivers.fetch(peer.lang)
-    stats = Redis.new(url: Bench.redis_url)
     key = "peers:#{peer.impl}:#{section}:#{workers}"
     # The drivers' io section: INCR then DECR of this key on this Redis (none: an empty section).
     env = section == :io ? { "FERROLOCK_PEERS_IO_URL" => io_url, "FERROLOCK_PEERS_IO_KEY" => "section:#{key}" } : {}
-    before = Bench::Contention.redis_counters(stats)
     start_at = now + START_MARGIN
     stop_at = start_at + (workers == 1 ? ALONE_SECONDS : SECONDS)
-    outputs = Array.new(processes) do |p|
-      args = [peer.impl, Bench.redis_url, key, workers / processes, p, start_at, stop_at, LEASE_MS, LIMIT]
-      args.pop unless peer.kind == :semaphore
-      spawn_driver(driver, args.map(&:to_s), env)
-    end.map(&:value)
-    after = Bench::Contention.redis_counters(stats)
-    spans = outputs.flat_map { |o| o.fetch("spans") }
-    raise "#{peer.label}: no section completed in #{workers}/#{processes}" if spans.empty?
-
-    Bench::Contention.summarize(spans, after.zip(before).map { |a, b| a - b }, slots(peer.kind))
-                     .merge(errors: outputs.sum { |o| o.fetch("errors") })
+    outputs = nil
+    measured(slots(peer.kind)) do
+      outputs = Array.new(processes) do |p|
+        args = [peer.impl, Bench.redis_url, key, workers / processes, p, start_at, stop_at, LEASE_MS, LIMIT]
+        args.pop unless peer.kind == :semaphore
+        spawn_driver(driver, args.map(&:to_s), env)
+      end.map(&:value)
+      outputs.flat_map { |o| o.fetch("spans") }
+    end.merge(errors: outputs.sum { |o| o.fetch("errors") })
+  rescue RuntimeError => e
+    raise "#{peer.label}, #{workers}/#{processes}: #{e.message}"
   end
 
   # A thread that returns the driver's parsed JSON line (or raises with its stderr).
@@ -203,10 +248,16 @@ require_relative "peers/report"
 
 Bench.define("peers") do
   notes = PeersBench.drivers.filter_map { |lang, d| "- #{lang} peers skipped: #{d}" if d.is_a?(String) }
+  # After the drivers are built (on every CPU): this process and all it starts on the client CPUs.
+  pinning = Bench::Pinning.start
+  Bench::Pinning.server(Bench.redis_url)
+  PeersBench.ceilings << PeersBench.round_trip_ceiling
   tables = PeersBench::SECTIONS.flat_map do |section|
     PeersBench::KINDS.map { |kind| PeersBench::Report.tables(kind, section, PeersBench.results(kind, section)) }
   end
+  PeersBench.ceilings << PeersBench.round_trip_ceiling
   runs = "- Each row: the best of #{PeersBench::ROUNDS} round(s) (by sections/s); contended runs last " \
          "#{PeersBench::SECONDS} s, the lone worker's #{PeersBench::ALONE_SECONDS} s."
-  [*tables, "#{PeersBench::Report::NOTES}\n#{runs}", *notes].join("\n\n")
+  [[PeersBench::Report.header(pinning, PeersBench.ceilings), *notes].join("\n"), *tables,
+   "#{PeersBench::Report::NOTES}\n#{runs}"].join("\n\n")
 end

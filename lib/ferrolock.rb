@@ -1,7 +1,79 @@
 # frozen_string_literal: true
 
 require_relative "ferrolock/version"
-require_relative "ferrolock/errors"
+
+# ferrolock's limits, events and errors, defined before any file that checks, sends or raises them.
+module Ferrolock
+  # Every event ferrolock instruments (the README's table); subscribe rejects other names, so a
+  # typo fails at boot instead of never firing.
+  EVENTS = %i[
+    acquired lock_lost data_lost owner_gone release_failed skipped wait_timeout over_limit
+    rescheduled reschedules_exhausted rerouted blocked promoted discarded released
+    failed_before_perform limit_changed
+    locked skipped_in_progress skipped_processed released_after_error redis_error
+  ].freeze
+
+  # The largest value of ANY seconds argument (TTLs, leases, waits, timeouts): 10 years. Far
+  # beyond any real lease or wait, and far inside what Redis PX and Rust's Duration/Instant
+  # arithmetic accept, so no value can overflow on the way.
+  MAX_SECONDS = 315_360_000
+  # The shortest TTL, lease or connect/read timeout: Redis counts expiries in milliseconds.
+  # (Waits may be 0: one attempt.)
+  MIN_TTL_SECONDS = 0.001
+  # The longest name (lock name, DualLock key, namespace, queue, message id), in bytes.
+  MAX_NAME_BYTES = 1024
+  # The largest count (ConcurrentLimiter count, fair_tenant threshold, max_reschedules): exact
+  # in Redis' Lua numbers (doubles) and in a 32-bit counter.
+  MAX_COUNT = 1_000_000_000
+  # Name prefixes of ferrolock's own key spaces. A DistMutex, DualLock or ConcurrentLimiter
+  # named `unique:<Class>:<digest>` would share the key of a Sidekiq uniqueness lock (and
+  # `…:run` its run-time lock), so an application's names may not start with them.
+  RESERVED_PREFIXES = { "unique:" => "the Sidekiq uniqueness locks" }.freeze
+
+  # Base class of every error ferrolock raises (bad arguments raise Ruby's
+  # ArgumentError/TypeError instead).
+  class Error < StandardError; end
+
+  # Redis unreachable, refused the connection or did not answer in time.
+  class ConnectionError < Error; end
+
+  # min_replicas_acked: fewer replicas than asked acknowledged a grant in time (see WAIT); the
+  # grant was given back. A ConnectionError, so middlewares treat it like Redis being down.
+  class ReplicationError < ConnectionError; end
+
+  # A wait passed its deadline.
+  class TimeoutError < Error; end
+
+  # A held lease was lost (expired or taken over by another owner).
+  class LockLost < Error; end
+
+  # A limiter (ConcurrentLimiter or RateLimiter) refused within its wait timeout. #limiter is the
+  # limiter that refused, so a backoff ->(limiter, job, ex) can depend on it; #retry_after is the
+  # seconds until a rate limiter's next slot opens (nil when unknown, as for a ConcurrentLimiter,
+  # whose slots free when their holders finish).
+  class OverLimit < Error
+    attr_reader :limiter, :retry_after
+
+    def initialize(message = nil, limiter: nil, retry_after: nil)
+      super(message)
+      @limiter = limiter
+      @retry_after = retry_after
+    end
+  end
+
+  # A job's uniqueness lock is held by a duplicate (Sidekiq `on_conflict: :raise`): names the digest
+  # and the job class.
+  class UniqueConflict < Error
+    attr_reader :digest, :job_class
+
+    def initialize(message = nil, digest: nil, job_class: nil)
+      super(message)
+      @digest = digest
+      @job_class = job_class
+    end
+  end
+end
+
 require_relative "ferrolock/configuration"
 require_relative "ferrolock/events"
 require_relative "ferrolock/notifications"
@@ -11,7 +83,7 @@ require_relative "ferrolock/client"
 require_relative "ferrolock/backend"
 require_relative "ferrolock/validate"
 require_relative "ferrolock/deprecation"
-require_relative "ferrolock/reserved_names"
+require_relative "ferrolock/internal_name"
 require_relative "ferrolock/foreign_error"
 require_relative "ferrolock/recently_made"
 require_relative "ferrolock/clock"

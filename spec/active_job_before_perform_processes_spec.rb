@@ -72,7 +72,7 @@ RSpec.describe "ActiveJob: a job that fails before it performs, in Sidekiq proce
   end
 
   it "Sidekiq uniqueness (until_executed): the lock of a job whose record was deleted is released as it fails" do
-    middleware = Ferrolock::Sidekiq::UniqueClientMiddleware
+    middleware = Ferrolock::Sidekiq::Unique::ClientMiddleware
     FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.add middleware }
     record = LcRecord.create("u0")
     record.destroy

@@ -199,7 +199,7 @@ RSpec.describe Ferrolock::Admin do
     client = Ferrolock::Client.new(cluster: cluster.urls)
     cluster_admin = described_class.new(client: client)
     digests = Array.new(30) { |i| "unique:ClusterJob:#{Digest::SHA256.hexdigest("cluster #{i}")}" }
-    digests.each_with_index { |d, i| Ferrolock::Sidekiq::UniqueLock.new(d, client: client).take("jid-#{i}", 600) }
+    digests.each_with_index { |d, i| Ferrolock::Sidekiq::Unique::Lock.new(d, client: client).take("jid-#{i}", 600) }
     expect(digests.map { |d| cluster.master_for(FerrolockTest::RedisCluster.slot(d)) }.uniq.size).to eq(3)
     seen = []
     cursor = "0"
@@ -245,7 +245,7 @@ RSpec.describe Ferrolock::Admin do
     end
 
     def unique_lock(digest)
-      Ferrolock::Sidekiq::UniqueLock.new(digest)
+      Ferrolock::Sidekiq::Unique::Lock.new(digest)
     end
 
     it "lists each digest once with its push-time jid and TTL, run-time stages and lock type" do

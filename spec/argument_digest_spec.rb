@@ -38,7 +38,7 @@ RSpec.describe Ferrolock::ArgumentDigest, time_limit: 30 do
     { "class" => klass.name, "args" => args, "jid" => jid, "queue" => "default" }
   end
 
-  def unique_settings = Ferrolock::Sidekiq::UniqueSettings.for(DigestSpecUniqueJob, {})
+  def unique_settings = Ferrolock::Sidekiq::Unique::Settings.for(DigestSpecUniqueJob, {})
 
   # The uniqueness digest by the rule before ArgumentDigest: the arguments' JSON as given.
   def old_unique_digest(args)
@@ -59,11 +59,11 @@ RSpec.describe Ferrolock::ArgumentDigest, time_limit: 30 do
   end
 
   it "gives {a: 1, b: 2} and {b: 2, a: 1} one key in DualLock and in Sidekiq and ActiveJob uniqueness" do
-    dual = Ferrolock::Sidekiq::DualLockSettings.for(DigestSpecDualJob)
+    dual = Ferrolock::Sidekiq::DualLock::Settings.for(DigestSpecDualJob)
     expect(dual.key_for([{ "a" => 1, "b" => 2 }])).to eq(dual.key_for([{ "b" => 2, "a" => 1 }]))
     expect(dual.key_for([{ a: 1, b: 2 }])).to eq(dual.key_for([{ b: 2, a: 1 }]))
 
-    unique = ->(args) { Ferrolock::Sidekiq::UniqueDigest.for(unique_settings, payload(DigestSpecUniqueJob, args)) }
+    unique = ->(args) { Ferrolock::Sidekiq::Unique::Digest.for(unique_settings, payload(DigestSpecUniqueJob, args)) }
     expect(unique.call([{ "a" => 1, "b" => 2 }])).to eq(unique.call([{ "b" => 2, "a" => 1 }]))
 
     key = ->(args) { ActiveJob::Uniqueness::LockKey.new(job_class_name: "DigestSpecJob", arguments: args).lock_key }
@@ -73,9 +73,9 @@ RSpec.describe Ferrolock::ArgumentDigest, time_limit: 30 do
 
   it "keeps every key of arguments already in order byte for byte (no legacy key then)" do
     settings = unique_settings
-    digest, legacy = Ferrolock::Sidekiq::UniqueDigest.with_legacy(settings, payload(DigestSpecUniqueJob, sorted))
+    digest, legacy = Ferrolock::Sidekiq::Unique::Digest.with_legacy(settings, payload(DigestSpecUniqueJob, sorted))
     expect([digest, legacy]).to eq([old_unique_digest(sorted), nil])
-    _, legacy = Ferrolock::Sidekiq::UniqueDigest.with_legacy(settings, payload(DigestSpecUniqueJob, unsorted))
+    _, legacy = Ferrolock::Sidekiq::Unique::Digest.with_legacy(settings, payload(DigestSpecUniqueJob, unsorted))
     expect(legacy).to eq(old_unique_digest(unsorted))
 
     in_order = ActiveJob::Uniqueness::LockKey.new(job_class_name: "DigestSpecJob", arguments: [1, ["a"]])
@@ -99,36 +99,36 @@ RSpec.describe Ferrolock::ArgumentDigest, time_limit: 30 do
     end
 
     def push(args, jid = "jid-new")
-      Ferrolock::Sidekiq::UniqueClientMiddleware.new.call(DigestSpecUniqueJob, payload(DigestSpecUniqueJob, args, jid),
-                                                          "default") { :pushed }
+      job = payload(DigestSpecUniqueJob, args, jid)
+      Ferrolock::Sidekiq::Unique::ClientMiddleware.new.call(DigestSpecUniqueJob, job, "default") { :pushed }
     end
 
     it "Sidekiq uniqueness: a push meets a duplicate locked by the older rule, and pushes once it is freed" do
-      old_lock = Ferrolock::Sidekiq::UniqueLock.new(old_unique_digest(unsorted))
+      old_lock = Ferrolock::Sidekiq::Unique::Lock.new(old_unique_digest(unsorted))
       expect(old_lock.take("jid-old", 30)).to be_nil # as a process on the older rule pushes
       expect(push(unsorted)).not_to eq(:pushed)
       expect(log.string).to include("jid-old")
       expect(old_lock.release("jid-old")).to be(true)
       expect(push(unsorted)).to eq(:pushed)
-      digest = Ferrolock::Sidekiq::UniqueDigest.for(unique_settings, payload(DigestSpecUniqueJob, sorted))
-      expect(Ferrolock::Sidekiq::UniqueLock.new(digest).holder).to eq("jid-new")
+      digest = Ferrolock::Sidekiq::Unique::Digest.for(unique_settings, payload(DigestSpecUniqueJob, sorted))
+      expect(Ferrolock::Sidekiq::Unique::Lock.new(digest).holder).to eq("jid-new")
     end
 
     it "Sidekiq uniqueness: the job that holds the older key itself (pushed again) moves to the new one" do
-      Ferrolock::Sidekiq::UniqueLock.new(old_unique_digest(unsorted)).take("jid-same", 30)
+      Ferrolock::Sidekiq::Unique::Lock.new(old_unique_digest(unsorted)).take("jid-same", 30)
       expect(push(unsorted, "jid-same")).to eq(:pushed)
-      expect(Ferrolock::Sidekiq::UniqueLock.new(old_unique_digest(unsorted)).holder).to be_nil
+      expect(Ferrolock::Sidekiq::Unique::Lock.new(old_unique_digest(unsorted)).holder).to be_nil
     end
 
     it "Sidekiq while_executing: a duplicate running under the older rule's run lock is a conflict" do
-      settings = Ferrolock::Sidekiq::UniqueSettings.for(DigestSpecWhileJob, {})
+      settings = Ferrolock::Sidekiq::Unique::Settings.for(DigestSpecWhileJob, {})
       job = payload(DigestSpecWhileJob, unsorted)
-      digest, legacy = Ferrolock::Sidekiq::UniqueDigest.with_legacy(settings, job)
+      digest, legacy = Ferrolock::Sidekiq::Unique::Digest.with_legacy(settings, job)
       run_lock = ->(name) { Ferrolock::DistMutex.new(Ferrolock::InternalName.new("#{name}:run")) }
       running = run_lock.call(legacy) # as a worker still on the older rule runs its duplicate
       running.lock
       ran = []
-      middleware = Ferrolock::Sidekiq::UniqueServerMiddleware.new
+      middleware = Ferrolock::Sidekiq::Unique::ServerMiddleware.new
       Thread.new { middleware.call(DigestSpecWhileJob.new, job, "default") { ran << 1 } }.join
       expect(ran).to eq([])
       expect(run_lock.call(digest).locked?).to be(false) # its own run lock given back

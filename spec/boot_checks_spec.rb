@@ -1,6 +1,6 @@
 # frozen_string_literal: true
 
-# DualLockMiddleware.validate! and FairTenant.verify! at boot: every bad class is reported at once,
+# DualLock::Middleware.validate! and FairTenant.verify! at boot: every bad class is reported at once,
 # and a check that found no class says so. Each example runs in a fresh process, so the classes
 # loaded by other specs do not count.
 RSpec.describe "Boot checks" do
@@ -17,7 +17,7 @@ RSpec.describe "Boot checks" do
     RUBY
   end
 
-  it "DualLockMiddleware.validate! names every bad class, not only the first" do
+  it "DualLock::Middleware.validate! names every bad class, not only the first" do
     out = boot(<<~RUBY)
       class GoodJob; include Sidekiq::Worker; sidekiq_options dual_lock: true; end
       # Sidekiq 7's name for a job class (an alias of Sidekiq::Worker on 6.4): found all the same.
@@ -25,11 +25,11 @@ RSpec.describe "Boot checks" do
       class TypoJob; include Sidekiq::Worker; sidekiq_options dual_lock: { ttl: 5 }; end
       class ProcKeyJob; include Sidekiq::Worker; sidekiq_options dual_lock: { key: ->(id) { id } }; end
       begin
-        Ferrolock::Sidekiq::DualLockMiddleware.validate!
+        Ferrolock::Sidekiq::DualLock::Middleware.validate!
       rescue ArgumentError => e
         puts e.message
       end
-      puts Ferrolock::Sidekiq::DualLockMiddleware.validate!(GoodJob)
+      puts Ferrolock::Sidekiq::DualLock::Middleware.validate!(GoodJob)
     RUBY
     expect(out).to include("3 job classes have bad options")
     expect(out).to include("ZeroTtlJob: dual_lock exec_ttl", "TypoJob: unknown dual_lock option :ttl",
@@ -56,10 +56,10 @@ RSpec.describe "Boot checks" do
 
   it "warns when a boot check found no class to check (the app was not eager-loaded)" do
     out = boot(<<~RUBY)
-      puts Ferrolock::Sidekiq::DualLockMiddleware.validate!
+      puts Ferrolock::Sidekiq::DualLock::Middleware.validate!
       p Ferrolock::FairTenant.verify!(queues: ["default"])
     RUBY
-    expect(out).to include("WARN -- : ferrolock: DualLockMiddleware.validate! found no loaded job class with " \
+    expect(out).to include("WARN -- : ferrolock: DualLock::Middleware.validate! found no loaded job class with " \
                            "dual_lock in its sidekiq_options, so it checked nothing; eager-load the app first")
     expect(out).to include("FairTenant.verify! found no loaded job class with fair_tenant_queues")
     expect(out).to include("true\n[]\n")

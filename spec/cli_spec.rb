@@ -130,12 +130,12 @@ RSpec.describe "ferrolock command" do
       expect([code, out]).to match([0, include(fixture::UNIQUE_JID, "pushed")])
       _, err, code = ferrolock("release", fixture::UNIQUE)
       expect([code, err]).to match([2, include("--force")])
-      expect(Ferrolock::Sidekiq::UniqueLock.new(fixture::UNIQUE).holder).to eq(fixture::UNIQUE_JID)
+      expect(Ferrolock::Sidekiq::Unique::Lock.new(fixture::UNIQUE).holder).to eq(fixture::UNIQUE_JID)
 
       out, _, code = ferrolock("release", fixture::UNIQUE, "--force", "--json")
       expect([code, JSON.parse(out)]).to eq([0, [{ "kind" => "unique_lock", "name" => fixture::UNIQUE,
                                                    "token" => fixture::UNIQUE_JID }]])
-      expect(Ferrolock::Sidekiq::UniqueLock.new(fixture::UNIQUE).holder).to be_nil
+      expect(Ferrolock::Sidekiq::Unique::Lock.new(fixture::UNIQUE).holder).to be_nil
       expect(ferrolock("show", fixture::UNIQUE)).to match(["", include("nothing holds"), 1])
       expect(ferrolock("release", fixture::UNIQUE, "--force")).to match(["", include("nothing holds"), 1])
       # A while_executing job holds only its run-time lock: released under its own name.

@@ -83,6 +83,20 @@ RSpec.describe "Redis Cluster" do
     end
   end
 
+  it "changes a limiter's limit live on each master (Admin's override, read by the limiter's scripts)" do
+    admin = Ferrolock::Admin.new
+    cluster.names_on_each_master("live").each do |name|
+      limiter = Ferrolock::ConcurrentLimiter.new(name, 2, wait_timeout: 0)
+      admin.set_limit(name, 1)
+      limiter.within_limit { expect { limiter.within_limit { nil } }.to raise_error(Ferrolock::OverLimit) }
+      admin.pause(name)
+      expect { limiter.within_limit { nil } }.to raise_error(Ferrolock::OverLimit)
+      expect(admin.limiters(name).items.map { |info| info.override.to_h }).to eq([{ limit: 1, paused: true }])
+      admin.clear_override(name)
+      limiter.within_limit { limiter.within_limit { expect(limiter.status).to include(in_use: 2) } }
+    end
+  end
+
   # Its scripts are routed by their key (not by the script's SHA, as a plain EVALSHA command is).
   it "is what the ferrolock command reads when the environment names it, every master, with the hint" do
     names = cluster.names_on_each_master("cli")
@@ -103,10 +117,10 @@ RSpec.describe "Redis Cluster" do
     masters = digests.map { |digest| cluster.master_for(FerrolockTest::RedisCluster.slot(digest)) }
     expect(masters.uniq.size).to eq(3)
     digests.zip(masters).each do |digest, master|
-      lock = Ferrolock::Sidekiq::UniqueLock.new(digest)
+      lock = Ferrolock::Sidekiq::Unique::Lock.new(digest)
       expect(lock.take("jid-a", 60)).to be_nil
       expect(keys_on(master, digest)).to eq([lock.key])
-      expect(Ferrolock::Sidekiq::UniqueLock.new(digest).take("jid-b", 60)).to eq("jid-a") # the duplicate
+      expect(Ferrolock::Sidekiq::Unique::Lock.new(digest).take("jid-b", 60)).to eq("jid-a") # the duplicate
       expect(lock.release("jid-b")).to be(false)
       expect(lock.expire("jid-a", 30)).to be(true)
       expect(master.redis.call("PTTL", lock.key)).to be_between(1, 30_000)

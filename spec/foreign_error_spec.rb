@@ -50,7 +50,7 @@ RSpec.describe "foreign exceptions and hostile values" do
   end
 
   it "lets an outer timeout through a DualLock key method with its own class" do
-    settings = Ferrolock::Sidekiq::DualLockSettings.new(stalling, true)
+    settings = Ferrolock::Sidekiq::DualLock::Settings.new(stalling, true)
     stalled do
       expect { Timeout.timeout(0.2, outer_timeout) { settings.key_for([1]) } }.to raise_error(outer_timeout)
     end

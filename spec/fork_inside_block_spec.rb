@@ -129,11 +129,11 @@ RSpec.describe "fork inside a held block" do
         end
         stub_const("ForkProbeJob", job_class)
         job = { "class" => "ForkProbeJob", "jid" => "jid-fork-#{leave}", "args" => [1], "queue" => "default" }
-        digest = Ferrolock::Sidekiq::UniqueDigest.for(Ferrolock::Sidekiq::UniqueSettings.for(job_class, job), job)
-        unique = Ferrolock::Sidekiq::UniqueLock.new(digest)
+        digest = Ferrolock::Sidekiq::Unique::Digest.for(Ferrolock::Sidekiq::Unique::Settings.for(job_class, job), job)
+        unique = Ferrolock::Sidekiq::Unique::Lock.new(digest)
         held = nil
         forking(leave) do |inside|
-          Ferrolock::Sidekiq::UniqueServerMiddleware.new.call(job_class.new, job, "default") do
+          Ferrolock::Sidekiq::Unique::ServerMiddleware.new.call(job_class.new, job, "default") do
             held = inside.call { in_third_process { unique.holder == job["jid"] } }
           end
         end

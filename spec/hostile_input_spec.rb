@@ -184,12 +184,12 @@ module FerrolockTest
       "sidekiq_options dual_lock: max_wait" => [:integration, "max_wait", WAIT, SECONDS_BOUND],
       "sidekiq_options dual_lock: wait_timeout" => [:integration, "wait_timeout", WAIT, SECONDS_BOUND],
       "sidekiq_options dual_lock: key" => [:integration, "key", DUAL_LOCK_KEY, nil],
-      "DualLockMiddleware.new(backoff:)" => [:integration, "backoff", CALLABLE, nil],
+      "DualLock::Middleware.new(backoff:)" => [:integration, "backoff", CALLABLE, nil],
       "LimiterMiddleware.new(max_reschedules:)" => [:integration, "max_reschedules", COUNT_FROM_ZERO, COUNT_BOUND],
       "LimiterMiddleware.new(backoff:)" => [:integration, "backoff", CALLABLE, nil],
       # A backoff proc's nonsense falls back to the default delay (about 1 s for a first reschedule).
       "LimiterMiddleware backoff proc returning" => [:integration, "backoff", table(:ok), nil],
-      "DualLockMiddleware backoff proc returning" => [:integration, "backoff", table(:ok), nil],
+      "DualLock::Middleware backoff proc returning" => [:integration, "backoff", table(:ok), nil],
       "RateLimiter.window(name)" => [:rate_limiter, "name", NAME, NAME_BOUND],
       "RateLimiter.window(count)" => [:rate_limiter, "count", COUNT, COUNT_BOUND],
       "RateLimiter.window(interval)" => [:rate_limiter, "interval", TTL, SECONDS_BOUND],
@@ -239,9 +239,9 @@ module FerrolockTest
       "FairTenant.verify!(queues: [value])" => [:fair_tenant, "queues[0]", NAME, NAME_BOUND],
       "config.fair_tenant_mode=" => [:fair_tenant, "fair_tenant_mode", MODE, nil],
       "LimiterMiddleware.new(options)" => [:middleware, "options", ANY_TYPE, nil],
-      "DualLockMiddleware.new(options)" => [:middleware, "options", ANY_TYPE, nil],
-      "DualLockMiddleware.new(client:)" => [:middleware, "client", OPTIONAL_CLIENT, nil],
-      "DualLockMiddleware.validate!(job class)" => [:middleware, "job class", ANY_TYPE, nil],
+      "DualLock::Middleware.new(options)" => [:middleware, "options", ANY_TYPE, nil],
+      "DualLock::Middleware.new(client:)" => [:middleware, "client", OPTIONAL_CLIENT, nil],
+      "DualLock::Middleware.validate!(job class)" => [:middleware, "job class", ANY_TYPE, nil],
       "UniqueClientMiddleware.new(options)" => [:middleware, "options", ANY_TYPE, nil],
       "UniqueClientMiddleware.new(client:)" => [:middleware, "client", OPTIONAL_CLIENT, nil],
       "UniqueServerMiddleware.new(options)" => [:middleware, "options", ANY_TYPE, nil],
@@ -256,7 +256,7 @@ module FerrolockTest
     CHILD = <<~RUBY.freeze
       require "ferrolock"
       require "ferrolock/shoryuken"
-      require "ferrolock/sidekiq/dual_lock_middleware"
+      require "ferrolock/sidekiq/dual_lock/middleware"
       require "ferrolock/sidekiq/limiter_middleware"
       require "ferrolock/sidekiq/unique/client_middleware"
       require "ferrolock/sidekiq/unique/server_middleware"
@@ -314,7 +314,7 @@ RSpec.describe "hostile input" do
 
   it "falls back to the default delay when a backoff proc answers nonsense, and keeps sane answers" do
     results = run_group(:integration)
-    ["LimiterMiddleware backoff proc returning", "DualLockMiddleware backoff proc returning"].each do |target|
+    ["LimiterMiddleware backoff proc returning", "DualLock::Middleware backoff proc returning"].each do |target|
       delays = results.select { |r| r["target"] == target }.to_h { |r| [r["value"], r["result"]] }
       expect(delays.slice("0", "subnormal", "1", "MAX_SECONDS"))
         .to eq("0" => 0.0, "subnormal" => 5e-324, "1" => 1.0, "MAX_SECONDS" => 315_360_000.0)

@@ -7,7 +7,7 @@ require_relative "support/real_shoryuken"
 
 RSpec.describe "Loading ferrolock" do
   readme = File.read(File.join(FerrolockTest::ROOT, "README.md"))
-  # Every Ferrolock constant the README names, e.g. Ferrolock::Sidekiq::DualLockMiddleware.
+  # Every Ferrolock constant the README names, e.g. Ferrolock::Sidekiq::DualLock::Middleware.
   # (Ferrolock::Testing is loaded only by `require "ferrolock/testing"`.)
   documented = readme.scan(/Ferrolock(?:::[A-Z]\w*)+/).uniq.grep_v(/\AFerrolock::Testing\b/).sort
   # And the ones the README may not spell out in full.
@@ -15,7 +15,7 @@ RSpec.describe "Loading ferrolock" do
     Ferrolock::VERSION Ferrolock::Configuration Ferrolock::Client Ferrolock::Error Ferrolock::ConnectionError
     Ferrolock::TimeoutError Ferrolock::LockLost Ferrolock::OverLimit Ferrolock::EVENTS
     Ferrolock::DistMutex Ferrolock::DualLock Ferrolock::ConcurrentLimiter
-    Ferrolock::Sidekiq::DualLockMiddleware Ferrolock::Sidekiq::DualLockSettings
+    Ferrolock::Sidekiq::DualLock::Middleware Ferrolock::Sidekiq::DualLock::Settings
     Ferrolock::Sidekiq::LimiterMiddleware Ferrolock::Sidekiq::Reschedule
     Ferrolock::FairTenant Ferrolock::FairTenant::ClientMiddleware
     Ferrolock::Shoryuken Ferrolock::Shoryuken::Lock Ferrolock::Shoryuken::MessageLock
@@ -32,7 +32,7 @@ RSpec.describe "Loading ferrolock" do
   RUBY
 
   it "finds the documented constants in the README" do
-    expect(documented).to include("Ferrolock::Sidekiq::DualLockMiddleware", "Ferrolock::Sidekiq::LimiterMiddleware",
+    expect(documented).to include("Ferrolock::Sidekiq::DualLock::Middleware", "Ferrolock::Sidekiq::LimiterMiddleware",
                                   "Ferrolock::FairTenant::ClientMiddleware", "Ferrolock::Shoryuken::Lock")
   end
 
@@ -43,21 +43,21 @@ RSpec.describe "Loading ferrolock" do
                            "testing mode loaded: false")
   end
 
-  [%w[ferrolock sidekiq], %w[sidekiq ferrolock], %w[sidekiq ferrolock/sidekiq/dual_lock_middleware]].each do |order|
+  [%w[ferrolock sidekiq], %w[sidekiq ferrolock], %w[sidekiq ferrolock/sidekiq/dual_lock/middleware]].each do |order|
     it "with require #{order.join(", then ")}: the README's middleware setup works and ::Sidekiq is Sidekiq's" do
       out = run_ruby!(<<~RUBY)
         #{order.map { |feature| "require #{feature.inspect}" }.join("\n")}
         #{resolve}
         Sidekiq.configure_server do |config|
           config.server_middleware do |chain|
-            chain.add Ferrolock::Sidekiq::DualLockMiddleware
+            chain.add Ferrolock::Sidekiq::DualLock::Middleware
             chain.add Ferrolock::Sidekiq::LimiterMiddleware, max_reschedules: 3
           end
         end
         Sidekiq.configure_client { |c| c.client_middleware { |m| m.add Ferrolock::FairTenant::ClientMiddleware } }
         # configure_server's block runs only inside a Sidekiq server: build the same chain here.
         chain = Sidekiq::Middleware::Chain.new
-        chain.add Ferrolock::Sidekiq::DualLockMiddleware
+        chain.add Ferrolock::Sidekiq::DualLock::Middleware
         chain.add Ferrolock::Sidekiq::LimiterMiddleware, max_reschedules: 3
         puts "server chain: \#{chain.retrieve.map(&:class).join(", ")}"
         # ferrolock code reaches Sidekiq's own constants (a bare `Sidekiq` inside Ferrolock is ours).
@@ -68,7 +68,7 @@ RSpec.describe "Loading ferrolock" do
       RUBY
       expect(out.lines.grep(/missing/)).to eq([])
       expect(out).to include("sidekiq loaded: true", "shoryuken loaded: false")
-      expect(out).to include("server chain: Ferrolock::Sidekiq::DualLockMiddleware, " \
+      expect(out).to include("server chain: Ferrolock::Sidekiq::DualLock::Middleware, " \
                              "Ferrolock::Sidekiq::LimiterMiddleware")
       expect(out).to include("rescheduled: 1", "logger: true")
       expect(FerrolockTest.redis_server.redis.zcard("schedule")).to eq(1)
@@ -139,7 +139,7 @@ RSpec.describe "Loading ferrolock" do
   # Digest::SHA256 loaded lazily (`require "digest"` alone) is loaded by its first use, and two
   # threads making that first use at once can get "RuntimeError: Digest::Base cannot be directly
   # inherited in Ruby" (a Sidekiq job failed so in CI). Each class that hashes loads it up front.
-  %w[Ferrolock::Sidekiq::UniqueDigest Ferrolock::Sidekiq::DualLockSettings
+  %w[Ferrolock::Sidekiq::Unique::Digest Ferrolock::Sidekiq::DualLock::Settings
      Ferrolock::Shoryuken::IdempotencyKey Ferrolock::Shoryuken::Resumption].each do |name|
     it "has SHA-256 loaded once #{name} is, before its first use" do
       out = run_ruby!(<<~RUBY)

@@ -17,7 +17,7 @@ RSpec.describe Ferrolock::OptionCheck do
 
   it "is the shape of DualLock's, Shoryuken's and limits_concurrency's errors" do
     klass = Class.new { def self.name = "OptJob" }
-    expect { Ferrolock::Sidekiq::DualLockSettings.new(klass, { nope: 1 }) }
+    expect { Ferrolock::Sidekiq::DualLock::Settings.new(klass, { nope: 1 }) }
       .to raise_error(ArgumentError, /\AOptJob: unknown dual_lock option :nope \(known: key, lease/)
     expect { Ferrolock::Shoryuken::Options.validate({ nope: 1 }, "Shoryuken.configure") }
       .to raise_error(ArgumentError, /\AShoryuken.configure: unknown option :nope \(known: enabled/)

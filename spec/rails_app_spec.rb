@@ -116,7 +116,7 @@ RSpec.describe "A Rails app on Sidekiq" do
     out = enqueue(<<~RUBY)
       config = Sidekiq.respond_to?(:default_configuration) ? Sidekiq.default_configuration : Sidekiq
       config.client_middleware { |chain| chain.add Ferrolock::FairTenant::ClientMiddleware }
-      config.server_middleware { |chain| chain.add Ferrolock::Sidekiq::DualLockMiddleware }
+      config.server_middleware { |chain| chain.add Ferrolock::Sidekiq::DualLock::Middleware }
       log = StringIO.new
       Ferrolock.configure { |c| c.logger = Logger.new(log) }
       Ferrolock::Railtie.boot_checks(config)
@@ -183,7 +183,7 @@ RSpec.describe "A Rails app on Sidekiq" do
     with_sidekiq(app_dir, concurrency: 1, env: { "RAILS_APP_EAGER_LOAD" => "false" }) do |sidekiq|
       wait_for("the boot checks") { sidekiq.log.include?("ferrolock: boot checks ran") }
       expect(sidekiq.log).to include("ferrolock: boot checks ran (DualLock: 0 job classes; FairTenant: 0 job classes;",
-                                     "DualLockMiddleware.validate! found no loaded job class with dual_lock",
+                                     "DualLock::Middleware.validate! found no loaded job class with dual_lock",
                                      "FairTenant.verify! found no loaded job class with fair_tenant_queues")
     end
   end

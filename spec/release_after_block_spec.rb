@@ -139,10 +139,10 @@ RSpec.describe "a release failing after the block" do
     let(:job) { { "class" => "AfterBlockDualJob", "jid" => "jid-dual", "args" => [7], "queue" => "default" } }
     let(:limiter) { Ferrolock::ConcurrentLimiter.new("after:mw-limiter", 1, lock_timeout: 3, client: client) }
 
-    # The chain a job runs through: LimiterMiddleware, DualLockMiddleware, then the job (which uses
+    # The chain a job runs through: LimiterMiddleware, DualLock::Middleware, then the job (which uses
     # a ConcurrentLimiter, as a Sidekiq Enterprise limiter job does).
     def run_job(&work)
-      dual = Ferrolock::Sidekiq::DualLockMiddleware.new(client: client)
+      dual = Ferrolock::Sidekiq::DualLock::Middleware.new(client: client)
       Ferrolock::Sidekiq::LimiterMiddleware.new.call(job_class.new, job, "default") do
         dual.call(job_class.new, job, "default") { limiter.within_limit(&work) }
       end
@@ -178,7 +178,7 @@ RSpec.describe "a release failing after the block" do
 
     def run_job(lock, &block)
       klass, job = job_for(lock)
-      middleware = Ferrolock::Sidekiq::UniqueServerMiddleware.new(client: client)
+      middleware = Ferrolock::Sidekiq::Unique::ServerMiddleware.new(client: client)
       middleware.call(klass.new, job, "default", &block)
     end
 

@@ -8,7 +8,7 @@ RSpec.describe "reserved name prefixes" do
   let(:digest) { "unique:ReportJob:#{Digest::SHA256.hexdigest("args")}" }
 
   it "refuses names in the uniqueness key space, naming the argument" do
-    uniqueness = Ferrolock::Sidekiq::UniqueLock.new(digest)
+    uniqueness = Ferrolock::Sidekiq::Unique::Lock.new(digest)
     expect(uniqueness.take("jid-1", 60)).to be_nil # the push-time lock is taken
     {
       "name" => -> { Ferrolock::DistMutex.new(digest) },

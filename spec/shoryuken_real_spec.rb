@@ -3,12 +3,12 @@
 require "spec_helper"
 require_relative "support/real_shoryuken"
 
-# Ferrolock::Shoryuken::Lock inside the REAL Shoryuken 6.2.1 (vendored, unmodified): the real
+# Ferrolock::Shoryuken::LockMiddleware inside the REAL Shoryuken 6.2.1 (vendored, unmodified): the real
 # Shoryuken::Processor.process, the real default server chain with the Lock inserted before
 # AutoDelete as the README says, real Shoryuken::Message objects from Shoryuken::Queue, workers
 # with `include Shoryuken::Worker`. Only the SQS API is fake (spec/support/fake_sqs_client.rb),
 # and it records what Shoryuken asked SQS to do. Each example runs in its own child process.
-RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
+RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in the real Shoryuken 6.2.1" do
   include FerrolockTest::RealShoryuken::Examples
 
   it "inserts the Lock between ExponentialBackoffRetry and AutoDelete" do
@@ -171,7 +171,7 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
   # then marked processed: the retry was skipped and the job lost. The Lock now goes by the
   # worker's own perform, wherever it sits.
   it "goes by the worker's own outcome wherever the Lock sits: a failed SQS delete or a swallowed error" do
-    placements = { "Readme" => "", "First" => "chain.prepend Ferrolock::Shoryuken::Lock" }
+    placements = { "Readme" => "", "First" => "chain.prepend Ferrolock::Shoryuken::LockMiddleware" }
     workers = placements.keys.map do |name|
       worker("Charge#{name}", "charge_#{name.downcase}", "auto_delete: true, ferrolock_lock: true") +
         worker("Retried#{name}", "retried_#{name.downcase}",
@@ -191,7 +191,7 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
       move = #{placements.to_a.inspect}.to_h
       report = move.to_h do |name, placement|
         [Object.const_get("Charge\#{name}"), Object.const_get("Retried\#{name}")].each do |klass|
-          klass.server_middleware { |chain| chain.remove Ferrolock::Shoryuken::Lock; eval(placement) } unless placement.empty?
+          klass.server_middleware { |chain| chain.remove Ferrolock::Shoryuken::LockMiddleware; eval(placement) } unless placement.empty?
         end
         charge = "charge_\#{name.downcase}"
         retried = "retried_\#{name.downcase}"
@@ -226,7 +226,7 @@ RSpec.describe "Ferrolock::Shoryuken::Lock in the real Shoryuken 6.2.1" do
               worker("LastKeeping", "last_keeping", "auto_delete: false, ferrolock_lock: true")
     result = scenario(workers + <<~RUBY)
       [LastDeleting, LastKeeping].each do |klass|
-        klass.server_middleware { |chain| chain.remove Ferrolock::Shoryuken::Lock; chain.add Ferrolock::Shoryuken::Lock }
+        klass.server_middleware { |chain| chain.remove Ferrolock::Shoryuken::LockMiddleware; chain.add Ferrolock::Shoryuken::LockMiddleware }
       end
       C.deliver("m-deleting")
       refused = R.process_error("last_deleting", R.receive("last_deleting").fetch(0))

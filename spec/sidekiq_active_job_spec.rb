@@ -17,13 +17,13 @@ RSpec.describe "Ferrolock::Sidekiq::ActiveJobHooks" do
   let(:log) { StringIO.new }
 
   before(:all) do
-    middleware = Ferrolock::Sidekiq::UniqueClientMiddleware
+    middleware = Ferrolock::Sidekiq::Unique::ClientMiddleware
     FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.add middleware unless chain.exists?(middleware) }
     ActiveJob::Base.queue_adapter = :sidekiq
   end
 
   after(:all) do
-    FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.remove(Ferrolock::Sidekiq::UniqueClientMiddleware) }
+    FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.remove(Ferrolock::Sidekiq::Unique::ClientMiddleware) }
   end
 
   around do |example|
@@ -112,7 +112,7 @@ RSpec.describe "Ferrolock::Sidekiq::ActiveJobHooks" do
         end
       end
     end
-    let(:server) { Ferrolock::Sidekiq::UniqueServerMiddleware.new }
+    let(:server) { Ferrolock::Sidekiq::Unique::ServerMiddleware.new }
 
     # The scheduled retry made due now, so work_one finds it in the queue.
     def retry_due
@@ -163,9 +163,9 @@ RSpec.describe "Ferrolock::Sidekiq::ActiveJobHooks" do
   end
 
   # A job that cannot be deserialized or loaded fails every retry alike: its lock does not wait for them
-  # (Ferrolock::Sidekiq::UniqueRetry; limits_concurrency's slot: spec/active_job_before_perform_spec.rb).
+  # (Ferrolock::Sidekiq::Unique::Retry; limits_concurrency's slot: spec/active_job_before_perform_spec.rb).
   describe "an until_executed ActiveJob job that fails before it performs" do
-    let(:server) { Ferrolock::Sidekiq::UniqueServerMiddleware.new }
+    let(:server) { Ferrolock::Sidekiq::Unique::ServerMiddleware.new }
     let(:klass) { job_class("AjPoisonJob", lock: :until_executed) { def perform(_record) = nil } }
 
     before { require_relative "support/poison_records" }
@@ -200,7 +200,7 @@ RSpec.describe "Ferrolock::Sidekiq::ActiveJobHooks" do
       record = LcRecord.create("aj-dual")
       gone.perform_later(record)
       record.destroy
-      expect { work_one(Ferrolock::Sidekiq::DualLockMiddleware.new) }.to raise_error(ActiveJob::DeserializationError)
+      expect { work_one(Ferrolock::Sidekiq::DualLock::Middleware.new) }.to raise_error(ActiveJob::DeserializationError)
       # Free: the next run enters at once (the middleware's key, as the reschedule example below blocks it).
       expect(Ferrolock::DualLock.new("aj-poison-dual", wait_timeout: 0).run { :ran }).to be(true)
     end
@@ -229,19 +229,19 @@ RSpec.describe "Ferrolock::Sidekiq::ActiveJobHooks" do
       queued = -> { Sidekiq::Queue.new("default").map { |entry| entry.args.first["job_id"] } }
       expect(queued.call).to eq([jobs[0].job_id])
       expect(redis.lrange("ferrolock:{concurrency:AjBulkJob/k}:blocked", 0, -1)).to eq(jobs[1, 2].map(&:job_id))
-      work_one(Ferrolock::Sidekiq::UniqueServerMiddleware.new)
+      work_one(Ferrolock::Sidekiq::Unique::ServerMiddleware.new)
       expect(queued.call).to eq([jobs[1].job_id])
     end
   end
 
-  describe "a DualLockMiddleware reschedule (max_wait passed) of an ActiveJob job" do
+  describe "a DualLock::Middleware reschedule (max_wait passed) of an ActiveJob job" do
     it "happens before ActiveJob's perform starts: ActiveJob logs nothing, ferrolock's line gives both ids" do
       klass = job_class("AjSyncJob", dual_lock: { key: "aj-sync", max_wait: 0.3 }) { def perform(_id) = nil }
       job = klass.perform_later(1)
       release = Queue.new
       holder = Thread.new { Ferrolock::DualLock.new("aj-sync").run { release.pop } }
       wait_until { redis.keys("ferrolock:*aj-sync*").any? }
-      payload = work_one(Ferrolock::Sidekiq::DualLockMiddleware.new)
+      payload = work_one(Ferrolock::Sidekiq::DualLock::Middleware.new)
       release << true
       holder.join
       expect(Sidekiq::ScheduledSet.new.find_job(payload["jid"])).not_to be_nil

@@ -32,7 +32,7 @@ RSpec.describe Ferrolock::Sidekiq::Compat do
       Sidekiq::VERSION = "9.0.5" # what a Sidekiq 9 would report
       require "ferrolock"
       chain = Sidekiq::Middleware::Chain.new
-      %w[DualLockMiddleware LimiterMiddleware].each do |name|
+      %w[DualLock::Middleware LimiterMiddleware].each do |name|
         chain.add Ferrolock::Sidekiq.const_get(name)
         puts "\#{name}: added"
       rescue Ferrolock::Error => e

@@ -5,7 +5,7 @@ require "sidekiq/api"
 
 Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
 
-RSpec.describe Ferrolock::Sidekiq::DualLockMiddleware do
+RSpec.describe Ferrolock::Sidekiq::DualLock::Middleware do
   let(:app) { "spec/fixtures/dual_lock_app.rb" }
   let(:redis) { FerrolockTest.redis_server.redis }
 
@@ -208,7 +208,7 @@ RSpec.describe Ferrolock::Sidekiq::DualLockMiddleware do
         .to raise_error(ArgumentError, /ProbeJob: dual_lock key/)
       expect { described_class.new(backoff: 5) }.to raise_error(TypeError, /backoff/)
       expect { described_class.new(retries: 5) }
-        .to raise_error(ArgumentError, /DualLockMiddleware: unknown option :retries \(known: client, backoff\)/)
+        .to raise_error(ArgumentError, /DualLock::Middleware: unknown option :retries \(known: client, backoff\)/)
     end
 
     it "passes the DualLock, the job and the TimeoutError to a backoff, as the limiter's (->(count) works too)" do
@@ -237,7 +237,7 @@ RSpec.describe Ferrolock::Sidekiq::DualLockMiddleware do
     end
 
     it "gives the same default key for the same arguments in any hash order" do
-      settings = Ferrolock::Sidekiq::DualLockSettings.new(job_class(dual_lock: true), true)
+      settings = Ferrolock::Sidekiq::DualLock::Settings.new(job_class(dual_lock: true), true)
       a = settings.key_for([1, { "x" => 1, "y" => [{ "b" => 2, "a" => 1 }] }])
       b = settings.key_for([1, { "y" => [{ "a" => 1, "b" => 2 }], "x" => 1 }])
       expect(a).to eq(b)
@@ -248,18 +248,18 @@ RSpec.describe Ferrolock::Sidekiq::DualLockMiddleware do
     it "reports a dual_lock_key that returns nonsense as a Ferrolock::Error naming the class" do
       klass = job_class({})
       klass.define_singleton_method(:dual_lock_key) { |*| [] }
-      settings = Ferrolock::Sidekiq::DualLockSettings.new(klass, true)
+      settings = Ferrolock::Sidekiq::DualLock::Settings.new(klass, true)
       expect { settings.key_for([1]) }.to raise_error(Ferrolock::Error, /ProbeJob.dual_lock_key must return/)
     end
 
     it "takes a key from the class's dual_lock_key, or a fixed key:, but refuses a key: proc" do
       klass = job_class({})
       klass.define_singleton_method(:dual_lock_key) { |id, *| "record:#{id}" }
-      expect(Ferrolock::Sidekiq::DualLockSettings.new(klass, true).key_for([7, "x"])).to eq("record:7")
-      expect(Ferrolock::Sidekiq::DualLockSettings.new(job_class({}), { key: "reindex" }).key_for([1])).to eq("reindex")
+      expect(Ferrolock::Sidekiq::DualLock::Settings.new(klass, true).key_for([7, "x"])).to eq("record:7")
+      expect(Ferrolock::Sidekiq::DualLock::Settings.new(job_class({}), { key: "reindex" }).key_for([1])).to eq("reindex")
       expect { described_class.validate!(job_class(dual_lock: { key: ->(id) { id.to_s } })) }
         .to raise_error(ArgumentError, /ProbeJob: a dual_lock key: proc .*def self.dual_lock_key/)
-      expect { Ferrolock::Sidekiq::DualLockSettings.new(klass, { key: "fixed" }) }
+      expect { Ferrolock::Sidekiq::DualLock::Settings.new(klass, { key: "fixed" }) }
         .to raise_error(ArgumentError, /ProbeJob: give either dual_lock key: or self.dual_lock_key/)
     end
 
@@ -271,7 +271,7 @@ RSpec.describe Ferrolock::Sidekiq::DualLockMiddleware do
       raw = redis.lrange("queue:default", 0, -1).find { |json| JSON.parse(json)["jid"] == jid }
       expect(raw).not_to include("Proc")
       expect(JSON.parse(raw)["dual_lock"]).to eq("max_wait" => 5)
-      expect(Ferrolock::Sidekiq::DualLockSettings.for(PayloadProbeJob).key_for(JSON.parse(raw)["args"]))
+      expect(Ferrolock::Sidekiq::DualLock::Settings.for(PayloadProbeJob).key_for(JSON.parse(raw)["args"]))
         .to eq("record:42")
     end
   end

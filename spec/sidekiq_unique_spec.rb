@@ -9,12 +9,12 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
   let(:redis) { FerrolockTest.redis_server.redis }
 
   before(:all) do
-    middleware = Ferrolock::Sidekiq::UniqueClientMiddleware
+    middleware = Ferrolock::Sidekiq::Unique::ClientMiddleware
     FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.add middleware unless chain.exists?(middleware) }
   end
 
   after(:all) do
-    FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.remove(Ferrolock::Sidekiq::UniqueClientMiddleware) }
+    FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.remove(Ferrolock::Sidekiq::Unique::ClientMiddleware) }
   end
 
   let(:log) { StringIO.new }
@@ -299,7 +299,7 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
     it "releases a rerouted job's lock and refuses its duplicates (client chain: #{chain_order})" do
       fair = Ferrolock::FairTenant::ClientMiddleware
       FerrolockTest::SidekiqVersion.client_middleware do |chain|
-        order == :unique_first ? chain.add(fair) : chain.insert_before(Ferrolock::Sidekiq::UniqueClientMiddleware, fair)
+        order == :unique_first ? chain.add(fair) : chain.insert_before(Ferrolock::Sidekiq::Unique::ClientMiddleware, fair)
       end
       first = UniqueFairJob.perform_async(1)
       rerouted = UniqueFairJob.perform_async(2) # the tenant's second push: to unique_slow
@@ -346,7 +346,7 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
     end
 
     def settings(options)
-      Ferrolock::Sidekiq::UniqueSettings.for(job_class(options), {})
+      Ferrolock::Sidekiq::Unique::Settings.for(job_class(options), {})
     end
 
     it "names the class and the option in every error" do
@@ -363,7 +363,7 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
       expect(settings(queue: "default")).to be_nil
       stub_const("BootCheckedJob", Class.new { include Sidekiq::Worker })
       BootCheckedJob.sidekiq_options(lock: :until_executed, lock_timeout: -1)
-      expect { Ferrolock::Sidekiq::UniqueServerMiddleware.validate! }
+      expect { Ferrolock::Sidekiq::Unique::ServerMiddleware.validate! }
         .to raise_error(ArgumentError, /BootCheckedJob: sidekiq_options lock_timeout must be zero or more/)
       s = settings(lock: "until_executed", on_conflict: { client: :replace })
       expect([s.lock, s.ttl, s.client_conflict, s.server_conflict])
@@ -380,16 +380,16 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
       expect { settings(unique: :until_executed) }.to raise_error(ArgumentError, /unique: .*use lock:/)
       stub_const("SujSixJob", Class.new { include Sidekiq::Worker })
       SujSixJob.sidekiq_options(unique: :until_executed) # sidekiq-unique-jobs 6's name; no lock: option
-      expect { Ferrolock::Sidekiq::UniqueServerMiddleware.validate! }
+      expect { Ferrolock::Sidekiq::Unique::ServerMiddleware.validate! }
         .to raise_error(ArgumentError, /SujSixJob: sidekiq_options unique: is a sidekiq-unique-jobs option/)
       expect { settings(lock: :until_executed, unique_across_queues: "true") }
         .to raise_error(ArgumentError, /ProbeJob: sidekiq_options unique_across_queues: must be true or false/)
       s = settings(lock: :until_executed, unique_across_queues: true, unique_across_workers: false)
       expect([s.across_queues?, s.across_workers?]).to eq([true, false])
       # A payload pushed by sidekiq-unique-jobs before the switch carries such keys: it still runs.
-      expect(Ferrolock::Sidekiq::UniqueSettings.for(job_class(lock: :until_executed),
+      expect(Ferrolock::Sidekiq::Unique::Settings.for(job_class(lock: :until_executed),
                                                     { "lock_prefix" => "uniquejobs" }))
-        .to be_a(Ferrolock::Sidekiq::UniqueSettings)
+        .to be_a(Ferrolock::Sidekiq::Unique::Settings)
     end
 
     it "lets the job hash's options win over the class's, validated and named as per-push options" do
@@ -398,20 +398,20 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
       job = lambda { |**options|
         { "class" => "ProbeJob", "args" => [1, 2], "queue" => "q", **options.transform_keys(&:to_s) }
       }
-      per_push = Ferrolock::Sidekiq::UniqueSettings.for(klass, job.call(lock: "until_expired", lock_ttl: 5,
+      per_push = Ferrolock::Sidekiq::Unique::Settings.for(klass, job.call(lock: "until_expired", lock_ttl: 5,
                                                                         on_conflict: "raise"))
       expect([per_push.lock, per_push.ttl, per_push.client_conflict]).to eq([:until_expired, 5.0, :raise])
       # Nothing is cached: the class's own options are back for the next job.
-      own = Ferrolock::Sidekiq::UniqueSettings.for(klass, job.call)
+      own = Ferrolock::Sidekiq::Unique::Settings.for(klass, job.call)
       expect([own.lock, own.ttl, own.client_conflict]).to eq([:until_executed, 600.0, :log])
-      expect(Ferrolock::Sidekiq::UniqueSettings.for(klass, job.call(lock: false))).to be_nil
+      expect(Ferrolock::Sidekiq::Unique::Settings.for(klass, job.call(lock: false))).to be_nil
       # The class's Proc, in memory at push or as JSON made it on the server, stays the class's.
       proc_string = JSON.parse(JSON.generate(klass.get_sidekiq_options["lock_args_method"]))
       [klass.get_sidekiq_options["lock_args_method"], proc_string].each do |value|
-        expect(Ferrolock::Sidekiq::UniqueSettings.for(klass, job.call(lock_args_method: value)).lock_args([1, 2]))
+        expect(Ferrolock::Sidekiq::Unique::Settings.for(klass, job.call(lock_args_method: value)).lock_args([1, 2]))
           .to eq([1])
       end
-      expect(Ferrolock::Sidekiq::UniqueSettings.for(klass, job.call(lock_args_method: "by_second")).lock_args([1, 2]))
+      expect(Ferrolock::Sidekiq::Unique::Settings.for(klass, job.call(lock_args_method: "by_second")).lock_args([1, 2]))
         .to eq([2])
       {
         { lock_ttl: -1 } => /ProbeJob: per-push option lock_ttl must be positive, got -1/,
@@ -426,7 +426,7 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
           message = error
           error = ArgumentError
         end
-        expect { Ferrolock::Sidekiq::UniqueSettings.for(klass, job.call(**options)) }.to raise_error(error, message)
+        expect { Ferrolock::Sidekiq::Unique::Settings.for(klass, job.call(**options)) }.to raise_error(error, message)
       end
     end
 

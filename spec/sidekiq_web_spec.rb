@@ -307,16 +307,16 @@ RSpec.describe "Sidekiq Web Locks tab" do
       end)
       job = { "class" => "Reports::WebMonthlyJob", "queue" => "reports", "args" => [7],
               "jid" => "f00dfeedf00dfeedf00dfeed" }
-      middleware = Ferrolock::Sidekiq::UniqueClientMiddleware.new
+      middleware = Ferrolock::Sidekiq::Unique::ClientMiddleware.new
       expect(middleware.call(Reports::WebMonthlyJob, job, "reports") { job }).to eq(job)
       body = page("/locks/uniques?q=Reports::Web*")
       unique = row(body, "ferrolock-unique", "f00dfeedf00dfeedf00dfeed")
       expect(unique).to include("<code>Reports::WebMonthlyJob</code>", "<td>until_executed</td>", "pushed")
       digest = admin.uniques("Reports::Web*").items.map(&:digest)
-      expect(digest).to eq([Ferrolock::Sidekiq::UniqueDigest.for(
-        Ferrolock::Sidekiq::UniqueSettings.for(Reports::WebMonthlyJob, job), job
+      expect(digest).to eq([Ferrolock::Sidekiq::Unique::Digest.for(
+        Ferrolock::Sidekiq::Unique::Settings.for(Reports::WebMonthlyJob, job), job
       )])
-      Ferrolock::Sidekiq::UniqueLock.new(digest.first).release(job["jid"]) # as the job's end does
+      Ferrolock::Sidekiq::Unique::Lock.new(digest.first).release(job["jid"]) # as the job's end does
       expect(page("/locks/uniques?q=Reports::Web*")).to include("No uniqueness lock held")
     end
 
@@ -332,7 +332,7 @@ RSpec.describe "Sidekiq Web Locks tab" do
 
     it "pages through many digests by SCAN cursor, every digest on some page" do
       digests = Array.new(150) { |i| "unique:WebPagedJob:#{Digest::SHA256.hexdigest("web #{i}")}" }
-      digests.each_with_index { |d, i| Ferrolock::Sidekiq::UniqueLock.new(d).take("jid-#{i}", 600) }
+      digests.each_with_index { |d, i| Ferrolock::Sidekiq::Unique::Lock.new(d).take("jid-#{i}", 600) }
       seen = []
       path = "/locks/uniques?q=WebPagedJob"
       pages = 0
@@ -356,7 +356,7 @@ RSpec.describe "Sidekiq Web Locks tab" do
                               "a duplicate of the job pushed from now on is enqueued")
       csrf = csrf_of(body)
       form = { "name" => fixture::UNIQUE, "kind" => "unique_lock", "token" => fixture::UNIQUE_JID }
-      lock = Ferrolock::Sidekiq::UniqueLock.new(fixture::UNIQUE)
+      lock = Ferrolock::Sidekiq::Unique::Lock.new(fixture::UNIQUE)
 
       forged_post("/locks/release", form)
       expect(last_response.status).to eq(403) # no CSRF token (8: cross-site): refused, nothing deleted

@@ -293,23 +293,23 @@ RSpec.shared_examples "a ferrolock backend" do |mode|
     end
   end
 
-  describe Ferrolock::Sidekiq::UniqueClientMiddleware do
+  describe Ferrolock::Sidekiq::Unique::ClientMiddleware do
     it "skips a duplicate push while the first holds the digest, and lets it through once released" do
       middleware = described_class.new
       job = ->(jid) { { "class" => "TestingModeUniqueJob", "jid" => jid, "args" => [7], "queue" => "default" } }
       push = ->(jid) { middleware.call(TestingModeUniqueJob, job.call(jid), "default") { :pushed } }
       pushes = [push.call("a" * 24), push.call("b" * 24)]
-      settings = Ferrolock::Sidekiq::UniqueSettings.for(TestingModeUniqueJob, job.call("a" * 24))
-      lock = Ferrolock::Sidekiq::UniqueLock.new(Ferrolock::Sidekiq::UniqueDigest.for(settings, job.call("a" * 24)))
+      settings = Ferrolock::Sidekiq::Unique::Settings.for(TestingModeUniqueJob, job.call("a" * 24))
+      lock = Ferrolock::Sidekiq::Unique::Lock.new(Ferrolock::Sidekiq::Unique::Digest.for(settings, job.call("a" * 24)))
       holder = lock.holder
       lock.release("a" * 24)
       expect([pushes, holder, push.call("c" * 24)]).to eq([[:pushed, nil], "a" * 24, :pushed])
     end
   end
 
-  describe Ferrolock::Sidekiq::UniqueServerMiddleware do
+  describe Ferrolock::Sidekiq::Unique::ServerMiddleware do
     it "until_executed: keeps duplicates out until the job ran, then lets the next push in" do
-      client = Ferrolock::Sidekiq::UniqueClientMiddleware.new
+      client = Ferrolock::Sidekiq::Unique::ClientMiddleware.new
       job = ->(jid) { { "class" => "TestingModeUniqueJob", "jid" => jid, "args" => [8], "queue" => "default" } }
       push = ->(jid) { client.call(TestingModeUniqueJob, job.call(jid), "default") { :pushed } }
       first = push.call("a" * 24)
@@ -322,7 +322,7 @@ RSpec.shared_examples "a ferrolock backend" do |mode|
     end
   end
 
-  describe Ferrolock::Sidekiq::UniqueLock do
+  describe Ferrolock::Sidekiq::Unique::Lock do
     it "holds a jid until its ttl passes" do
       lock = described_class.new("digest-ttl")
       taken = [lock.take("one", 0.6), lock.take("two", 0.6)]
@@ -332,7 +332,7 @@ RSpec.shared_examples "a ferrolock backend" do |mode|
     end
   end
 
-  describe Ferrolock::Sidekiq::DualLockMiddleware do
+  describe Ferrolock::Sidekiq::DualLock::Middleware do
     it "skips a third duplicate job while one runs and one waits" do
       middleware = described_class.new
       job = ->(jid) { { "class" => "TestingModeDualJob", "jid" => jid, "args" => [1], "queue" => "default" } }
@@ -342,7 +342,7 @@ RSpec.shared_examples "a ferrolock backend" do |mode|
       end
       release, first = hold_in_thread { |wait| call.call("first", &wait) }
       second = Thread.new { call.call("second") }
-      key = Ferrolock::Sidekiq::DualLockSettings.for(TestingModeDualJob).key_for([1])
+      key = Ferrolock::Sidekiq::DualLock::Settings.for(TestingModeDualJob).key_for([1])
       wait_until { Ferrolock::DualLock.new(key).waiting? }
       call.call("third")
       release << true

@@ -104,7 +104,7 @@ RSpec.describe Ferrolock::Testing do
       jobs = {
         Ferrolock::Sidekiq::FairTenantMiddleware.new => [TestingModeTenantJob, { "class" => "TestingModeTenantJob",
                                                                                  "fair_tenant" => "acme" }],
-        Ferrolock::Sidekiq::UniqueClientMiddleware.new => [TestingModeUniqueJob, { "class" => "TestingModeUniqueJob" }]
+        Ferrolock::Sidekiq::Unique::ClientMiddleware.new => [TestingModeUniqueJob, { "class" => "TestingModeUniqueJob" }]
       }
       client_side = jobs.flat_map do |middleware, (klass, fields)|
         Array.new(4) do |i|
@@ -113,8 +113,8 @@ RSpec.describe Ferrolock::Testing do
           [middleware.call(klass, job, "default", nil) { :pushed }, job == untouched]
         end
       end
-      server_side = [[Ferrolock::Sidekiq::UniqueServerMiddleware.new, TestingModeUniqueJob],
-                     [Ferrolock::Sidekiq::DualLockMiddleware.new, TestingModeDualJob]].map do |middleware, klass|
+      server_side = [[Ferrolock::Sidekiq::Unique::ServerMiddleware.new, TestingModeUniqueJob],
+                     [Ferrolock::Sidekiq::DualLock::Middleware.new, TestingModeDualJob]].map do |middleware, klass|
         job = { "class" => klass.name, "jid" => "j", "args" => [1], "queue" => "default" }
         middleware.call(klass.new, job, "default") { middleware.call(klass.new, job.dup, "default") { :inner } }
       end
@@ -167,10 +167,10 @@ RSpec.describe Ferrolock::Testing do
       job = { "class" => "TestingModeTenantJob", "jid" => "j", "args" => [1], "queue" => "default", "fair_tenant" => "t" }
       Ferrolock::Sidekiq::FairTenantMiddleware.new.call(TestingModeTenantJob, job, "default", nil) { :ok }
       unique = { "class" => "TestingModeUniqueJob", "jid" => "j", "args" => [1], "queue" => "default" }
-      Ferrolock::Sidekiq::UniqueClientMiddleware.new.call(TestingModeUniqueJob, unique, "default", nil) { :ok }
-      Ferrolock::Sidekiq::UniqueServerMiddleware.new.call(TestingModeUniqueJob.new, unique, "default") { :ok }
+      Ferrolock::Sidekiq::Unique::ClientMiddleware.new.call(TestingModeUniqueJob, unique, "default", nil) { :ok }
+      Ferrolock::Sidekiq::Unique::ServerMiddleware.new.call(TestingModeUniqueJob.new, unique, "default") { :ok }
       dual = { "class" => "TestingModeDualJob", "jid" => "j", "args" => [1], "queue" => "default" }
-      Ferrolock::Sidekiq::DualLockMiddleware.new.call(TestingModeDualJob.new, dual, "default") { :ok }
+      Ferrolock::Sidekiq::DualLock::Middleware.new.call(TestingModeDualJob.new, dual, "default") { :ok }
       Ferrolock::Shoryuken::LockMiddleware.new(enabled: true).call(Object.new, "q", TestingModeMessage.new("m")) { :ok }
       puts "done"
     RUBY

@@ -82,28 +82,28 @@ RSpec.describe "One vocabulary" do
       names: %w[lock_ttl lease]
     },
     "Sidekiq dual_lock option max_wait" => {
-      old: ->(v) { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { max_wait: v })).wait_timeout },
-      new: ->(v) { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { wait_timeout: v })).wait_timeout },
-      both: -> { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { max_wait: 1, wait_timeout: 1 })) },
+      old: ->(v) { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { max_wait: v })).wait_timeout },
+      new: ->(v) { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { wait_timeout: v })).wait_timeout },
+      both: -> { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { max_wait: 1, wait_timeout: 1 })) },
       names: %w[max_wait wait_timeout]
     },
     "Sidekiq dual_lock option exec_ttl" => {
-      old: ->(v) { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { "exec_ttl" => v })).lease },
-      new: ->(v) { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { "lease" => v })).lease },
-      both: -> { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { exec_ttl: 1, lease: 1 })) },
+      old: ->(v) { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { "exec_ttl" => v })).lease },
+      new: ->(v) { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { "lease" => v })).lease },
+      both: -> { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { exec_ttl: 1, lease: 1 })) },
       names: %w[exec_ttl lease]
     },
     "Sidekiq dual_lock option wait_ttl" => {
-      old: ->(v) { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { wait_ttl: v })).wait_lease },
-      new: ->(v) { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { wait_lease: v })).wait_lease },
-      both: -> { Ferrolock::Sidekiq::DualLockSettings.for(job_class(dual_lock: { wait_ttl: 1, wait_lease: 1 })) },
+      old: ->(v) { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { wait_ttl: v })).wait_lease },
+      new: ->(v) { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { wait_lease: v })).wait_lease },
+      both: -> { Ferrolock::Sidekiq::DualLock::Settings.for(job_class(dual_lock: { wait_ttl: 1, wait_lease: 1 })) },
       names: %w[wait_ttl wait_lease]
     },
     "uniqueness option lock_lease" => {
-      old: ->(v) { Ferrolock::Sidekiq::UniqueSettings.for(job_class(lock: :until_executed, lock_lease: v), {}).lease },
-      new: ->(v) { Ferrolock::Sidekiq::UniqueSettings.for(job_class(lock: :until_executed, lease: v), {}).lease },
+      old: ->(v) { Ferrolock::Sidekiq::Unique::Settings.for(job_class(lock: :until_executed, lock_lease: v), {}).lease },
+      new: ->(v) { Ferrolock::Sidekiq::Unique::Settings.for(job_class(lock: :until_executed, lease: v), {}).lease },
       both: lambda {
-              Ferrolock::Sidekiq::UniqueSettings.for(job_class(lock: :until_executed, lock_lease: 1, lease: 2), {})
+              Ferrolock::Sidekiq::Unique::Settings.for(job_class(lock: :until_executed, lock_lease: 1, lease: 2), {})
             },
       names: %w[lock_lease lease]
     }
@@ -155,22 +155,22 @@ RSpec.describe "One vocabulary" do
   describe "uniqueness: sidekiq-unique-jobs' names" do
     it "accepts lock_ttl and lock_timeout without a warning (the README promises its option names)" do
       klass = job_class(lock: :while_executing, lock_ttl: 60, lock_timeout: 2)
-      settings = Ferrolock::Sidekiq::UniqueSettings.for(klass, {})
+      settings = Ferrolock::Sidekiq::Unique::Settings.for(klass, {})
       expect([settings.ttl, settings.wait_timeout]).to eq([60.0, 2.0])
       expect(warnings.grep(/deprecated/)).to eq([])
     end
 
     it "accepts ttl and wait_timeout, and refuses either together with its other name" do
-      settings = Ferrolock::Sidekiq::UniqueSettings.for(job_class(lock: :while_executing, ttl: 60, wait_timeout: 2), {})
+      settings = Ferrolock::Sidekiq::Unique::Settings.for(job_class(lock: :while_executing, ttl: 60, wait_timeout: 2), {})
       expect([settings.ttl, settings.wait_timeout]).to eq([60.0, 2.0])
-      expect { Ferrolock::Sidekiq::UniqueSettings.for(job_class(lock: :until_expired, ttl: 1, lock_ttl: 1), {}) }
+      expect { Ferrolock::Sidekiq::Unique::Settings.for(job_class(lock: :until_expired, ttl: 1, lock_ttl: 1), {}) }
         .to raise_error(ArgumentError, /VocabularyJob.*ttl or lock_ttl/)
     end
 
     it "lets a per-push new name win over the class's old one (Sidekiq copies the class's options into the job)" do
       klass = job_class(lock: :until_expired, lock_ttl: 3600)
       job = { "class" => "VocabularyJob", "lock" => "until_expired", "lock_ttl" => 3600, "ttl" => 5 }
-      expect(Ferrolock::Sidekiq::UniqueSettings.for(klass, job).ttl).to eq(5.0)
+      expect(Ferrolock::Sidekiq::Unique::Settings.for(klass, job).ttl).to eq(5.0)
     end
   end
 

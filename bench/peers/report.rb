@@ -5,12 +5,15 @@ module PeersBench
   # ours first; "ferrolock ÷ this" is ours divided by the row's rate (above 1: ours is faster). The
   # io section's tables end with the no-lock ceiling and a line of ratios under them.
   module Report
-    COLUMNS = [["Redis commands per %s", :commands, "%<v>.1f"], ["Redis CPU per %s (µs)", :cpu_us, "%<v>.0f"],
+    COLUMNS = [["wait p50 (ms)", :wait_p50_ms, "%<v>.3f"], ["wait p99 (ms)", :wait_p99_ms, "%<v>.3f"],
+               ["wait max (ms)", :wait_max_ms, "%<v>.1f"],
                ["hand-off p50 (ms)", :p50_ms, "%<v>.3f"], ["hand-off p99 (ms)", :p99_ms, "%<v>.3f"],
-               ["hand-offs to another worker", :moved, nil], ["busiest worker's share", :busiest, nil],
-               ["failed acquires (retried)", :errors, "%<v>d"]].freeze
+               ["hand-offs to another worker", :moved, nil], ["hand-offs to another process", :moved_process, nil],
+               ["busiest worker's share", :busiest, nil],
+               ["client commands per %s", :sent, "%<v>.1f"], ["Redis commands per %s", :commands, "%<v>.1f"],
+               ["Redis CPU per %s (µs)", :cpu_us, "%<v>.1f"], ["failed acquires (retried)", :errors, "%<v>d"]].freeze
     # Measures that mean nothing for one worker alone.
-    ALONE_SKIPS = %i[p50_ms p99_ms moved busiest].freeze
+    ALONE_SKIPS = %i[p50_ms p99_ms moved moved_process busiest].freeze
 
     NOTES = <<~NOTES.strip
       - Workers: ferrolock and Python = threads (each with its own lock object and connection) in forked
@@ -21,21 +24,45 @@ module PeersBench
         10 s. redlock: retryCount 10, retryDelay 200 ms, retryJitter 200 ms (a failed lock() is retried and
         counted). redis-py: SET NX retried every 100 ms. python-redis-lock: SET NX, then BLPOP on a signal list.
         pottery: SET NX retried after a random 0-200 ms. ferrolock: DistMutex / ConcurrentLimiter defaults.
+      - Wait: from a worker asking for the lock (its failed tries included) to entering, each worker's first
+        section left out (it connects). Hand-off: from a release to the next entry; "to another worker" /
+        "to another process": the share of hand-offs whose next holder is another worker / in another process.
       - Empty sections: two timestamps. io sections: INCR then DECR of one key on a second Redis, through each
         language's client (redis-rb, ioredis, redis-py, the redis crate), one connection per worker (node: per
         process); the ceiling runs the same redis-rb section with no lock. "Redis commands" counts every
         command the lock's Redis ran (INFO commandstats, inside scripts too; the second Redis is not counted),
-        "Redis CPU" is its INFO cpu (sys + user), both per section and including the setup of connections.
+        "client commands" those the clients sent (EVALSHA, SET, ...: the slow log, logging every command for
+        the run, tells them from those run inside scripts), "Redis CPU" is its INFO cpu (sys + user), all per
+        section and including the setup of connections; INFO is not counted. The slow log costs the server a
+        little CPU per command, the same for everyone.
     NOTES
 
     module_function
+
+    # How the run was pinned, and the 2-round-trip ceiling measured before and after the tables.
+    def header(pinning, ceilings)
+      rates = ceilings.map { |c| c.is_a?(String) ? c : "#{Bench.number(c)}/s" }
+      "- #{pinning}.\n- 2-round-trip ceiling of an uncontended lock+unlock cycle (redis-benchmark SET over one " \
+        "connection, ÷ 2), before / after the tables: #{rates.join(" / ")}."
+    end
 
     def tables(kind, section, results)
       unit = kind == :mutex ? "section" : "block"
       results.group_by { |_, config, _| config }.map do |(workers, processes), rows|
         lines = table(unit, section, workers, processes, rows)
-        section == :io ? "#{lines}\n\n#{ratios(kind, workers, rows)}" : lines
+        next "#{lines}\n\n#{ratios(kind, workers, rows)}" if section == :io
+        next "#{lines}\n\n#{ceiling_ratio(rows)}" if workers == 1 && PeersBench.ceilings.first.is_a?(Float)
+
+        lines
       end.join("\n\n")
+    end
+
+    # A lone worker's cycles against the 2-round-trip ceiling measured before the tables.
+    def ceiling_ratio(rows)
+      ceiling = PeersBench.ceilings.first
+      measured = rows.reject { |_, _, r| r.is_a?(String) }
+      parts = measured.map { |label, _, r| format("%<l>s %<s>.2f", l: label, s: r[:sections] / ceiling) }
+      "Share of the 2-round-trip ceiling (#{Bench.number(ceiling)} cycles/s): #{parts.join("; ")}."
     end
 
     # ours / the fastest peer, and ours / (the ceiling × slots / workers): the share of the section's

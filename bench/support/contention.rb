@@ -76,12 +76,26 @@ module Bench
       pairs = handoffs(spans, slots)
       gaps = pairs.map { |(_, left, _), (entered, _, _)| entered - left }.sort
       moved = pairs.count { |(_, _, a), (_, _, b)| a != b }
+      moved_process = pairs.count { |(_, _, a), (_, _, b)| a.split(".").first != b.split(".").first }
       per_worker = spans.group_by { |s| s[2] }.transform_values(&:size)
       per_process = spans.group_by { |s| s[2].split(".").first }.transform_values(&:size)
       { sections: count / wall, commands: deltas[0].fdiv(count), cpu_us: 1e6 * deltas[1] / count,
         p50_ms: 1000 * Bench.percentile(gaps, 0.5), p99_ms: 1000 * Bench.percentile(gaps, 0.99),
-        moved: moved.fdiv([pairs.size, 1].max), busiest: per_worker.values.max.fdiv(count),
-        busiest_process: per_process.values.max.fdiv(count), longest_run: longest_run(spans), **waited(spans) }
+        moved: moved.fdiv([pairs.size, 1].max), moved_process: moved_process.fdiv([pairs.size, 1].max),
+        busiest: per_worker.values.max.fdiv(count), busiest_process: per_process.values.max.fdiv(count),
+        longest_run: longest_run(spans), **waited(spans), **waits(spans) }
+    end
+
+    # How long workers waited for the lock, from asking to entering (ms): p50, p99 and the most,
+    # over all sections but each worker's first (which also connects and loads scripts).
+    def waits(spans)
+      return {} if spans.any? { |s| s[3].nil? }
+
+      later = spans.group_by { |s| s[2] }.values.flat_map { |mine| mine.sort_by(&:first).drop(1) }
+      return {} if later.empty?
+
+      ms = later.map { |entered, _, _, asked| 1000 * (entered - asked) }.sort
+      { wait_p50_ms: Bench.percentile(ms, 0.5), wait_p99_ms: Bench.percentile(ms, 0.99), wait_max_ms: ms.last }
     end
 
     # The most sections one process ran in a row while every process was still running (the
@@ -97,7 +111,7 @@ module Bench
     # How many sections others entered while a worker waited (from asking to entering): the
     # most, and the 99th percentile, over all sections but each worker's first (which also
     # connects, loads scripts and starts its process's inbox while the others run). None when
-    # the spans carry no `asked`, as the peers' drivers' do not.
+    # the spans carry no `asked`.
     def waited(spans)
       return {} if spans.any? { |s| s[3].nil? }
 
@@ -144,7 +158,7 @@ module Bench
 
       case key
       when :sections then Bench.number(value)
-      when :moved, :busiest, :busiest_process then format("%.1f %%", 100 * value)
+      when :moved, :moved_process, :busiest, :busiest_process then format("%.1f %%", 100 * value)
       else format(fmt, v: value)
       end
     end

@@ -10,7 +10,9 @@ module Chaos
       def initialize(**)
         super
         @mutexes = Settings::MUTEX_NAMES.to_h do |name|
-          [name, Ferrolock::DistMutex.new(name, lease: Settings::LEASE, client: @client)]
+          # FERROLOCK_CHAOS_FAIR=false runs the mutexes in unfair mode (issue 43).
+          [name, Ferrolock::DistMutex.new(name, lease: Settings::LEASE, client: @client,
+                                                fair: ENV.fetch("FERROLOCK_CHAOS_FAIR", "true") != "false")]
         end
       end
 

@@ -16,6 +16,7 @@ require_relative "admin/release"
 require_relative "admin/table"
 require_relative "admin/stats"
 require_relative "admin/kind_stats"
+require_relative "admin/limit_override"
 
 module Ferrolock
   # What ferrolock holds in Redis, for operators (the Sidekiq Web "Locks" tab and the
@@ -33,6 +34,11 @@ module Ferrolock
   # one server (single node or the Sentinel primary), or every master of a Redis Cluster in turn.
   class Admin
     LOCK_PARTS = { "lock" => MutexInfo, "exec" => DualLockInfo, "wait" => DualLockInfo }.freeze
+
+    # The `ferrolock` command's parts' names (exe/ferrolock requires ferrolock/admin/cli) before each
+    # name gave its file (0.x): kept, warning once.
+    Deprecation.renamed_constants(self, %w[App Arguments NamespaceHint Options Output Password StatsCommand]
+                                          .to_h { |part| [:"Cli#{part}", "Ferrolock::Admin::Cli::#{part}"] })
 
     attr_reader :client
 
@@ -89,11 +95,33 @@ module Ferrolock
       end
     end
 
-    # ConcurrentLimiters (LimiterInfo) with a live slot or a waiter.
+    # ConcurrentLimiters (LimiterInfo) with a live slot, a waiter or an override.
     def limiters(pattern = "*", cursor: "0", per_page: 25)
-      page(pattern, cursor, per_page, %w[slots]) do |name, _|
+      page(pattern, cursor, per_page, %w[slots override]) do |name, _|
         LimiterInfo.read(@client, @keys, name) unless name.start_with?(CONCURRENCY_PREFIX)
       end
+    end
+
+    # A ConcurrentLimiter's limit changed live (LimitOverride), in every process from its next attempt,
+    # until #clear_override; holders are never evicted. Each returns the LimitOverride::Override now in
+    # force (nil fields: none) and sends a :limit_changed event. `kind:` :concurrent_limiter only so
+    # far (a limits_concurrency key's override is not built yet).
+    def set_limit(name, limit, kind: :concurrent_limiter)
+      override(name, kind, :set_limit, limit)
+    end
+
+    # No slot is taken or handed on until #resume: waiters wait (or reschedule), nothing is dropped.
+    def pause(name, kind: :concurrent_limiter)
+      override(name, kind, :pause)
+    end
+
+    def resume(name, kind: :concurrent_limiter)
+      override(name, kind, :resume)
+    end
+
+    # Back to the limit the code passes (and resumed).
+    def clear_override(name, kind: :concurrent_limiter)
+      override(name, kind, :clear)
     end
 
     # ActiveJob limits_concurrency keys (ConcurrencyInfo): `pattern` matches "<group>/<key>".
@@ -155,6 +183,15 @@ module Ferrolock
     end
 
     private
+
+    def override(name, kind, action, limit = nil)
+      name = Validate.name!(:name, name)
+      unless kind == :concurrent_limiter
+        raise ArgumentError, "kind: only :concurrent_limiter can be overridden (got #{Validate.show(kind)})"
+      end
+
+      LimitOverride.write(@client, @keys, name, action, limit)
+    end
 
     # One SCAN page of items: keys of the given parts, each (name, part) read by the block into
     # an item or nil. An item found under two keys of one page (a DualLock's exec and wait) is

@@ -61,12 +61,15 @@ module Ferrolock
     # { limit:, in_use:, waiting: } read from Redis: every process's slots and waiters in line (one
     # entry per waiting process), plus this process's threads waiting behind its entry. `limit` is
     # this object's; `stored_limit:` is added when the slots set holds another one (written by the
-    # latest caller to take a free slot: some process passes a different limit for this name).
+    # latest caller to take a free slot: some process passes a different limit for this name), and
+    # `override: { limit:, paused: }` while an operator changed it live (Admin#set_limit, #pause).
     def status
       in_use, waiting = @native.status
       status = { limit: @count, in_use: in_use, waiting: waiting }
       stored = stored_limit
-      stored.nil? || stored == @count ? status : status.merge(stored_limit: stored)
+      status = status.merge(stored_limit: stored) unless stored.nil? || stored == @count
+      over = override
+      over ? status.merge(override: over.to_h) : status
     end
 
     def inspect
@@ -115,6 +118,14 @@ module Ferrolock
 
       score = @client.call("ZSCORE", "#{@client.namespace}:{#{@name}}:slots", "{limit}")
       score && -Float(score).to_i
+    end
+
+    # The operators' Admin::LimitOverride::Override in force, or nil (none under Testing.disable!).
+    # A separate HMGET, as stored_limit's ZSCORE.
+    def override
+      return nil if Backend.factory&.disabled?
+
+      Admin::LimitOverride.read(@client, Admin::KeySpace.new(@client.namespace), @name)
     end
 
     # :waited, as DistMutex and DualLock send it; :duration is its deprecated old name.

@@ -2,6 +2,9 @@
 
 require "logger"
 require_relative "validate"
+require_relative "deprecation"
+require_relative "configuration/current"
+require_relative "configuration/topology_settings"
 
 # Global settings: Ferrolock.configure, Ferrolock.config and the default client.
 module Ferrolock
@@ -10,6 +13,11 @@ module Ferrolock
     DEFAULT_URL = "redis://127.0.0.1:6379/0"
     DEFAULT_NAMESPACE = "ferrolock"
     NAMESPACE_ENV = "FERROLOCK_NAMESPACE"
+    # The Cluster and Sentinel settings' environment variables (TopologySettings', by their older name).
+    TOPOLOGY_ENV = TopologySettings::ENV_VARIABLES
+    # FairTenant's modes, by their older name (FairTenant::Config, included by fair_tenant.rb).
+    def self.fair_tenant_mode!(arg, value) = FairTenant::Config.mode!(arg, value)
+    Deprecation.renamed_constants(self, FAIR_TENANT_MODES: "Ferrolock::FairTenant::Config::MODES")
     DEFAULT_TIMEOUT = 1.0
     # The most seconds a thread polls for a reply before sleeping (see reply_spin=).
     DEFAULT_REPLY_SPIN = 0.0002
@@ -58,7 +66,7 @@ module Ferrolock
       value
     end
 
-    # Under Rails, whether the Railtie runs DualLockMiddleware.validate! and FairTenant.verify! at
+    # Under Rails, whether the Railtie runs DualLock::Middleware.validate! and FairTenant.verify! at
     # Sidekiq server start (lib/ferrolock/railtie.rb). Default true.
     attr_reader :boot_checks
 
@@ -197,55 +205,5 @@ module Ferrolock
     end
   end
 
-  CONFIG_LOCK = Mutex.new
-  CLIENT_LOCK = Mutex.new
-  private_constant :CONFIG_LOCK, :CLIENT_LOCK
-
-  class << self
-    def config
-      CONFIG_LOCK.synchronize { @config ||= Configuration.new }
-    end
-
-    # Yields the configuration; the default client is rebuilt on next use. All or nothing: the
-    # block sets a copy, applied only when the block returns, so a bad value (or any exception)
-    # leaves every setting, and the client built from them, as they were.
-    def configure
-      live = config
-      draft = live.dup
-      yield draft
-      draft.instance_variables.each { |ivar| live.instance_variable_set(ivar, draft.instance_variable_get(ivar)) }
-      reset_client!
-      History.apply(live.history)
-      live
-    end
-
-    # The default client, built from the configuration on first use.
-    def client
-      CLIENT_LOCK.synchronize do
-        # Every option (and the server, cluster or sentinels) comes from the configuration.
-        @client ||= Client.new
-      end
-    end
-
-    def reset_client!
-      CLIENT_LOCK.synchronize { @client = nil }
-      nil
-    end
-
-    # Forgets every setting (tests use it to re-read the environment).
-    def reset_config!
-      CONFIG_LOCK.synchronize { @config = nil }
-      reset_client!
-      History.apply(Configuration.default_history)
-    end
-
-    def logger
-      config.logger
-    end
-
-    # A primitive's min_replicas_acked: keyword, checked; nil means the configured default.
-    def min_replicas_acked!(value)
-      nil.equal?(value) ? config.min_replicas_acked : Configuration.min_replicas_acked!(value)
-    end
-  end
+  extend Configuration::Current
 end

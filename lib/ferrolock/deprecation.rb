@@ -35,6 +35,19 @@ module Ferrolock
         Ferrolock.logger.warn("ferrolock: #{owner}: #{old} is deprecated, use #{new} (same meaning)")
       end
 
+      # Keeps a namespace's renamed constants working: `namespace::Old` answers the constant named
+      # renamed[:Old] (a String, resolved on use so nothing loads early), warning once. The old names
+      # are not constants (const_missing answers them), so each name has one file (spec/constant_paths_spec.rb).
+      def renamed_constants(namespace, renamed)
+        renamed = renamed.dup.freeze
+        namespace.define_singleton_method(:const_missing) do |name|
+          new_name = renamed[name] or return super(name)
+
+          Deprecation.warn_once(self.name, name, new_name)
+          Object.const_get(new_name)
+        end
+      end
+
       # Forgets which warnings were logged (for tests).
       def reset!
         @lock.synchronize { @warned.clear }

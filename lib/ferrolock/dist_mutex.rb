@@ -3,6 +3,7 @@
 require_relative "dist_mutex/ownership"
 require_relative "dist_mutex/owners"
 require_relative "dist_mutex/reaper"
+require_relative "dist_mutex/holding"
 
 module Ferrolock
   # A mutex shared by threads, processes and hosts through Redis, with Ruby Mutex's API and
@@ -18,6 +19,8 @@ module Ferrolock
   #                      frees itself n seconds after it was taken, not when the block ends:
   #                      holders START at least n seconds apart (a rate spacer). unlock is a no-op.
   class DistMutex
+    include Holding
+
     attr_reader :name, :client
 
     # Local passes a cohort may make (0..15): an unlock that finds another thread of this process
@@ -29,8 +32,9 @@ module Ferrolock
 
     # min_replicas_acked: replicas each grant must reach before lock returns (nil: the
     # configured default, see Configuration#min_replicas_acked). local_passes: see LOCAL_PASSES.
+    # fair: false: this process keeps the lock among its threads up to 50 ms (doc/BEHAVIOUR.md).
     def initialize(name, expire: nil, auto_release: true, lease: 30, client: nil, min_replicas_acked: nil, # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
-                   local_passes: LOCAL_PASSES)
+                   local_passes: LOCAL_PASSES, fair: true)
       @name = Validate.own_name!(:name, name)
       expire = Validate.seconds!(:expire, expire) unless nil.equal?(expire) # (BasicObject-safe: no nil?)
       lease = Validate.seconds!(:lease, lease)
@@ -44,7 +48,8 @@ module Ferrolock
       local_passes = Cohort.local_passes!(local_passes)
 
       @native = Backend.build(:DistMutex, @client, @name, expire, auto_release, lease,
-                              Ferrolock.min_replicas_acked!(min_replicas_acked), local_passes)
+                              Ferrolock.min_replicas_acked!(min_replicas_acked), local_passes,
+                              Validate.boolean!(:fair, fair))
       # Holds are recorded process-wide (Owners) under the lock's identity, so other DistMutex
       # objects of the same lock see them; a hold whose owner ends is released by this process's
       # next call on the lock, or at the reaper's next tick.
@@ -207,54 +212,8 @@ module Ferrolock
       self
     end
 
-    # Takes the calling fiber's hold out of the registry and releases it; false when it held
-    # none. Call it with interrupts deferred (Interrupts.release): no exception may land between
-    # the two.
-    def release_own_hold
-      hold = forget_own_hold
-      return false unless hold
-
-      @native.unlock(hold)
-      true
-    rescue LockLost
-      Ferrolock.instrument(:lock_lost, primitive: :dist_mutex, name: @name, detected: :release)
-      raise
-    end
-
-    # release_own_hold at the end of synchronize's block (finished: it did not raise).
-    def release_after_block(finished)
-      release_own_hold
-    rescue LockLost
-      raise if finished
-    rescue Error => e
-      ReleaseFailure.report(e, what: "DistMutex #{@name.inspect}", finished: finished,
-                               primitive: :dist_mutex, name: @name)
-    end
-
     def stalled_timeout(timeout)
       TimeoutError.new("DistMutex #{@name.inspect}: Redis did not answer within wait_timeout (#{timeout} s)")
-    end
-
-    # Records hold (a Native::MutexHold) as owned by the calling fiber.
-    def remember(hold)
-      Owners.add(Ownership.new(@native, hold, @key, @name, Thread.current, Fiber.current, @tick))
-    end
-
-    # Removes the calling fiber's record and returns its Native::MutexHold (nil when not owned).
-    def forget_own_hold
-      Owners.take_current(@native, @key)&.hold
-    end
-
-    # Before waiting: fails like Ruby's Mutex when the calling fiber holds the lock, or a live
-    # sibling fiber does (it could never run to unlock: the wait blocks the thread, even under a
-    # Fiber.scheduler), instead of hanging. A hold whose owner ended is released now rather than
-    # at the reaper's next tick.
-    def check_local_owners
-      case (gone = Owners.before_lock(@native, @key))
-      when :owned then raise ThreadError, "deadlock; recursive locking"
-      when :sibling then raise ThreadError, "deadlock; lock already owned by another fiber belonging to the same thread"
-      else Reaper.release_all(gone)
-      end
     end
   end
 end

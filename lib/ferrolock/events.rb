@@ -1,41 +1,34 @@
 # frozen_string_literal: true
 
+require_relative "deprecation"
+
 # Events: Ferrolock.subscribe, Ferrolock.unsubscribe and Ferrolock.instrument.
 module Ferrolock
-  # A block registered with Ferrolock.subscribe; pass it to Ferrolock.unsubscribe.
-  class Subscription
-    attr_reader :events
+  # Ferrolock extends this module; EVENTS (lib/ferrolock.rb) names the events.
+  module Events
+    # A block registered with Ferrolock.subscribe; pass it to Ferrolock.unsubscribe.
+    class Subscription
+      attr_reader :events
 
-    def initialize(events, block)
-      @events = events
-      @block = block
+      def initialize(events, block)
+        @events = events
+        @block = block
+      end
+
+      def match?(event)
+        events.empty? || events.include?(event)
+      end
+
+      def call(event, payload)
+        @block.call(event, payload)
+      end
     end
 
-    def match?(event)
-      events.empty? || events.include?(event)
-    end
+    SUBSCRIBERS_LOCK = Mutex.new
+    # instrument's interrupt mask, made once (it runs for every event someone listens to).
+    DEFERRED = { Object => :never }.freeze
+    private_constant :SUBSCRIBERS_LOCK, :DEFERRED
 
-    def call(event, payload)
-      @block.call(event, payload)
-    end
-  end
-
-  # Every event ferrolock instruments (the README's table); subscribe rejects other names, so a
-  # typo fails at boot instead of never firing.
-  EVENTS = %i[
-    acquired lock_lost data_lost owner_gone release_failed skipped wait_timeout over_limit
-    rescheduled reschedules_exhausted rerouted blocked promoted discarded released
-    failed_before_perform
-    locked skipped_in_progress skipped_processed released_after_error redis_error
-  ].freeze
-
-  SUBSCRIBERS_LOCK = Mutex.new
-  # instrument's interrupt mask, made once (it runs for every event someone listens to).
-  DEFERRED = { Object => :never }.freeze
-  private_constant :SUBSCRIBERS_LOCK, :DEFERRED
-  @subscribers = [].freeze
-
-  class << self
     # Ferrolock.subscribe { |event, payload| ... } receives every event;
     # Ferrolock.subscribe(:acquired, :wait_timeout) { ... } only those named (see EVENTS).
     def subscribe(*events, &block)
@@ -62,32 +55,46 @@ module Ferrolock
     # done: landing inside, the rescue below would log and swallow them. Keep subscribers quick.
     def instrument(event, payload = {})
       event = event_symbol!("instrument: event", "a Symbol", event)
+      recorder = @recorder
+      subscribed = !@subscribers.empty? || Notifications.listening?(event)
       # Nobody listens (the usual case on a hot path): no interrupt mask to enter and leave.
-      return nil if @subscribers.empty? && !Notifications.listening?(event)
+      return nil unless subscribed || recorder
 
       payload = canonical_payload(payload)
-      Thread.handle_interrupt(DEFERRED) do
-        @subscribers.each do |subscription|
-          next unless subscription.match?(event)
-
-          begin
-            subscription.call(event, payload)
-          rescue StandardError => e # only the subscriber's own: asynchronous ones are deferred (above)
-            logger.warn("ferrolock: #{event} subscriber failed: #{e.class}: #{e.message}")
-          end
-        end
-        Notifications.publish(event, payload) if Notifications.listening?(event)
-      end
+      recorder&.record(event, payload)
+      publish(event, payload) if subscribed
       nil
     end
 
     # True when a subscriber or an ActiveSupport::Notifications listener would receive event. A hot
     # path asks before it builds a payload nobody reads.
     def listening?(event)
+      return true unless @recorder.nil?
+
       @subscribers.any? { |subscription| subscription.match?(event) } || Notifications.listening?(event)
     end
 
+    # History.apply's switch (internal): recorder.record(event, payload) sees every event, or nil.
+    def record_events_with(recorder)
+      @recorder = recorder
+    end
+
     private
+
+    def publish(event, payload)
+      Thread.handle_interrupt(DEFERRED) do
+        @subscribers.each do |subscription|
+          next unless subscription.match?(event)
+
+          begin
+            subscription.call(event, payload)
+          rescue StandardError => e # only the subscriber's own: asynchronous ones are deferred (instrument)
+            logger.warn("ferrolock: #{event} subscriber failed: #{e.class}: #{e.message}")
+          end
+        end
+        Notifications.publish(event, payload) if Notifications.listening?(event)
+      end
+    end
 
     # Every payload names its lock :name and its job's class :job_class; the older keys (:key,
     # :class, :worker) stay beside them for now (deprecated, see the README's vocabulary table).
@@ -132,4 +139,13 @@ module Ferrolock
       end
     end
   end
+
+  @subscribers = [].freeze
+  # History's counter while history is on (History.apply): every event goes to it before the
+  # subscribers and outside their interrupt mask, which costs more than the count (a count lost to
+  # Thread#raise is one count).
+  @recorder = nil
+  extend Events
+  # Subscription: its name before it moved into Events (deprecated).
+  Deprecation.renamed_constants(self, Subscription: "Ferrolock::Events::Subscription")
 end

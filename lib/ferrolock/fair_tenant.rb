@@ -3,26 +3,12 @@
 require_relative "fair_tenant/config"
 require_relative "fair_tenant/rules"
 require_relative "fair_tenant/job"
-# The middleware's class is named Ferrolock::Sidekiq::FairTenantMiddleware (the name given first
-# is the class's name); client_middleware.rb reopens it as FairTenant::ClientMiddleware, its old name,
-# which is then removed and answered (warning once) by FairTenant.const_missing.
-module Ferrolock
-  module Sidekiq
-    FairTenantMiddleware = Class.new
-  end
-
-  module FairTenant
-    ClientMiddleware = Sidekiq::FairTenantMiddleware
-  end
-end
-require_relative "fair_tenant/client_middleware"
-Ferrolock::FairTenant.send(:remove_const, :ClientMiddleware)
 require_relative "fair_tenant/verify"
 
 module Ferrolock
   # Fair queueing per tenant: each (job class, tenant)'s enqueues are counted in sliding windows
   # (one Lua script, one round trip per enqueue, Redis time) and a greedy tenant's jobs go to the
-  # queue of the last rule it breaks. See FairTenant::ClientMiddleware for Sidekiq.
+  # queue of the last rule it breaks. See Ferrolock::Sidekiq::FairTenantMiddleware for Sidekiq.
   module FairTenant
     # After ferrolock's Redis failed, enqueues skip it for this long (pushed unchanged), so an
     # outage costs one read timeout, not one per enqueue.
@@ -33,15 +19,12 @@ module Ferrolock
     @warned = {}
     @paused_until = {}
 
+    # Ferrolock.configure { |c| c.fair_tenant_mode = :bounded }
+    Configuration.include(Config)
+    # FairTenant::ClientMiddleware: the deprecated name of Ferrolock::Sidekiq::FairTenantMiddleware.
+    Deprecation.renamed_constants(self, ClientMiddleware: "Ferrolock::Sidekiq::FairTenantMiddleware")
+
     class << self
-      # FairTenant::ClientMiddleware: the deprecated name of Ferrolock::Sidekiq::FairTenantMiddleware.
-      def const_missing(name)
-        return super unless name == :ClientMiddleware
-
-        Deprecation.warn_once("Ferrolock::FairTenant", :ClientMiddleware, "Ferrolock::Sidekiq::FairTenantMiddleware")
-        Sidekiq::FairTenantMiddleware
-      end
-
       # The queue for one enqueue: that of the last rule broken once this enqueue is counted, else
       # `queue`. `record: false` checks without counting (the job was counted at an earlier push);
       # in :exact mode the same jid is counted once anyway. (All keywords: clearer than a struct.)
@@ -64,7 +47,7 @@ module Ferrolock
       def mode!(mode)
         return Ferrolock.config.fair_tenant_mode if nil.equal?(mode)
 
-        Configuration.fair_tenant_mode!(:fair_tenant_mode, mode)
+        Config.mode!(:fair_tenant_mode, mode)
       end
 
       # The Redis key holding a (job class, tenant)'s counts, for inspection.

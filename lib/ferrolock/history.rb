@@ -6,7 +6,7 @@ require_relative "history/store"
 
 module Ferrolock
   # Per-minute history of every event, by primitive and name, in Redis (Buckets): off unless
-  # `c.history = true` (or FERROLOCK_HISTORY=1). A subscriber like any other counts events in this
+  # `c.history = true` (or FERROLOCK_HISTORY=1). Every event is counted in this
   # process (Tally: no Redis on the hot path); one thread writes them every FLUSH_EVERY seconds as one
   # script (Store), and once more at exit, so a process that dies loses at most one flush. Read
   # back with Ferrolock::Admin#stats and `ferrolock stats NAME`. Not with Ferrolock::Testing
@@ -16,7 +16,7 @@ module Ferrolock
     LOCK = Mutex.new
     private_constant :LOCK
 
-    @subscription = nil
+    @enabled = false
     @tally = Tally.new
     @thread = nil
     @generation = nil
@@ -27,24 +27,21 @@ module Ferrolock
       # Seconds between flushes (a spec shortens it).
       attr_accessor :flush_every
 
-      # Subscribes or unsubscribes (Ferrolock.configure calls it with c.history).
+      # On or off (Ferrolock.configure calls it with c.history). Not a subscriber: Ferrolock.instrument
+      # hands it every event directly (see record_events_with), on a hot path.
       def apply(enabled)
         LOCK.synchronize do
-          if enabled && !@subscription
-            @subscription = Ferrolock.subscribe { |event, payload| record(event, payload) }
-          elsif !enabled && @subscription
-            Ferrolock.unsubscribe(@subscription)
-            @subscription = nil
-          end
+          @enabled = enabled ? true : false
+          Ferrolock.record_events_with(@enabled ? self : nil)
         end
         nil
       end
 
       def enabled?
-        !@subscription.nil?
+        @enabled == true
       end
 
-      # Counts one event (the subscriber; runs with asynchronous exceptions deferred).
+      # Counts one event.
       def record(event, payload)
         return if Backend.factory || !(Hash === payload) # rubocop:disable Style/CaseEquality -- BasicObject-safe
 
@@ -99,7 +96,7 @@ module Ferrolock
       end
 
       def start_thread
-        # Clean interrupt masks (the subscriber runs masked), so exit ends the thread at once.
+        # Clean interrupt masks (an event may be counted from code that runs masked), so exit ends it at once.
         @thread = Thread.new { Thread.handle_interrupt(Object => :immediate) { flush_loop } }
         @thread.name = "ferrolock-history"
         @thread.report_on_exception = false

@@ -2,7 +2,7 @@
 
 module Ferrolock
   # The loaded Sidekiq job classes declaring a sidekiq_options key, for boot-time checks
-  # (FairTenant.verify!, DualLockMiddleware.validate!). Eager-load the app first.
+  # (FairTenant.verify!, DualLock::Middleware.validate!). Eager-load the app first.
   module JobClasses
     # Classes reachable by their name only: a class replaced by code reloading, or anonymous,
     # is never pushed by name.

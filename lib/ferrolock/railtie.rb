@@ -5,8 +5,8 @@ module Ferrolock
   # - Ferrolock.logger defaults to Rails.logger (an app's own c.logger, set before or in an
   #   initializer, wins);
   # - configuration goes in config/initializers/ferrolock.rb (Ferrolock.configure);
-  # - in a Sidekiq server, the boot checks (DualLockMiddleware.validate!, FairTenant.verify!,
-  #   UniqueServerMiddleware.validate!) run
+  # - in a Sidekiq server, the boot checks (DualLock::Middleware.validate!, FairTenant.verify!,
+  #   Unique::ServerMiddleware.validate!) run
   #   on Sidekiq's :startup event, after the app (eager-)loaded its job classes. Turn them off with
   #   `c.boot_checks = false`.
   class Railtie < ::Rails::Railtie
@@ -50,17 +50,17 @@ module Ferrolock
         return unless Ferrolock.config.boot_checks
 
         errors = []
-        dual_lock = run_check(sidekiq.server_middleware, Ferrolock::Sidekiq::DualLockMiddleware, "dual_lock",
-                              "DualLockMiddleware.validate!", errors) do |classes|
-          Ferrolock::Sidekiq::DualLockMiddleware.validate!(*classes)
+        dual_lock = run_check(sidekiq.server_middleware, Ferrolock::Sidekiq::DualLock::Middleware, "dual_lock",
+                              "DualLock::Middleware.validate!", errors) do |classes|
+          Ferrolock::Sidekiq::DualLock::Middleware.validate!(*classes)
         end
         fair_tenant = run_check(sidekiq.client_middleware, Ferrolock::Sidekiq::FairTenantMiddleware,
                                 "fair_tenant_queues", "FairTenant.verify!", errors) do |classes|
           Ferrolock::FairTenant.verify!(classes)
         end
-        unique = run_check(sidekiq.server_middleware, Ferrolock::Sidekiq::UniqueServerMiddleware, "lock",
-                           "UniqueServerMiddleware.validate!", errors) do |classes|
-          Ferrolock::Sidekiq::UniqueServerMiddleware.validate!(*classes)
+        unique = run_check(sidekiq.server_middleware, Ferrolock::Sidekiq::Unique::ServerMiddleware, "lock",
+                           "Unique::ServerMiddleware.validate!", errors) do |classes|
+          Ferrolock::Sidekiq::Unique::ServerMiddleware.validate!(*classes)
         end
         raise_all!(errors)
         Ferrolock.logger.info("ferrolock: boot checks ran (DualLock: #{dual_lock}; FairTenant: #{fair_tenant}; " \

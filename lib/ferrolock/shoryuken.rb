@@ -9,17 +9,7 @@ require_relative "shoryuken/perform_watch"
 require_relative "shoryuken/placement"
 require_relative "shoryuken/idempotency_key"
 require_relative "shoryuken/resumption"
-# The middleware's class is named Ferrolock::Shoryuken::LockMiddleware (the name given first is the
-# class's name); lock.rb reopens it as Shoryuken::Lock, its old name, which is then removed and
-# answered (warning once) by Shoryuken.const_missing.
-module Ferrolock
-  module Shoryuken
-    LockMiddleware = Class.new
-    Lock = LockMiddleware
-  end
-end
-require_relative "shoryuken/lock"
-Ferrolock::Shoryuken.send(:remove_const, :Lock)
+require_relative "shoryuken/lock_middleware"
 
 module Ferrolock
   # Shoryuken integration. Never requires the shoryuken gem: the middleware works with any
@@ -42,19 +32,14 @@ module Ferrolock
     MAX_CACHED_SETTINGS = 1000
     private_constant :MAX_CACHED_SETTINGS
 
+    # Shoryuken::Lock: the deprecated name of Ferrolock::Shoryuken::LockMiddleware.
+    Deprecation.renamed_constants(self, Lock: "Ferrolock::Shoryuken::LockMiddleware")
+
     @defaults = Options::DEFAULTS
     @settings = {}
     @warned_batch = {}
 
     class << self
-      # Shoryuken::Lock: the deprecated name of Ferrolock::Shoryuken::LockMiddleware.
-      def const_missing(name)
-        return super unless name == :Lock
-
-        Deprecation.warn_once("Ferrolock::Shoryuken", :Lock, "Ferrolock::Shoryuken::LockMiddleware")
-        LockMiddleware
-      end
-
       # Process-wide defaults, e.g. in an initializer:
       #   Ferrolock::Shoryuken.configure { |c| c.enabled = true; c.lease = 120 }
       def configure

@@ -8,24 +8,22 @@ module Ferrolock
     autoload :ActiveJobHooks, File.expand_path("sidekiq/active_job_hooks", __dir__)
     autoload :ActiveJobLogQuiet, File.expand_path("sidekiq/active_job_log_quiet", __dir__)
     autoload :Compat, File.expand_path("sidekiq/compat", __dir__)
-    autoload :DualLockMiddleware, File.expand_path("sidekiq/dual_lock_middleware", __dir__)
-    autoload :DualLockSettings, File.expand_path("sidekiq/dual_lock_settings", __dir__)
+    autoload :DualLock, File.expand_path("sidekiq/dual_lock", __dir__)
+    autoload :FairTenantMiddleware, File.expand_path("sidekiq/fair_tenant_middleware", __dir__)
     autoload :LimiterMiddleware, File.expand_path("sidekiq/limiter_middleware", __dir__)
     autoload :Reschedule, File.expand_path("sidekiq/reschedule", __dir__)
     autoload :RunningJob, File.expand_path("sidekiq/running_job", __dir__)
-    autoload :UniqueClientMiddleware, File.expand_path("sidekiq/unique/client_middleware", __dir__)
-    autoload :UniqueDigest, File.expand_path("sidekiq/unique/digest", __dir__)
-    autoload :UniqueLeases, File.expand_path("sidekiq/unique/leases", __dir__)
-    autoload :UniqueLock, File.expand_path("sidekiq/unique/lock", __dir__)
-    autoload :UniqueMiddleware, File.expand_path("sidekiq/unique/middleware", __dir__)
-    autoload :UniqueOptionNames, File.expand_path("sidekiq/unique/option_names", __dir__)
-    autoload :UniqueOnConflict, File.expand_path("sidekiq/unique/on_conflict", __dir__)
-    autoload :UniquePush, File.expand_path("sidekiq/unique/push", __dir__)
-    autoload :UniqueResumption, File.expand_path("sidekiq/unique/resumption", __dir__)
-    autoload :UniqueRetry, File.expand_path("sidekiq/unique/retry", __dir__)
-    autoload :UniqueServerMiddleware, File.expand_path("sidekiq/unique/server_middleware", __dir__)
-    autoload :UniqueSettings, File.expand_path("sidekiq/unique/settings", __dir__)
-    autoload :UniqueUnsupported, File.expand_path("sidekiq/unique/unsupported", __dir__)
+    autoload :Unique, File.expand_path("sidekiq/unique", __dir__)
+
+    # The names these constants had before each name gave its file (0.x): kept, warning once.
+    RENAMED = {
+      **%w[ClientMiddleware Digest Leases Lock Middleware OptionNames OnConflict Push Resumption Retry
+           ServerMiddleware Settings Unsupported].to_h { |name| [:"Unique#{name}", "#{self.name}::Unique::#{name}"] },
+      DualLockMiddleware: "Ferrolock::Sidekiq::DualLock::Middleware",
+      DualLockSettings: "Ferrolock::Sidekiq::DualLock::Settings"
+    }.freeze
+    private_constant :RENAMED
+    Deprecation.renamed_constants(self, RENAMED)
 
     # The job's class name for events and log lines (Ferrolock::Job#class_name: the wrapped class
     # for ActiveJob jobs).

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "validate"
-require_relative "configuration/topology"
+require_relative "configuration/topology_settings"
 
 module Ferrolock
   # Where a client connects: one server (url:), a Redis Cluster (cluster: seed nodes) or a

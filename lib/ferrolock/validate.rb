@@ -3,19 +3,6 @@
 require_relative "redact"
 
 module Ferrolock
-  # The largest value of ANY seconds argument (TTLs, leases, waits, timeouts): 10 years. Far
-  # beyond any real lease or wait, and far inside what Redis PX and Rust's Duration/Instant
-  # arithmetic accept, so no value can overflow on the way.
-  MAX_SECONDS = 315_360_000
-  # The shortest TTL, lease or connect/read timeout: Redis counts expiries in milliseconds.
-  # (Waits may be 0: one attempt.)
-  MIN_TTL_SECONDS = 0.001
-  # The longest name (lock name, DualLock key, namespace, queue, message id), in bytes.
-  MAX_NAME_BYTES = 1024
-  # The largest count (ConcurrentLimiter count, fair_tenant threshold, max_reschedules): exact
-  # in Redis' Lua numbers (doubles) and in a 32-bit counter.
-  MAX_COUNT = 1_000_000_000
-
   # Argument checks shared by the primitives: each error names the argument and, for a value
   # out of range, the bound. Types are checked with `case`/`===` (Module#===), never by calling
   # the value's own methods (is_a?, respond_to?, nil?, inspect): a BasicObject has none of them,
@@ -24,6 +11,9 @@ module Ferrolock
     # Kernel's methods, callable on any object (a BasicObject included).
     KERNEL_TO_S = Kernel.instance_method(:to_s)
     KERNEL_CLASS = Kernel.instance_method(:class)
+
+    # Validate.name!, and not in a RESERVED_PREFIXES key space unless an InternalName.
+    def self.own_name!(arg, value) = InternalName.check!(arg, value)
 
     module_function
 

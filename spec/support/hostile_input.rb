@@ -188,13 +188,13 @@ module FerrolockTest
           "sidekiq_options dual_lock: max_wait" => ->(v) { dual_lock_settings(max_wait: v) },
           "sidekiq_options dual_lock: wait_timeout" => ->(v) { dual_lock_settings(wait_timeout: v) },
           "sidekiq_options dual_lock: key" => ->(v) { dual_lock_settings(key: v) },
-          "DualLockMiddleware.new(backoff:)" => ->(v) { Ferrolock::Sidekiq::DualLockMiddleware.new(backoff: v) },
+          "DualLock::Middleware.new(backoff:)" => ->(v) { Ferrolock::Sidekiq::DualLock::Middleware.new(backoff: v) },
           "LimiterMiddleware.new(max_reschedules:)" => lambda { |v|
             Ferrolock::Sidekiq::LimiterMiddleware.new(max_reschedules: v)
           },
           "LimiterMiddleware.new(backoff:)" => ->(v) { Ferrolock::Sidekiq::LimiterMiddleware.new(backoff: v) },
           "LimiterMiddleware backoff proc returning" => ->(v) { limiter_backoff_delay(v) },
-          "DualLockMiddleware backoff proc returning" => ->(v) { dual_lock_backoff_delay(v) }
+          "DualLock::Middleware backoff proc returning" => ->(v) { dual_lock_backoff_delay(v) }
         }
       end
 
@@ -222,19 +222,19 @@ module FerrolockTest
       def middleware_targets
         {
           "LimiterMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::LimiterMiddleware.new(v) },
-          "DualLockMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::DualLockMiddleware.new(v) },
-          "DualLockMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::DualLockMiddleware.new(client: v) },
-          "DualLockMiddleware.validate!(job class)" => ->(v) { Ferrolock::Sidekiq::DualLockMiddleware.validate!(v) },
-          "UniqueClientMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::UniqueClientMiddleware.new(v) },
-          "UniqueClientMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::UniqueClientMiddleware.new(client: v) },
-          "UniqueServerMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::UniqueServerMiddleware.new(v) },
-          "UniqueServerMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::UniqueServerMiddleware.new(client: v) },
+          "DualLock::Middleware.new(options)" => ->(v) { Ferrolock::Sidekiq::DualLock::Middleware.new(v) },
+          "DualLock::Middleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::DualLock::Middleware.new(client: v) },
+          "DualLock::Middleware.validate!(job class)" => ->(v) { Ferrolock::Sidekiq::DualLock::Middleware.validate!(v) },
+          "UniqueClientMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::Unique::ClientMiddleware.new(v) },
+          "UniqueClientMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::Unique::ClientMiddleware.new(client: v) },
+          "UniqueServerMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::Unique::ServerMiddleware.new(v) },
+          "UniqueServerMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::Unique::ServerMiddleware.new(client: v) },
           "FairTenant::ClientMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::FairTenantMiddleware.new(v) },
           "FairTenant::ClientMiddleware.new(client:)" => lambda { |v|
             Ferrolock::Sidekiq::FairTenantMiddleware.new(client: v)
           },
           "sidekiq_options dual_lock:" => lambda { |v|
-            Ferrolock::Sidekiq::DualLockSettings.for(JobClass.new("HostileJob", { "dual_lock" => v }))
+            Ferrolock::Sidekiq::DualLock::Settings.for(JobClass.new("HostileJob", { "dual_lock" => v }))
           }
         }
       end
@@ -292,7 +292,7 @@ module FerrolockTest
           "UniqueClientMiddleware job on_conflict" => ->(v) { push_unique(unique_job("on_conflict" => v)) },
           "UniqueClientMiddleware job lock_args_method" => ->(v) { push_unique(unique_job("lock_args_method" => v)) },
           "UniqueServerMiddleware#call(job)" => lambda { |v|
-            Ferrolock::Sidekiq::UniqueServerMiddleware.new.call(UniqueJob.new, v, "default") { :ran }
+            Ferrolock::Sidekiq::Unique::ServerMiddleware.new.call(UniqueJob.new, v, "default") { :ran }
           },
           "UniqueServerMiddleware.validate!(job class)" => ->(v) { validate_unique(v) }
         }
@@ -365,7 +365,7 @@ module FerrolockTest
       end
 
       def validate_unique(job_class)
-        Ferrolock::Sidekiq::UniqueServerMiddleware.validate!(job_class)
+        Ferrolock::Sidekiq::Unique::ServerMiddleware.validate!(job_class)
       end
 
       # A limiter that was just built, used once and read: the native side sees the values too.
@@ -382,7 +382,7 @@ module FerrolockTest
 
       # True when the push went ahead (the block ran).
       def push_unique(job, job_class: UniqueJob.name)
-        Ferrolock::Sidekiq::UniqueClientMiddleware.new.call(job_class, job, "default") { true }
+        Ferrolock::Sidekiq::Unique::ClientMiddleware.new.call(job_class, job, "default") { true }
       end
 
       def limiter(**options)
@@ -409,7 +409,7 @@ module FerrolockTest
       end
 
       def dual_lock_settings(**options)
-        Ferrolock::Sidekiq::DualLockSettings.new(JobClass.new("HostileJob", { "dual_lock" => options }), options)
+        Ferrolock::Sidekiq::DualLock::Settings.new(JobClass.new("HostileJob", { "dual_lock" => options }), options)
       end
 
       # What the middleware would delay a job by when its backoff proc returned `value`.
@@ -420,7 +420,7 @@ module FerrolockTest
       end
 
       def dual_lock_backoff_delay(value)
-        Ferrolock::Sidekiq::DualLockMiddleware.new(backoff: ->(*) { value }).send(:delay_for, 1, [nil, {}, nil])
+        Ferrolock::Sidekiq::DualLock::Middleware.new(backoff: ->(*) { value }).send(:delay_for, 1, [nil, {}, nil])
       end
     end
   end

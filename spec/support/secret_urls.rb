@@ -81,6 +81,6 @@ module FerrolockTest
     end
 
     # Percent-escaped as the `ferrolock` command puts a password into a URL.
-    def escape(text) = Ferrolock::Admin::CliPassword.escape(text)
+    def escape(text) = Ferrolock::Admin::Cli::Password.escape(text)
   end
 end

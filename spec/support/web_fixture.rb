@@ -74,8 +74,8 @@ module FerrolockTest
 
     # The push-time locks of two digests, and a while_executing job's run lock held in its job.
     def hold_uniques(gate, release)
-      Ferrolock::Sidekiq::UniqueLock.new(UNIQUE).take(UNIQUE_JID, 3600)
-      Ferrolock::Sidekiq::UniqueLock.new(UNIQUE_HOSTILE).take("hostile-jid", 3600)
+      Ferrolock::Sidekiq::Unique::Lock.new(UNIQUE).take(UNIQUE_JID, 3600)
+      Ferrolock::Sidekiq::Unique::Lock.new(UNIQUE_HOSTILE).take("hostile-jid", 3600)
       holder(gate, release) do |go|
         Thread.current[:sidekiq_context] = RUNNING_JOB.dup
         Ferrolock::DistMutex.new(Ferrolock::InternalName.new("#{UNIQUE_RUNNING}:run")).synchronize(&go)

@@ -5,7 +5,8 @@
 // connection (node's idiomatic concurrency; ioredis pipelines their commands). Each loop
 // acquires, takes two timestamps, releases, from start_at to stop_at (CLOCK_MONOTONIC seconds:
 // process.hrtime.bigint() reads it on Linux, so processes of every language compare).
-// Prints one JSON line: {"spans":[[entered,left,"process.worker"],...],"errors":n}.
+// Prints one JSON line: {"spans":[[entered,left,"process.worker",asked],...],"errors":n} (asked: when
+// the loop began wanting the lock, its failed tries included).
 // With FERROLOCK_PEERS_IO_URL set, the section is INCR then DECR of FERROLOCK_PEERS_IO_KEY on that
 // (second) Redis through a second ioredis connection the loops share, like the lock's.
 "use strict";
@@ -54,6 +55,7 @@ function makeLock(client) {
 async function worker(id, lock, io) {
   const spans = [];
   let errors = 0;
+  let asked = monotonic();
   while (monotonic() < stopAt) {
     let held;
     try {
@@ -69,7 +71,8 @@ async function worker(id, lock, io) {
     }
     const left = monotonic();
     await lock.release(held);
-    spans.push([entered, left, `${processArg}.${id}`]);
+    spans.push([entered, left, `${processArg}.${id}`, asked]);
+    asked = monotonic();
   }
   return { spans, errors };
 }

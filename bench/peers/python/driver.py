@@ -6,7 +6,8 @@ impl: redis-py | python-redis-lock | pottery. Each worker is a thread (the GIL l
 Python at a time; these libraries are thread-safe and threads are how they are used) with its own
 Redis connection and lock object, looping acquire + release on one name from start_at to stop_at
 (time.monotonic() is CLOCK_MONOTONIC on Linux, shared by every process). Prints one JSON line:
-{"spans": [[entered, left, "process.worker"], ...], "errors": n}.
+{"spans": [[entered, left, "process.worker", asked], ...], "errors": n} (asked: when the worker began
+wanting the lock, its failed tries included).
 With FERROLOCK_PEERS_IO_URL set, the section is INCR then DECR of FERROLOCK_PEERS_IO_KEY on that
 (second) Redis, through the worker's own second redis-py connection.
 """
@@ -55,6 +56,7 @@ def worker(index, out):
     spans = []
     errors = 0
     time.sleep(max(0.0, START_AT - time.monotonic()))
+    asked = time.monotonic()
     while time.monotonic() < STOP_AT:
         if not lock.acquire():
             errors += 1
@@ -65,7 +67,8 @@ def worker(index, out):
             io.decr(IO_KEY)
         left = time.monotonic()
         lock.release()
-        spans.append([entered, left, f"{PROCESS}.{index}"])
+        spans.append([entered, left, f"{PROCESS}.{index}", asked])
+        asked = time.monotonic()
     out[index] = (spans, errors)
 
 

@@ -199,7 +199,7 @@ impl Client {
         }
     }
 
-    /// Any Redis command, e.g. `["SET", "k", "v"]`.
+    /// Any Redis command, e.g. `["SET", "k", "v"]`; routed as `command_route` says.
     pub fn command(&self, intr: &Interrupt, args: &[Vec<u8>]) -> Result<Value> {
         if args.is_empty() {
             return Err(Error::argument("command: needs at least a command name"));
@@ -209,9 +209,7 @@ impl Client {
             cmd.arg(a.as_slice());
         }
         let packed = cmd.get_packed_command();
-        // Routed by the first argument, the key of every command ferrolock sends.
-        let route = args.get(1).map_or(Route::Any, |k| Route::Key(k));
-        self.run(intr, route, |c, _| c.request(intr, &packed))
+        self.run(intr, command_route(args), |c, _| c.request(intr, &packed))
     }
 
     /// Sends plain commands in one round trip; each reply (or error reply) in order.
@@ -481,5 +479,22 @@ pub fn ints(v: &Value) -> Result<Vec<i64>> {
     match v {
         Value::Array(items) => items.iter().map(int).collect(),
         other => Err(Error::Redis(format!("expected an array, got {other:?}"))),
+    }
+}
+
+/// Where a raw command goes: by its first argument, the key of every command ferrolock sends,
+/// but a script (`EVAL script numkeys key…`, EVALSHA, FCALL) by its first key, as a
+/// `ScriptCall` is (Admin's override write, History's flush on a Redis Cluster).
+fn command_route(args: &[Vec<u8>]) -> Route<'_> {
+    const SCRIPTS: [&[u8]; 5] = [b"EVAL", b"EVALSHA", b"EVAL_RO", b"EVALSHA_RO", b"FCALL"];
+    match args {
+        [name, _, numkeys, key, ..]
+            if numkeys.as_slice() != b"0"
+                && SCRIPTS.iter().any(|s| name.eq_ignore_ascii_case(s)) =>
+        {
+            Route::Key(key)
+        }
+        [_, first, ..] => Route::Key(first),
+        _ => Route::Any,
     }
 }

@@ -115,6 +115,9 @@ pub struct ConcurrentLimiter {
     line: Line,
     /// The Redis line's key.
     line_key: String,
+    /// The operators' override of the limit (paused, another limit): read by the acquire and
+    /// release scripts, written by lib/ferrolock/admin/limit_override.rb.
+    override_key: String,
     limit: u32,
 }
 
@@ -150,6 +153,7 @@ impl ConcurrentLimiter {
             line,
             // Not "waiters": older versions keep a sorted set there, DistMutex a list.
             line_key: keys.part("line"),
+            override_key: keys.part("override"),
             limit: opts.limit,
         })
     }
@@ -342,12 +346,13 @@ impl Primitive for ConcurrentLimiter {
 
 impl ConcurrentLimiter {
     /// A call of the acquire or release script: both take the same keys (the slots, the line,
-    /// `token`'s grant list), then the token.
+    /// `token`'s grant list, the operators' override), then the token.
     fn script_call(&self, script: &'static Script, token: &str) -> ScriptCall {
         ScriptCall::new(script)
             .key(&self.line.key)
             .key(&self.line_key)
             .key(self.line.grant_key(token))
+            .key(&self.override_key)
             .arg(token)
     }
 }

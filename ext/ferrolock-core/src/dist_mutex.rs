@@ -58,6 +58,7 @@ use std::time::{Duration, Instant};
 
 lua_script!(ACQUIRE = "dist_mutex/acquire");
 lua_script!(RELEASE = "dist_mutex/release");
+lua_script!(REFENCE = "dist_mutex/refence");
 
 /// The fencing counter's TTL in lock TTLs (see `fence_ttl`).
 const FENCE_TTL_FACTOR: u32 = 10;
@@ -71,6 +72,10 @@ pub struct DistMutexOptions {
     /// Passes of the lock to another thread of this process waiting for the name, without
     /// Redis, before it goes back through Redis (0: never; at most `cohort::MAX_LOCAL_PASSES`).
     pub local_passes: u32,
+    /// False: unfair mode (line/release.rs `pass_unfairly`): a holder's process keeps the lock
+    /// among its own threads for up to `cohort::unfair_slice(lease)` before the Redis line is
+    /// served. True (the default): a cohort's end hands it to the line's head.
+    pub fair: bool,
 }
 
 impl Default for DistMutexOptions {
@@ -80,6 +85,7 @@ impl Default for DistMutexOptions {
             auto_release: true,
             lease: Duration::from_secs(30),
             local_passes: cohort::DEFAULT_LOCAL_PASSES,
+            fair: true,
         }
     }
 }
@@ -122,7 +128,7 @@ impl DistMutex {
         };
         // A waiter blocks at most a lease between attempts (a holder that died hands over
         // nothing).
-        let line = Line::new(
+        let mut line = Line::new(
             client,
             name,
             keys.part("lock"),
@@ -131,6 +137,9 @@ impl DistMutex {
             lease,
             opts.local_passes,
         );
+        if !opts.fair {
+            line.unfair_slice = Some(cohort::unfair_slice(lease));
+        }
         Ok(DistMutex {
             line,
             fence_key: keys.part("fence"),
@@ -390,5 +399,15 @@ impl Primitive for DistMutex {
 
     fn holder_key(&self) -> Option<&str> {
         Some(&self.line.key)
+    }
+
+    fn refence_script(&self, token: &str) -> Option<ScriptCall> {
+        let call = ScriptCall::new(&REFENCE)
+            .key(&self.line.key)
+            .key(&self.fence_key)
+            .arg(token)
+            .arg(crate::seconds::millis(self.line.lease))
+            .arg(crate::seconds::millis(self.fence_ttl()));
+        Some(call)
     }
 }

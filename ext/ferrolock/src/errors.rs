@@ -1,4 +1,4 @@
-//! Maps core errors to the Ruby classes defined in lib/ferrolock/errors.rb.
+//! Maps core errors to the Ruby classes defined in lib/ferrolock.rb.
 
 use ferrolock_core::Error as CoreError;
 use magnus::{prelude::*, Error, ExceptionClass, RModule, Ruby};

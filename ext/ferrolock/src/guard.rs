@@ -57,6 +57,7 @@ adapters! {
     f5(a: A, b: B, c: C, d: D, e: E);
     f6(a: A, b: B, c: C, d: D, e: E, g: G);
     f7(a: A, b: B, c: C, d: D, e: E, g: G, h: H);
+    f8(a: A, b: B, c: C, d: D, e: E, g: G, h: H, i: I);
 }
 
 /// A receiver-only accessor that takes no `&Ruby` and returns a plain value.

@@ -2,7 +2,6 @@
 
 require "active_job"
 require "ferrolock"
-require_relative "uniqueness/errors"
 require_relative "uniqueness/configuration"
 require_relative "uniqueness/lock_key"
 require_relative "uniqueness/key_lock"
@@ -22,6 +21,18 @@ module Ferrolock
     # module), its Redis keys, events and log lines. See doc/ACTIVE_JOB.md.
     module Uniqueness
       VERSION = "0.4.0" # the activejob-uniqueness API this implements
+
+      # activejob-uniqueness' errors, under its names (ActiveJob::Uniqueness::JobNotUnique …).
+      class Error < ::RuntimeError; end
+
+      # `unique :no_such_strategy`.
+      class StrategyNotFound < Error; end
+
+      # A duplicate enqueued (or run) with on_conflict: :raise.
+      class JobNotUnique < Error; end
+
+      # on_conflict:/on_runtime_conflict:/on_redis_connection_error: neither a known action nor callable.
+      class InvalidOnConflictAction < Error; end
 
       class << self
         def configure

@@ -7,6 +7,7 @@ require_relative "cli/output"
 require_relative "cli/namespace_hint"
 require_relative "cli/password"
 require_relative "cli/stats_command"
+require_relative "cli/limit_commands"
 
 module Ferrolock
   class Admin
@@ -28,22 +29,23 @@ module Ferrolock
         end
       end
 
-      COMMANDS = CliOptions::COMMANDS
+      COMMANDS = Cli::Options::COMMANDS
 
-      include CliStatsCommand
+      include Cli::StatsCommand
+      include Cli::LimitCommands
 
       def initialize(argv, out: $stdout, err: $stderr, env: ENV)
         @argv = argv.dup
         @out = out
         @err = err
         @env = env
-        @parsed = CliOptions.new
+        @parsed = Cli::Options.new
         @options = @parsed.values
       end
 
       def run
         @command = parse_command
-        args = CliArguments.operands(@parsed.command_parser(@command), @argv)
+        args = Cli::Arguments.operands(@parsed.command_parser(@command), @argv)
         raise Exit, OK if help
 
         args = arity!(@command, args)
@@ -67,7 +69,7 @@ module Ferrolock
 
       def parse_command
         global = @parsed.global_parser
-        @argv = CliArguments.leading(global, @argv)
+        @argv = Cli::Arguments.leading(global, @argv)
         command = @argv.shift
         raise Exit, OK if command.nil? && help
         raise Exit.new(USAGE, "ferrolock: no command given\n#{global}") if command.nil?
@@ -84,7 +86,7 @@ module Ferrolock
       end
 
       def arity!(command, args)
-        wanted = CliOptions.arguments(command)
+        wanted = Cli::Options.arguments(command)
         required = wanted.count { |word| !word.start_with?("[") }
         return args if args.size.between?(required, wanted.size)
 
@@ -92,12 +94,12 @@ module Ferrolock
       end
 
       # --require FILE: the app's code (its configuration: namespace and Redis; job classes,
-      # limiters) before reading Redis. CliApp may change directory to the app's root, so every
+      # limiters) before reading Redis. Cli::App may change directory to the app's root, so every
       # path given is made absolute first.
       def load_requires
         @options[:password_file] &&= File.expand_path(@options[:password_file])
         @options[:requires].map { |file| [file, File.expand_path(file)] }.each do |given, file|
-          CliApp.load(file, @err)
+          Cli::App.load(file, @err)
         rescue ScriptError, StandardError => e
           raise if e.is_a?(Ferrolock::Error) # Redis refused the app's boot: exit 3, as for any command
 
@@ -144,7 +146,7 @@ module Ferrolock
       end
 
       def hint
-        @hint ||= CliNamespaceHint.new(admin.client)
+        @hint ||= Cli::NamespaceHint.new(admin.client)
       end
 
       # Every SCAN page (up to --limit items; the rest is announced on stderr).
@@ -183,24 +185,24 @@ module Ferrolock
       end
 
       def output
-        @output ||= CliOutput.new(@out, json: @options[:json])
+        @output ||= Cli::Output.new(@out, json: @options[:json])
       end
 
       # The URL the client is built from: --url or the configured one, with the password of
-      # --password-file or FERROLOCK_REDIS_PASSWORD (CliPassword).
+      # --password-file or FERROLOCK_REDIS_PASSWORD (Cli::Password).
       def url
-        @url ||= CliPassword.url_with(@options[:url] || Ferrolock.config.redis_url, password)
+        @url ||= Cli::Password.url_with(@options[:url] || Ferrolock.config.redis_url, password)
       end
 
       def password
-        @password = CliPassword.read(@options[:password_file], @env) unless defined?(@password)
+        @password = Cli::Password.read(@options[:password_file], @env) unless defined?(@password)
         @password
       end
 
       # A message with every password masked, however the message got it (Redact's rules, and
       # the passwords this command knows, as given or escaped).
       def redact(message)
-        known = [(password if defined?(@password)), *CliPassword.secrets_in(@url || @options[:url] || configured_url)]
+        known = [(password if defined?(@password)), *Cli::Password.secrets_in(@url || @options[:url] || configured_url)]
         Redact.text(message, known)
       end
 

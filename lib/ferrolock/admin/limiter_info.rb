@@ -22,7 +22,8 @@ module Ferrolock
     # lua/concurrent_limiter/acquire.lua.
     LIMIT_MEMBER = "{limit}"
 
-    LimiterInfo = Struct.new(:name, :limit, :local_limit, :slots, :waiting, keyword_init: true) do
+    # `override`: the operators' LimitOverride::Override in force (nil: none).
+    LimiterInfo = Struct.new(:name, :limit, :local_limit, :slots, :waiting, :override, keyword_init: true) do
       def kind
         :concurrent_limiter
       end
@@ -37,7 +38,7 @@ module Ferrolock
 
       def to_h
         { kind: kind, name: name, limit: limit, local_limit: local_limit, in_use: in_use, waiting: waiting,
-          slots: slots.map(&:to_h) }
+          override: override&.to_h, slots: slots.map(&:to_h) }
       end
 
       # Live entries only (a slot whose lease ran out is free, as the scripts count it); nil when
@@ -47,15 +48,20 @@ module Ferrolock
         live = "(#{now}"
         entries = client.call("ZRANGEBYSCORE", keys.key(name, "slots"), live, "+inf", "WITHSCORES")
         waiting = Reading.line_length(client, keys.key(name, "line"))
-        return nil if entries.empty? && waiting.zero?
+        override = LimitOverride.read(client, keys, name)
+        return nil if entries.empty? && waiting.zero? && override.nil?
 
         limit = client.call("ZSCORE", keys.key(name, "slots"), LIMIT_MEMBER)
-        slots = entries.each_slice(2).map do |token, expiry|
-          SlotInfo.new(token: token, ttl: (Float(expiry) - now) / 1000.0,
-                       holder: Holder.from_token(token))
-        end
         new(name: name, limit: limit && -Float(limit).to_i,
-            local_limit: ConcurrentLimiter::LocalLimits[client.namespace, name], slots: slots, waiting: waiting)
+            local_limit: ConcurrentLimiter::LocalLimits[client.namespace, name], slots: slots(entries, now),
+            waiting: waiting, override: override)
+      end
+
+      # SlotInfos of the slots set's live entries (token, expiry pairs).
+      def self.slots(entries, now)
+        entries.each_slice(2).map do |token, expiry|
+          SlotInfo.new(token: token, ttl: (Float(expiry) - now) / 1000.0, holder: Holder.from_token(token))
+        end
       end
     end
   end

@@ -35,8 +35,19 @@ module Ferrolock
       end
 
       # A LimiterInfo's limit: the stored one, or this process's own first when it differs
-      # ("5 (stored 3)"; "5 (none stored)" with only waiters left).
+      # ("5 (stored 3)"; "5 (none stored)" with only waiters left); an operator's override first
+      # ("2 (set live; code: 5)", "paused (5)").
       def limit(limiter)
+        configured = configured_limit(limiter)
+        over = limiter.override
+        return configured if over.nil?
+
+        set = over.limit ? "#{over.limit} (set live; code: #{configured})" : configured
+        over.paused ? "paused (#{set})" : set
+      end
+
+      # The limit as the code has it (no override).
+      def configured_limit(limiter)
         stored = limiter.limit
         local = limiter.local_limit
         return text(stored) if local.nil? || local == stored

@@ -16,7 +16,7 @@ module Ferrolock
     # `lock_type` is the job class's `lock` option when the class is loaded in this process, else
     # what the run-time lock's primitive tells (nil with only a push-time lock): Redis does not
     # store it.
-    # UniqueDigest.for's names: "unique:<class>:<SHA-256 hex>"; the run-time lock's name adds ":run".
+    # Unique::Digest.for's names: "unique:<class>:<SHA-256 hex>"; the run-time lock's name adds ":run".
     UNIQUE_DIGEST = /\Aunique:(?<job_class>.+):\h{64}\z/m
     UNIQUE_RUN_SUFFIX = ":run"
 
@@ -48,7 +48,7 @@ module Ferrolock
       end
 
       # The digest a lock name belongs to: the digest itself or its `<digest>:run`; nil for any
-      # other name (UniqueDigest.for makes "unique:<class>:<SHA-256 hex>").
+      # other name (Unique::Digest.for makes "unique:<class>:<SHA-256 hex>").
       def self.digest_of(name)
         return name if digest?(name)
 

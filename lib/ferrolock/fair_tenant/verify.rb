@@ -3,7 +3,8 @@
 module Ferrolock
   # FairTenant.verify!: the boot-time check that every rerouting queue is fetched.
   module FairTenant
-    class << self
+    # FairTenant extends this module.
+    module Verify
       # Checks at Sidekiq server boot that every queue a rule reroutes to is fetched by this
       # process; a rerouted job on a queue nobody fetches would wait forever. Logs an ERROR per
       # missing queue and returns the problems (Strings); raises Ferrolock::Error instead with
@@ -95,5 +96,7 @@ module Ferrolock
         Ferrolock::Sidekiq::Compat.fetched_queues
       end
     end
+
+    extend Verify
   end
 end

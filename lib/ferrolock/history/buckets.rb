@@ -53,7 +53,8 @@ module Ferrolock
       # The histogram step of a wait of seconds.
       def wait_step(seconds)
         ms = (seconds * 1000).to_i
-        ms < 1 ? 0 : [ms.bit_length, LAST_WAIT_STEP].min
+        step = ms < 1 ? 0 : ms.bit_length
+        step > LAST_WAIT_STEP ? LAST_WAIT_STEP : step
       end
 
       # The counter of a wait of seconds: its step's ("w7").

@@ -8,6 +8,7 @@ module Ferrolock
     # account) never grow memory without bound.
     class Tally
       MAX_NAMES = 1000
+      MINUTE = Buckets::MINUTE.seconds
 
       # The payload key naming what an event is counted under, by primitive: uniqueness per job
       # class and the Shoryuken lock per queue (their own names are per job or message); every
@@ -27,8 +28,9 @@ module Ferrolock
         name = name_of(primitive, payload)
         waited = payload[:waited]
         step = Buckets.wait_step(waited) if waited.is_a?(Numeric)
+        minute = time - (time % MINUTE)
         @lock.synchronize do
-          counters = counters_of(time - (time % Buckets::MINUTE.seconds), primitive, name)
+          counters = counters_of(minute, primitive, name)
           counters[event] += 1
           counters[step] += 1 if step
         end
@@ -52,8 +54,12 @@ module Ferrolock
       private
 
       def name_of(primitive, payload)
-        name = payload[NAME_KEYS.fetch(primitive, :name)] || payload[:name] || payload[:job_class]
-        name.nil? ? Buckets::ROLLUP : name.to_s
+        name = payload[NAME_KEYS[primitive] || :name] || payload[:name] || payload[:job_class]
+        case name
+        when String then name
+        when nil then Buckets::ROLLUP
+        else name.to_s
+        end
       end
 
       # { event or wait step => count } of name in minute.

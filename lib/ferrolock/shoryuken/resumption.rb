@@ -9,7 +9,7 @@ module Ferrolock
     # retry_on, an explicit retry_job. That send is a new SQS message carrying the same job_id, made on
     # the thread that runs the job. Under an idempotency key (the job_id, say), it would meet the key
     # its own run is about to mark processed, and be deleted as a duplicate. It is the same job going
-    # on, as on Sidekiq (Ferrolock::Sidekiq::UniqueResumption), so its message is tagged with the
+    # on, as on Sidekiq (Ferrolock::Sidekiq::Unique::Resumption), so its message is tagged with the
     # message it resumes (ATTRIBUTE) and locked on the key AND that message: once, however often SQS
     # delivers it, while a second send of the job by its producer (untagged) is still a duplicate.
     module Resumption

@@ -3,10 +3,10 @@
 module Ferrolock
   module Sidekiq
     # Makes two Sidekiq-middleware outcomes read in ActiveJob as what they are. Installed on
-    # ActiveJob::Base (when it loads) by UniqueClientMiddleware and LimiterMiddleware, as early as
+    # ActiveJob::Base (when it loads) by Unique::ClientMiddleware and LimiterMiddleware, as early as
     # possible, so an app's own callbacks run inside these:
     #
-    # - a duplicate that UniqueClientMiddleware did not push is an aborted enqueue: `perform_later`
+    # - a duplicate that Unique::ClientMiddleware did not push is an aborted enqueue: `perform_later`
     #   returns false (ActiveJob 6.1 and 7.x alike), ActiveJob logs "Failed enqueuing …, a
     #   before_enqueue callback halted" instead of "Enqueued …", and later enqueue callbacks do
     #   not run;
@@ -58,7 +58,7 @@ module Ferrolock
         job.send(:halted_callback_hook, "ferrolock uniqueness", :ferrolock_unique) if skipped
       end
 
-      # UniqueClientMiddleware, after it did not push `payload`: ends the ActiveJob enqueue of this
+      # Unique::ClientMiddleware, after it did not push `payload`: ends the ActiveJob enqueue of this
       # job, if one waits for it on this fiber (else returns, and the push returns nil as usual).
       def skipped!(payload)
         job_id = active_job_id(payload)

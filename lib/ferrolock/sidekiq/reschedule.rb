@@ -10,7 +10,7 @@ module Ferrolock
     # delayed, never dropped.
     module Reschedule
       # Set (to the new run time) in the RUNNING job's hash once it was pushed again, so a middleware
-      # further out (UniqueServerMiddleware) knows this run ends as a reschedule, not as the job's end.
+      # further out (Unique::ServerMiddleware) knows this run ends as a reschedule, not as the job's end.
       MARK = "ferrolock_rescheduled_at"
 
       module_function

@@ -2,7 +2,7 @@
 
 module Ferrolock
   module Sidekiq
-    # The job this fiber is running (set by UniqueServerMiddleware around every job), so the client
+    # The job this fiber is running (set by Unique::ServerMiddleware around every job), so the client
     # middlewares can tell a resumption from a new job: a push of the same ActiveJob job (same job_id,
     # new jid) made while it runs is that job enqueuing itself again to go on — a Rails 8.1 continuation
     # interrupted at a checkpoint, ActiveJob's retry_on, an explicit retry_job. (retry_on pushes after

@@ -13,6 +13,7 @@ module Ferrolock
         lists(app)
         release(app)
         release_job(app)
+        LimitRoutes.draw(app)
         HistoryPage.draw(app)
       end
 

@@ -2,6 +2,7 @@
 
 require_relative "view_helpers"
 require_relative "routes"
+require_relative "limit_routes"
 require_relative "history_page"
 
 module Ferrolock

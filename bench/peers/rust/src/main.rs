@@ -4,7 +4,8 @@
 //! Each worker is an OS thread with its own current-thread tokio runtime and its own LockManager
 //! (one connection), looping acquire + release on one name from start_at to stop_at
 //! (CLOCK_MONOTONIC seconds, which all processes share). Prints one JSON line:
-//! {"spans":[[entered,left,"process.worker"],...],"errors":n}.
+//! {"spans":[[entered,left,"process.worker",asked],...],"errors":n} (asked: when the worker began
+//! wanting the lock, its failed tries included).
 //! With FERROLOCK_PEERS_IO_URL set, the section is INCR then DECR of FERROLOCK_PEERS_IO_KEY on that
 //! (second) Redis, through the worker's own multiplexed connection of the `redis` crate (the one
 //! rslock uses).
@@ -57,14 +58,15 @@ fn parse_args() -> Args {
     }
 }
 
-/// One worker: returns its spans (entered, left) and how many acquires failed.
+/// One worker: returns its spans (entered, left, asked: when it began wanting the lock, failed tries
+/// included) and how many acquires failed.
 fn worker(
     url: String,
     key: String,
     start_at: f64,
     stop_at: f64,
     lease: Duration,
-) -> (Vec<(f64, f64)>, u64) {
+) -> (Vec<(f64, f64, f64)>, u64) {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -87,6 +89,7 @@ fn worker(
         let mut spans = Vec::new();
         let mut errors = 0;
         sleep_until(start_at);
+        let mut asked = monotonic();
         while monotonic() < stop_at {
             match manager.acquire(key.as_str(), lease).await {
                 Ok(guard) => {
@@ -105,7 +108,8 @@ fn worker(
                     }
                     let left = monotonic();
                     guard.release().await;
-                    spans.push((entered, left));
+                    spans.push((entered, left, asked));
+                    asked = monotonic();
                 }
                 Err(_) => errors += 1,
             }
@@ -129,13 +133,13 @@ fn main() {
     for (w, handle) in handles.into_iter().enumerate() {
         let (spans, failed) = handle.join().expect("a worker thread");
         errors += failed;
-        for (entered, left) in spans {
+        for (entered, left, asked) in spans {
             if !first {
                 out.push(',');
             }
             first = false;
             out.push_str(&format!(
-                "[{entered:.9},{left:.9},\"{}.{w}\"]",
+                "[{entered:.9},{left:.9},\"{}.{w}\",{asked:.9}]",
                 args.process
             ));
         }

@@ -9,6 +9,9 @@
 -- call whose reply was lost, or a waiter coming back whose grant raced its timeout), ARGV[7] the
 -- line's TTL (ms; see the end), ARGV[8] the waiter's grant inbox ('' : none, it pops its grant
 -- list; see src/inbox.rs): its entry then ends in '|@' and the inbox id
+-- KEYS[4] the operators' override (hash: 'limit', 'paused' '1', 'ttl' ms; written by
+-- lib/ferrolock/admin/limit_override.rb): the limit in force is 0 while paused, else its 'limit',
+-- else ARGV[2]. Read in this very script, so a change holds for the next attempt of every process.
 -- Returns {1, 0} when the token holds a slot, {0, ms until the earliest live slot expires, entry}
 -- when queued as entry, else {0, ms until the earliest live slot expires}.
 
@@ -20,6 +23,8 @@ local inbox = ARGV[8]
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local token, limit, lease, wait_ms = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+-- The caller's own limit, kept in '{limit}' whatever the override says.
+local configured = limit
 local queued = ARGV[5]
 
 local function held()
@@ -43,6 +48,18 @@ if maybe_ours == '1' then
     redis.call('PEXPIRE', KEYS[1], math.max(redis.call('PTTL', KEYS[1]), lease))
     return held()
   end
+end
+
+-- One HMGET when no override exists. One in use is kept: it expires only after 'ttl' ms in which
+-- no acquisition read it.
+local override = redis.call('HMGET', KEYS[4], 'limit', 'paused', 'ttl')
+if override[3] then
+  redis.call('PEXPIRE', KEYS[4], override[3])
+end
+if override[2] == '1' then
+  limit = 0
+elseif override[1] then
+  limit = tonumber(override[1])
 end
 
 -- Live slots only: one whose lease ran out belongs to a holder that stopped renewing (crashed)
@@ -84,7 +101,7 @@ if in_use < limit then
   -- The limit rides along as member '{limit}' scored -limit (never live, never a token: tokens
   -- have no braces), for the operators' view: no extra command, gone with the key (the latest
   -- caller to take a free slot wins when callers pass different limits).
-  redis.call('ZADD', KEYS[1], now + lease, token, -limit, '{limit}')
+  redis.call('ZADD', KEYS[1], now + lease, token, -configured, '{limit}')
   -- The key outlives every live slot (renew.lua keeps that too). Knowing them all, one PEXPIRE
   -- sets exactly that; otherwise it is only ever lengthened.
   if complete then
@@ -98,7 +115,8 @@ end
 if not earliest then
   earliest = redis.call('ZRANGEBYSCORE', KEYS[1], live, '+inf', 'WITHSCORES', 'LIMIT', 0, 1)[2]
 end
-local expires_in = tonumber(earliest) - now
+-- None live (paused, or a limit of 0): the waiter checks again at its shortest turn (1 s).
+local expires_in = earliest and (tonumber(earliest) - now) or 0
 if wait_ms <= 0 then
   return {0, expires_in}
 end

@@ -21,6 +21,10 @@
 -- waits out its turn (at most its planned wait) and attempts again, queueing anew, as after a
 -- lost wake-up; slots and grants are not touched.
 -- ARGV[10] the local waiter's grant inbox ('' : none) and ARGV[11] the inbox channels' prefix.
+-- KEYS[4] the operators' override (see acquire.lua): read only when a waiter is next. Paused, or
+-- with as many live slots as the limit in force or more (it was lowered), the slot is not handed
+-- on: the waiter goes back to the head of the line, and is woken when the operator resumes or
+-- raises it (lib/ferrolock/admin/limit_override.rb). Holders are never evicted.
 -- An entry "token|deadline|@inbox" is granted by PUBLISHing "token|slot expiry" to the inbox's
 -- channel (src/inbox.rs); one without (an older version's waiter, or an ACL without channel
 -- rights) by pushing the expiry to its grant list. An older version's release reads an inbox
@@ -166,6 +170,25 @@ local function pop_next()
   end
 end
 local next_token, next_deadline, next_entry, next_inbox = pop_next()
+-- The limit in force when the operators' override sets one (nil: the caller's, ARGV[7]).
+local in_force = limit
+if next_token then
+  local override = redis.call('HMGET', KEYS[4], 'limit', 'paused')
+  if override[2] == '1' then
+    in_force = 0
+  elseif override[1] then
+    in_force = tonumber(override[1])
+  end
+  if in_force ~= limit then
+    -- This token's slot is among the live ones: it may pass only while they are within the limit.
+    local count = live or redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')
+    if count > in_force then
+      redis.call('LPUSH', KEYS[2], next_entry)
+      redis.call('PEXPIRE', KEYS[2], line_ttl_ms)
+      next_token = nil
+    end
+  end
+end
 if next_token then
   if not grant(next_token, next_deadline, next_inbox, expiry) then
     -- Nothing else written yet: the waiter goes back to the head of its line (dead entries
@@ -203,7 +226,7 @@ redis.call('ZREM', KEYS[1], token)
 -- Room left (this token's slot is counted in `live`, and stays in use when handed on): the next
 -- live entries get a slot each, as a hand-off, with a whole lease.
 if live then
-  room = limit - live
+  room = in_force - live
   if not next_token then
     room = room + 1
   end

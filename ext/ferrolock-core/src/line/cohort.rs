@@ -86,6 +86,18 @@ pub fn window(lease: Duration) -> Duration {
     WINDOW.min(lease / 4)
 }
 
+/// Unfair mode (`DistMutex` with `fair: false`): how long a process may keep the lock among its
+/// own threads, renewing its cohort through Redis, before the lock goes back through the Redis
+/// line (so a waiter of another process at the line's head is passed over at most this, plus
+/// one cohort).
+pub const UNFAIR_SLICE: Duration = Duration::from_millis(50);
+
+/// The unfair slice of a lock whose holds last `lease`: `UNFAIR_SLICE`, or a quarter of a
+/// shorter lease.
+pub fn unfair_slice(lease: Duration) -> Duration {
+    UNFAIR_SLICE.min(lease / 4)
+}
+
 /// `local_passes` (a primitive's option) within 0..=`MAX_LOCAL_PASSES`, else an argument error
 /// naming it.
 pub fn check_local_passes(local_passes: u32) -> Result<()> {
@@ -105,6 +117,9 @@ pub struct Cohort {
     /// Local passes made so far (the holder's token is `base + passes`).
     passes: u32,
     started: Instant,
+    /// When its process's unbroken hold began (the first cohort's start): an unfair DistMutex
+    /// renews its cohort (`renewed`) only within `unfair_slice` of it.
+    slice_started: Instant,
 }
 
 impl Cohort {
@@ -115,6 +130,7 @@ impl Cohort {
             base: fence,
             passes: 0,
             started,
+            slice_started: started,
         })
     }
 
@@ -125,6 +141,7 @@ impl Cohort {
             base: 0,
             passes: 0,
             started,
+            slice_started: started,
         }
     }
 
@@ -136,6 +153,20 @@ impl Cohort {
             passes: self.passes + 1,
             ..*self
         })
+    }
+
+    /// A new cohort of the same unbroken hold, whose Redis block starts at `fence` (unfair
+    /// mode: the lock stayed in the process, see release.rs `pass_unfairly`).
+    pub fn renewed(&self, fence: i64) -> Option<Cohort> {
+        Cohort::start(fence, Instant::now()).map(|c| Cohort {
+            slice_started: self.slice_started,
+            ..c
+        })
+    }
+
+    /// How long its process has held the lock without giving it back through Redis.
+    pub fn slice_age(&self) -> Duration {
+        self.slice_started.elapsed()
     }
 
     /// This holder's fencing token.
@@ -164,5 +195,28 @@ mod tests {
         assert_eq!(c.next(0, WINDOW).map(|n| n.fencing_token()), None);
         let late = Cohort::start(32, now - Duration::from_millis(20)).unwrap();
         assert!(late.next(8, WINDOW).is_none(), "no pass after the window");
+    }
+
+    #[test]
+    fn a_renewed_cohort_passes_again_from_its_block_but_keeps_the_slice() {
+        let slice_start = Instant::now() - Duration::from_millis(30);
+        let old = Cohort::start(32, slice_start).unwrap();
+        assert!(
+            old.next(8, WINDOW).is_none(),
+            "the old cohort's window is over"
+        );
+        let renewed = old.renewed(64).expect("64 has a block");
+        assert_eq!(renewed.fencing_token(), 64);
+        assert_eq!(renewed.next(8, WINDOW).map(|n| n.fencing_token()), Some(65));
+        assert!(
+            renewed.slice_age() >= Duration::from_millis(30),
+            "the slice goes on"
+        );
+        assert!(old.renewed(65).is_none(), "no block above 65");
+        assert_eq!(unfair_slice(Duration::from_secs(30)), UNFAIR_SLICE);
+        assert_eq!(
+            unfair_slice(Duration::from_millis(100)),
+            Duration::from_millis(25)
+        );
     }
 }

@@ -112,21 +112,26 @@ impl Line {
     ) -> Result<Option<Hold>> {
         // A release may queue this waiter from now on (and publish its grant right after).
         let joined_at = Instant::now();
-        let (turn, mut member) =
-            match local::join(self.client.identity(), &self.key, token, deadline) {
-                Joined::Active(member) => (Turn::Attempt { uncertain: false }, member),
-                // Holders renew, so nobody but a release passes a local waiter on within a
-                // lease; a slot freed by another process's release while none of this one
-                // waits in Redis is found within UNQUEUED_GRACE (the oldest then attempts).
-                Joined::Local(waiter) => {
-                    let unqueued = P::SLOTS.then_some(UNQUEUED_GRACE);
-                    match waiter.wait(intr, self.max_block, unqueued) {
-                        Ok(turned) => turned,
-                        Err(Left::Timeout) => return Ok(None),
-                        Err(Left::Interrupted) => return Err(Error::Interrupted),
-                    }
+        let (turn, mut member) = match local::join(
+            self.client.identity(),
+            &self.key,
+            token,
+            deadline,
+            self.unfair_slice.is_some(),
+        ) {
+            Joined::Active(member) => (Turn::Attempt { uncertain: false }, member),
+            // Holders renew, so nobody but a release passes a local waiter on within a
+            // lease; a slot freed by another process's release while none of this one
+            // waits in Redis is found within UNQUEUED_GRACE (the oldest then attempts).
+            Joined::Local(waiter) => {
+                let unqueued = P::SLOTS.then_some(UNQUEUED_GRACE);
+                match waiter.wait(intr, self.max_block, unqueued) {
+                    Ok(turned) => turned,
+                    Err(Left::Timeout) => return Ok(None),
+                    Err(Left::Interrupted) => return Err(Error::Interrupted),
                 }
-            };
+            }
+        };
         if let Turn::Handed(baton) = turn {
             // A holder of this process passed us its hold (cohort.rs): no Redis.
             let Ok(mut hold) = baton.downcast::<Hold>() else {

@@ -69,6 +69,11 @@ pub struct Awaiting<'a> {
     pub grant_key: &'a str,
 }
 
+/// The grant value that hands over nothing: it wakes the waiter to attempt again at once (an
+/// operator resumed a limiter or raised its limit: lib/ferrolock/admin/limit_override.rb). No
+/// hold is ever granted as 0 (fencing tokens and slot expiries are positive).
+pub const WAKE: i64 = 0;
+
 /// Waits up to `timeout` for the grant of a waiter: from the client's inbox when its entry
 /// names it, else by popping its grant list.
 pub fn await_grant(
@@ -77,13 +82,18 @@ pub fn await_grant(
     waiter: Awaiting<'_>,
     timeout: Duration,
 ) -> Result<Waited> {
-    if waiter.entry.is_some_and(|e| e.contains("|@")) {
+    let waited = if waiter.entry.is_some_and(|e| e.contains("|@")) {
         let inbox = client.inbox();
-        return inbox.wait(intr, waiter.token, waiter.queued_at, timeout);
-    }
-    Ok(match wait_grant(client, intr, waiter.grant_key, timeout)? {
-        Some(grant) => Waited::Granted(grant),
-        None => Waited::TimedOut,
+        inbox.wait(intr, waiter.token, waiter.queued_at, timeout)?
+    } else {
+        match wait_grant(client, intr, waiter.grant_key, timeout)? {
+            Some(grant) => Waited::Granted(grant),
+            None => Waited::TimedOut,
+        }
+    };
+    Ok(match waited {
+        Waited::Granted(WAKE) => Waited::Missed,
+        other => other,
     })
 }
 

@@ -55,6 +55,11 @@ pub(crate) trait Primitive {
     fn timeout(&self) -> Option<Error>;
     /// The key whose value says who holds it now, for a lost hold's message (lost_reason.rs).
     fn holder_key(&self) -> Option<&str>;
+    /// Unfair mode: the token-checked call that keeps `token`'s hold and answers a fresh
+    /// fencing block for a new cohort (0: no longer ours). None: the primitive has none.
+    fn refence_script(&self, _token: &str) -> Option<ScriptCall> {
+        None
+    }
 }
 
 /// The acquire script's arguments beyond the token.
@@ -143,6 +148,9 @@ pub(crate) struct Line {
     /// Cohort hand-offs in a row (cohort.rs), and how long after a hold's Redis acquisition.
     pub local_passes: u32,
     pub cohort_window: Duration,
+    /// Unfair mode (release.rs `pass_unfairly`): how long the process may keep the hold among
+    /// its own threads; None (fair, the default): a cohort's end gives it back through Redis.
+    pub unfair_slice: Option<Duration>,
     /// Tokens of calls cut short (interrupted, Redis unreachable), with their place in line if
     /// any: a retry with the same token checks whether the hold is already its own and takes
     /// its place back instead of queueing twice; `abandon` drops it.
@@ -169,6 +177,7 @@ impl Line {
             min_replicas_acked: 0,
             local_passes,
             cohort_window: super::cohort::window(lease),
+            unfair_slice: None,
             cut_short: CutShort::default(),
         }
     }

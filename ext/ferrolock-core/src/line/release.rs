@@ -3,6 +3,7 @@
 //! queueing the process's next local waiter in the same script (local/); and the give-back of
 //! a call cut short (`abandon`).
 
+use super::cohort::Cohort;
 use super::local::{self, Member, Successor, Turn};
 use super::primitive::{Hold, Line, Primitive, ReleaseArgs};
 use crate::client::int;
@@ -24,7 +25,9 @@ impl Line {
         mut hold: Hold,
     ) -> Result<()> {
         let lost_before = hold.lease.as_ref().is_some_and(Lease::is_lost);
-        if !lost_before && self.pass_locally::<P>(&mut hold) {
+        if !lost_before
+            && (self.pass_locally::<P>(&mut hold) || self.pass_unfairly(p, intr, &mut hold))
+        {
             return Ok(());
         }
         let token = std::mem::take(&mut hold.token);
@@ -59,13 +62,17 @@ impl Line {
     /// process's lines' lock only), for a caller that holds a lock of its own it should not give
     /// up for a round trip (the binding keeps Ruby's GVL through it, so the waiter it wakes runs
     /// as soon as the releasing thread next blocks). The hold back when there was no local pass
-    /// to make, without its cohort (the pass was just tried): then `release` it, through Redis.
+    /// to make, without its cohort (the pass was just tried; unfair mode keeps it): then `release`
+    /// it, through Redis.
     pub(crate) fn release_locally<P: Primitive>(&self, mut hold: Hold) -> Option<Hold> {
         let lost = hold.lease.as_ref().is_some_and(Lease::is_lost);
         if !lost && self.pass_locally::<P>(&mut hold) {
             return None;
         }
-        hold.cohort = None;
+        // Unfair mode keeps it: `release` may renew it (`pass_unfairly`) and pass then.
+        if self.unfair_slice.is_none() {
+            hold.cohort = None;
+        }
         Some(hold)
     }
 
@@ -83,7 +90,12 @@ impl Line {
         if self.client.inbox().was_revoked(&hold.token) {
             return false;
         }
-        local::pass_on(&mut hold.member, P::SLOTS, || {
+        self.pass_on_with::<P>(hold, next)
+    }
+
+    /// Passes `hold` to the oldest live local waiter as the holder of `next` in its cohort.
+    fn pass_on_with<P: Primitive>(&self, hold: &mut Hold, next: Cohort) -> bool {
+        local::pass_on(&mut hold.member, self.ahead_of_redis_waiter::<P>(), || {
             Box::new(Hold {
                 token: std::mem::take(&mut hold.token),
                 fencing_token: next.fencing_token(),
@@ -92,6 +104,43 @@ impl Line {
                 cohort: Some(next),
             })
         })
+    }
+
+    /// A pass may go ahead of the process's waiter in the Redis line: a limiter's slots (that
+    /// waiter waits for another one), and an unfair lock (its process keeps it).
+    fn ahead_of_redis_waiter<P: Primitive>(&self) -> bool {
+        P::SLOTS || self.unfair_slice.is_some()
+    }
+
+    /// Unfair mode: a holder whose cohort may pass no more, whose process has held the lock for
+    /// less than `unfair_slice` and has a thread waiting for it, keeps the lock in the process:
+    /// one token-checked script renews its lease and issues a fresh fencing block (so tokens
+    /// stay above every earlier one), and the waiter gets it as a new cohort's first holder.
+    /// The Redis line is not touched: its head waits until the slice ends (then this process's
+    /// release hands it the lock as in fair mode). False when it did not pass (no slice, no
+    /// waiter, the lock no longer ours, Redis unreachable): the usual release follows.
+    fn pass_unfairly<P: Primitive>(&self, p: &P, intr: &Interrupt, hold: &mut Hold) -> bool {
+        let (Some(slice), Some(cohort)) = (self.unfair_slice, hold.cohort) else {
+            return false;
+        };
+        if self.local_passes == 0
+            || cohort.slice_age() >= slice
+            || !local::has_live_waiter(&hold.member, true)
+            || self.client.inbox().was_revoked(&hold.token)
+        {
+            return false;
+        }
+        let Some(call) = p.refence_script(&hold.token) else {
+            return false;
+        };
+        let fence = match self.client.eval(intr, &call).and_then(|r| int(&r)) {
+            Ok(fence) if fence > 0 => fence,
+            _ => return false,
+        };
+        match cohort.renewed(fence) {
+            Some(next) => self.pass_on_with::<P>(hold, next),
+            None => false,
+        }
     }
 
     /// The release that also queues `successor`, the process's next local waiter for this name,

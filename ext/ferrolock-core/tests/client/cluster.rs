@@ -49,6 +49,7 @@ fn spread_names(cluster: &TestCluster, namespace: &str) -> Vec<String> {
 
 fn mutex(client: &Client, name: &str, lease_ms: u64) -> DistMutex {
     let opts = DistMutexOptions {
+        fair: true,
         expire: None,
         auto_release: true,
         lease: Duration::from_millis(lease_ms),

@@ -26,6 +26,7 @@ fn options(setup: &TestSentinels, sentinel_password: &str) -> ClientOptions {
 
 fn mutex(client: &Client) -> DistMutex {
     let opts = DistMutexOptions {
+        fair: true,
         expire: None,
         auto_release: true,
         lease: Duration::from_millis(2_000),

@@ -47,6 +47,7 @@ impl Lined for DistMutex {
 
     fn build(client: &Client, name: &str, lease_ms: u64, local_passes: u32) -> Result<Self> {
         let opts = DistMutexOptions {
+            fair: true,
             lease: Duration::from_millis(lease_ms),
             local_passes,
             ..DistMutexOptions::default()

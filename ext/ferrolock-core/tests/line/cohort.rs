@@ -233,6 +233,7 @@ fn a_waiter_passed_over_enters_within_one_cohort<P: Lined>() {
 
 fn mutex(client: &Client, name: &str, local_passes: u32) -> Arc<DistMutex> {
     let opts = DistMutexOptions {
+        fair: true,
         local_passes,
         ..DistMutexOptions::default()
     };

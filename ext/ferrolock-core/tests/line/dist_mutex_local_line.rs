@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 fn lease(ms: u64) -> DistMutexOptions {
     DistMutexOptions {
+        fair: true,
         lease: Duration::from_millis(ms),
         ..DistMutexOptions::default()
     }
@@ -21,6 +22,7 @@ fn lease(ms: u64) -> DistMutexOptions {
 /// `lease` with every hand-off through Redis (no cohort passes, cohort.rs).
 fn through_redis(ms: u64) -> DistMutexOptions {
     DistMutexOptions {
+        fair: true,
         local_passes: 0,
         ..lease(ms)
     }

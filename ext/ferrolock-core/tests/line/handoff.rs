@@ -222,6 +222,7 @@ fn an_older_versions_waiting_mark_neither_breaks_waiting_nor_release() {
 
 fn lease(ms: u64) -> DistMutexOptions {
     DistMutexOptions {
+        fair: true,
         lease: Duration::from_millis(ms),
         ..DistMutexOptions::default()
     }

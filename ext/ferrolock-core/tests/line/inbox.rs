@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 fn options() -> DistMutexOptions {
     DistMutexOptions {
+        fair: true,
         lease: Duration::from_secs(30),
         ..DistMutexOptions::default()
     }

@@ -72,10 +72,11 @@ fn until_queued(client: &Client, name: &str, n: i64) {
 /// Queues `token` as a waiter that plans to wait `wait_ms`, then dies on the spot: the same
 /// script a failed attempt runs, with nobody ever popping the grant or leaving the line.
 fn enqueue_and_die(client: &Client, name: &str, token: &str, lease_ms: u64, wait_ms: u64) {
-    let (slots, line, grant) = (
+    let (slots, line, grant, overridden) = (
         key(client, name, "slots"),
         key(client, name, "line"),
         grant_key(client, name, token),
+        key(client, name, "override"),
     );
     let (lease, wait) = (lease_ms.to_string(), wait_ms.to_string());
     // The line's TTL every writer sets (ConcurrentLimiter::line_ttl).
@@ -85,10 +86,11 @@ fn enqueue_and_die(client: &Client, name: &str, token: &str, lease_ms: u64, wait
         &[
             "EVAL",
             ACQUIRE_LUA,
-            "3",
+            "4",
             &slots,
             &line,
             &grant,
+            &overridden,
             token,
             "1",
             &lease,

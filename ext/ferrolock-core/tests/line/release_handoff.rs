@@ -14,6 +14,7 @@ fn abandon_also_releases_a_grant_that_lands_after_the_first_cleanup() {
     let server = RedisServer::start();
     let client = server.client("t");
     let opts = DistMutexOptions {
+        fair: true,
         lease: Duration::from_millis(1500),
         ..DistMutexOptions::default()
     };
@@ -50,6 +51,7 @@ fn try_lock_right_after_an_interrupted_wait_and_the_unlock_finds_the_lock_free()
     let client = server.client("t");
     // A 30 s lease: a hold left on the interrupted waiter would outlive the test.
     let opts = DistMutexOptions {
+        fair: true,
         lease: Duration::from_secs(30),
         ..DistMutexOptions::default()
     };

@@ -35,7 +35,7 @@ fn far() -> Instant {
 }
 
 #[test]
-fn an_uncontended_acquire_and_release_cost_ten_commands() {
+fn an_uncontended_acquire_and_release_cost_eleven_commands() {
     let server = RedisServer::start();
     let client = server.counted_client("t");
     let l = limiter(&client, "free", 3);
@@ -50,12 +50,13 @@ fn an_uncontended_acquire_and_release_cost_ten_commands() {
         let slot = l.acquire(&intr, &token(), far()).unwrap().unwrap();
         l.release(&intr, slot).unwrap();
     }
-    // Acquire: EVALSHA, TIME, ZRANGEBYSCORE (every member: nothing expired to drop, the latest
-    // live expiry known), ZADD (the slot and the limit in one), PEXPIRE. Release: EVALSHA, TIME,
-    // ZRANGEBYSCORE, LPOP, ZREM.
+    // Acquire: EVALSHA, TIME, HMGET (the operators' override: none), ZRANGEBYSCORE (every
+    // member: nothing expired to drop, the latest live expiry known), ZADD (the slot and the
+    // limit in one), PEXPIRE. Release: EVALSHA, TIME, ZRANGEBYSCORE, LPOP, ZREM (nobody next:
+    // the override is not read).
     assert_eq!(
         commands_run(&client, &[]),
-        10 * rounds,
+        11 * rounds,
         "{:?}",
         calls(&client)
     );
@@ -125,7 +126,7 @@ fn a_free_slot_attempt_drops_expired_slots_and_keeps_the_longest_lease() {
 }
 
 #[test]
-fn a_contended_hand_off_costs_twelve_commands() {
+fn a_contended_hand_off_costs_fourteen_commands() {
     let server = RedisServer::start();
     let client = server.counted_client("t");
     let l = Arc::new(limiter(&client, "busy", 1));
@@ -157,10 +158,11 @@ fn a_contended_hand_off_costs_twelve_commands() {
     l.release(&intr, held).unwrap();
     let entered = waiter.join().unwrap();
     // Everything but the polling LLENs (and the SUBSCRIBE of the process's grant inbox, once):
-    // the waiter's attempt (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH, PEXPIRE), the release
-    // (EVALSHA, TIME, ZRANGEBYSCORE, LPOP, PUBLISH to the waiter's inbox, ZADD, ZREM).
+    // the waiter's attempt (EVALSHA, TIME, HMGET override, ZRANGEBYSCORE, RPUSH, PEXPIRE), the
+    // release (EVALSHA, TIME, ZRANGEBYSCORE, LPOP, HMGET override, PUBLISH to the waiter's
+    // inbox, ZADD, ZREM).
     let block = commands_run(&client, &["llen", "subscribe"]);
-    assert_eq!(block, 12, "{:?}", calls(&client));
+    assert_eq!(block, 14, "{:?}", calls(&client));
     l.release(&intr, entered).unwrap();
 }
 
@@ -218,11 +220,11 @@ fn pinned_cost(pinned: i64, mut scenario: impl FnMut(&str) -> (i64, Vec<(String,
 }
 
 #[test]
-fn a_hand_off_to_a_local_waiter_costs_eight_commands() {
+fn a_hand_off_to_a_local_waiter_costs_nine_commands() {
     let server = RedisServer::start();
     let client = server.counted_client("t");
     contend_once(&client, &client, "t");
-    pinned_cost(8, |name| {
+    pinned_cost(9, |name| {
         let l = Arc::new(limiter(&client, name, 1));
         let intr = Interrupt::new();
         let warm = l.acquire(&intr, &ConcurrentLimiter::new_token(), far());
@@ -242,8 +244,8 @@ fn a_hand_off_to_a_local_waiter_costs_eight_commands() {
         reset(&client);
         first.release();
         second.wait_entered();
-        // The release (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH entry, LPOP, PUBLISH grant, ZADD,
-        // ZREM): the second one runs no attempt of its own, and no command to wait.
+        // The release (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH entry, LPOP, HMGET override, PUBLISH
+        // grant, ZADD, ZREM): the second one runs no attempt of its own, and no command to wait.
         let measured = section_commands(&client, 1);
         second.release();
         assert_eq!(queued(&client, name), 0);
@@ -306,15 +308,15 @@ fn block_between_processes(pinned: i64, forget: bool) {
 }
 
 #[test]
-fn a_contended_block_between_processes_costs_eight_commands() {
-    // The release (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH entry, LPOP, PUBLISH to B's inbox, ZADD,
-    // ZREM). No PEXPIRE of the line: A1's own attempt set its TTL (2 x (60 s + 1 s)) moments
+fn a_contended_block_between_processes_costs_nine_commands() {
+    // The release (EVALSHA, TIME, ZRANGEBYSCORE, RPUSH entry, LPOP, HMGET override, PUBLISH to
+    // B's inbox, ZADD, ZREM). No PEXPIRE of the line: A1's own attempt set its TTL (2 x (60 s + 1 s)) moments
     // ago, which covers A2's entry (at most a lease + 1 s).
-    block_between_processes(8, false);
+    block_between_processes(9, false);
 }
 
 #[test]
 fn a_release_sets_the_line_ttl_when_its_process_does_not_know_it() {
     // As above, plus the line's PEXPIRE.
-    block_between_processes(9, true);
+    block_between_processes(10, true);
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 fn opts(expire: Option<u64>, auto_release: bool, lease_ms: u64) -> DistMutexOptions {
     DistMutexOptions {
+        fair: true,
         expire: expire.map(Duration::from_millis),
         auto_release,
         lease: Duration::from_millis(lease_ms),

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 /// Every hand-off through Redis: no cohort passes.
 fn through_redis() -> DistMutexOptions {
     DistMutexOptions {
+        fair: true,
         local_passes: 0,
         ..DistMutexOptions::default()
     }

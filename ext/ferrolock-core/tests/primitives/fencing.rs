@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 fn short(expire: Option<u64>, auto_release: bool) -> DistMutexOptions {
     DistMutexOptions {
+        fair: true,
         expire: expire.map(Duration::from_millis),
         auto_release,
         lease: Duration::from_millis(100),
@@ -195,6 +196,7 @@ fn tokens_keep_growing_across_a_failover_that_lost_the_last_grants() {
     wait_for_link(&on_replica);
 
     let opts = DistMutexOptions {
+        fair: true,
         lease: Duration::from_secs(30),
         ..DistMutexOptions::default()
     };

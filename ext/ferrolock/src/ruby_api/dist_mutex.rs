@@ -78,6 +78,7 @@ impl RbDistMutex {
         lease: f64,
         min_replicas_acked: i64,
         local_passes: i64,
+        fair: bool,
     ) -> Result<Self, Error> {
         let acks = replicas::check(min_replicas_acked).map_err(|e| core_error(ruby, e))?;
         let opts = DistMutexOptions {
@@ -86,6 +87,7 @@ impl RbDistMutex {
             lease: seconds(ruby, "lease", lease)?,
             // Out of range: the core's ArgumentError names the bound.
             local_passes: u32::try_from(local_passes).unwrap_or(u32::MAX),
+            fair,
         };
         DistMutex::new(&client.0, &name, opts)
             .map(|m| RbDistMutex(m.with_min_replicas_acked(acks)))
@@ -171,7 +173,7 @@ impl RbDistMutex {
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("DistMutex", ruby.class_object())?;
-    class.define_singleton_method("new", function!(guard::f7(RbDistMutex::new), 7))?;
+    class.define_singleton_method("new", function!(guard::f8(RbDistMutex::new), 8))?;
     class.define_method("try_lock", method!(guard::f1(RbDistMutex::try_lock), 0))?;
     class.define_method("lock", method!(guard::f2(RbDistMutex::lock), 1))?;
     class.define_method("unlock", method!(guard::f2(RbDistMutex::unlock), 1))?;

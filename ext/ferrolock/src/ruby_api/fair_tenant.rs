@@ -1,6 +1,6 @@
 //! `Ferrolock::Native::FairTenantRules` (a job class's checked rules, built once) and
 //! `Ferrolock::Native::FairTenant.check` (one enqueue, one round trip). The middleware around
-//! them is lib/ferrolock/fair_tenant/client_middleware.rb.
+//! them is lib/ferrolock/sidekiq/fair_tenant_middleware.rb.
 
 use crate::errors::{core_error, seconds};
 use crate::guard;

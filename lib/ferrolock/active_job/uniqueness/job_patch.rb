@@ -15,7 +15,7 @@ module Ferrolock
           base.class_attribute :lock_strategy_class, instance_writer: false
           base.class_attribute :lock_options, instance_writer: false
           base.extend(ClassMethods)
-          base.prepend(Ownership::Payload, Strategies::PerformNow)
+          base.prepend(Ownership::Payload, Strategies::Performing::PerformNow)
           BeforePerform.install(base)
           callbacks(base)
         end

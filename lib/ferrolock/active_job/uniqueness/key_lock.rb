@@ -10,7 +10,7 @@ module Ferrolock
       # each other.
       class KeyLock
         attr_reader :key
-        alias digest key # (UniqueLeases' log lines name it)
+        alias digest key # (Unique::Leases' log lines name it)
 
         def initialize(key, client:)
           @key = Validate.text!(:key, key)

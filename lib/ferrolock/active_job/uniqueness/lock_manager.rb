@@ -53,13 +53,13 @@ module Ferrolock
           key_lock(resource).holder
         end
 
-        # Renews resource (token's) every lease/3 until #drop (see Sidekiq::UniqueLeases).
+        # Renews resource (token's) every lease/3 until #drop (see Sidekiq::Unique::Leases).
         def hold(resource, token, lease)
-          Ferrolock::Sidekiq::UniqueLeases.hold(key_lock(resource), token, lease)
+          Ferrolock::Sidekiq::Unique::Leases.hold(key_lock(resource), token, lease)
         end
 
         def drop(resource, token)
-          Ferrolock::Sidekiq::UniqueLeases.drop(key_lock(resource), token)
+          Ferrolock::Sidekiq::Unique::Leases.drop(key_lock(resource), token)
         end
 
         # Deletes a lock whoever holds it (unlock!, and custom strategies written for the old gem).

@@ -10,16 +10,18 @@ require_relative "lock"
 
 module Ferrolock
   module Sidekiq
-    # What the uniqueness client and server middlewares share: their one option.
-    module UniqueMiddleware
-      OPTIONS = %i[client].freeze
+    module Unique
+      # What the uniqueness client and server middlewares share: their one option.
+      module Middleware
+        OPTIONS = %i[client].freeze
 
-      # client: a Ferrolock::Client (default Ferrolock.client).
-      def initialize(options = {})
-        Compat.check!
-        Validate.options!(options, OPTIONS, self.class.name)
-        @client = options[:client]
-        Validate.client!(@client) unless nil.equal?(@client)
+        # client: a Ferrolock::Client (default Ferrolock.client).
+        def initialize(options = {})
+          Compat.check!
+          Validate.options!(options, OPTIONS, self.class.name)
+          @client = options[:client]
+          Validate.client!(@client) unless nil.equal?(@client)
+        end
       end
     end
   end

@@ -9,7 +9,23 @@ module Ferrolock
       # first come, first served. The latest caller to take a free slot stores its limit, as the
       # Redis script does (ConcurrentLimiter#status shows a different one).
       class ConcurrentLimiter
-        State = Struct.new(:slots, :line, :stored_limit)
+        # override: an operator's Admin::LimitOverride::Override (nil: none), as Redis keeps it.
+        State = Struct.new(:slots, :line, :stored_limit, :override)
+
+        # Admin::LimitOverride#write in memory: the Override now in force. Waiters try again at once.
+        def self.override!(store, client, name, action, limit)
+          store.synchronize do
+            current = (store.table(:concurrent_limiter)[Fake.place(client, name)] ||= State.new([], [], nil))
+            current.override = Admin::LimitOverride.after(current.override, action, limit)
+            store.changed!
+            current.override || Admin::LimitOverride::NONE
+          end
+        end
+
+        # The Override in force for name (nil: none).
+        def self.override(store, client, name)
+          store.synchronize { store.table(:concurrent_limiter)[Fake.place(client, name)]&.override }
+        end
 
         attr_reader :limit
 
@@ -65,10 +81,18 @@ module Ferrolock
           @store.table(:concurrent_limiter)[@place] ||= State.new([], [], nil)
         end
 
+        # The limit in force: 0 while paused, else the operator's, else this limiter's.
+        def limit_in_force(current)
+          over = current.override
+          return @limit if over.nil?
+
+          over.paused ? 0 : over.limit || @limit
+        end
+
         def attempt(place_in_line)
           current = state
           current.line << place_in_line unless current.line.include?(place_in_line)
-          return nil unless current.line.first.equal?(place_in_line) && current.slots.size < @limit
+          return nil unless current.line.first.equal?(place_in_line) && current.slots.size < limit_in_force(current)
 
           current.stored_limit = @limit
           slot = LimiterSlot.new(self)

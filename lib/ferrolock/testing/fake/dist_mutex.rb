@@ -10,7 +10,7 @@ module Ferrolock
       class DistMutex
         State = Struct.new(:hold, :expires_at, :fencing_token, :line)
 
-        def initialize(store, client, name, expire, auto_release, _lease, _min_replicas_acked, _local_passes) # rubocop:disable Metrics/ParameterLists -- Native::DistMutex.new's
+        def initialize(store, client, name, expire, auto_release, _lease, _min_replicas_acked, _local_passes, _fair) # rubocop:disable Metrics/ParameterLists -- Native::DistMutex.new's
           @store = store
           @place = Fake.place(client, name)
           @name = name

@@ -358,6 +358,21 @@ pub fn pass_on(
     }
 }
 
+/// True when `member` is a holder with a live local waiter it may pass to (as `pass_on` would
+/// find one now; it may leave before a pass).
+pub fn has_live_waiter(member: &Option<Member>, ahead_of_redis_waiter: bool) -> bool {
+    let Some(holder) = member else {
+        return false;
+    };
+    if holder.role != Role::Holding || crate::fork::generation() != holder.generation {
+        return false;
+    }
+    let lines = lines();
+    lines.0.get(&holder.key).is_some_and(|line| {
+        (line.in_redis == 0 || ahead_of_redis_waiter) && line.first_live_waiter().is_some()
+    })
+}
+
 /// A local waiter being queued in Redis by a release. Told what happened, it goes on as the
 /// process's waiter in Redis; dropped untold, it is told to attempt, uncertain.
 pub struct Successor {
@@ -404,13 +419,21 @@ pub enum Joined {
     Local(LocalWaiter),
 }
 
-/// Joins the line for `lock_key` of `client_id`.
-pub fn join(client_id: usize, lock_key: &str, token: &str, deadline: Option<Instant>) -> Joined {
+/// Joins the line for `lock_key` of `client_id`. `unfair`: while a thread of the process holds
+/// through the line, a newcomer waits here for its pass (barging ahead of other processes)
+/// instead of queueing in Redis.
+pub fn join(
+    client_id: usize,
+    lock_key: &str,
+    token: &str,
+    deadline: Option<Instant>,
+    unfair: bool,
+) -> Joined {
     let key = (client_id, lock_key.to_string());
     let generation = crate::fork::generation();
     let mut lines = lines();
     let line = lines.0.entry(key.clone()).or_default();
-    if line.in_redis == 0 && line.waiting.is_empty() {
+    if line.in_redis == 0 && line.waiting.is_empty() && !(unfair && line.holding > 0) {
         line.in_redis = 1;
         let role = Role::InRedis;
         return Joined::Active(Member {

@@ -38,14 +38,14 @@ module Ferrolock
           def settle
             @settles.reverse_each { |settle| settle.call(@resumed) }
           end
-        end
 
-        # Prepended to ActiveJob::Base with the `unique` macro.
-        module PerformNow
-          def perform_now
-            return super unless self.class.lock_strategy_class
+          # Prepended to ActiveJob::Base with the `unique` macro.
+          module PerformNow
+            def perform_now
+              return super unless self.class.lock_strategy_class
 
-            Performing.during(self) { super }
+              Performing.during(self) { super }
+            end
           end
         end
       end

@@ -16,7 +16,7 @@ module Ferrolock
     # - the job raises: the lease is dropped and the error re-raised (SQS redelivers it);
     # - a copy of a processed message: not run, and deleted so it stops coming back;
     # - a copy of a message in progress: not run, left alone (if the run fails, it is the retry).
-    class Lock
+    class LockMiddleware
       # Shoryuken's chain keeps `chain.add LockMiddleware, lease: 120` as a positional Hash and calls
       # Lock.new(hash) for every message; plain keywords work too.
       def initialize(options = nil, **keywords)

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 module Ferrolock
-  module FairTenant
+  module Sidekiq
     # Sidekiq client middleware rerouting a greedy tenant's jobs to slower queues, configured
     # exactly like sidekiq-fair_tenant. Add it to the client chain of clients AND servers (jobs
     # enqueue jobs):
@@ -12,17 +12,17 @@ module Ferrolock
     #     c.on(:startup) { Ferrolock::FairTenant.verify! }
     #   end
     #
-    # Named Ferrolock::Sidekiq::FairTenantMiddleware (see fair_tenant.rb); ClientMiddleware is its
-    # deprecated name. Options (`m.add Ferrolock::Sidekiq::FairTenantMiddleware, client: my_client`): client:, a
+    # Ferrolock::FairTenant::ClientMiddleware is its deprecated name (see fair_tenant.rb). Options
+    # (`m.add Ferrolock::Sidekiq::FairTenantMiddleware, client: my_client`): client:, a
     # Ferrolock::Client (default Ferrolock.client).
-    class ClientMiddleware
+    class FairTenantMiddleware
       OPTIONS = %i[client].freeze
       # Also as Strings (options that went through a config file).
       KNOWN_KEYS = (OPTIONS + OPTIONS.map(&:to_s)).freeze
 
       # Sidekiq 6 builds one instance per push, so this stays cheap.
       def initialize(options = {})
-        Ferrolock::Sidekiq::Compat.check!
+        Compat.check!
         Validate.options!(options, KNOWN_KEYS, self.class.name)
         @client = options[:client] || options["client"]
         Validate.client!(@client) unless nil.equal?(@client)
@@ -42,8 +42,8 @@ module Ferrolock
         # Another middleware already moved this job: its choice stands.
         return if payload["queue"] != queue
 
-        job = Job.new(worker_class, payload)
-        rules = Rules.parse_for(job.class_name, job.raw_rules)
+        job = FairTenant::Job.new(worker_class, payload)
+        rules = FairTenant::Rules.parse_for(job.class_name, job.raw_rules)
         return if rules.nil?
         # Pushed to a queue of its own choosing (`set(queue: ...)`): not the class's traffic, so not
         # counted and not rerouted, as with sidekiq-fair_tenant. A job we rerouted earlier (a retry)
@@ -86,7 +86,7 @@ module Ferrolock
       # Counted at an earlier push: this very payload (a retry, a scheduled job coming due), or the
       # running job enqueuing itself again to go on (a continuation resuming: a new payload, same job).
       def counted?(payload)
-        payload["fair_tenant_counted"] || !Sidekiq::RunningJob.resumed_jid(payload).nil?
+        payload["fair_tenant_counted"] || !RunningJob.resumed_jid(payload).nil?
       end
 
       def apply(job, tenant, origin, target)

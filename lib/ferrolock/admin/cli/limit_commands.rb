@@ -1,0 +1,41 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  class Admin
+    class Cli
+      # `ferrolock limit NAME N` (or `--clear`), `ferrolock pause NAME`, `ferrolock resume NAME`: a
+      # ConcurrentLimiter's limit changed live (Admin#set_limit, #clear_override, #pause, #resume).
+      # Prints the override now in force (a table line, or JSON).
+      module LimitCommands
+        private
+
+        def run_limit(name, limit = nil)
+          return print_override(name, admin.clear_override(name)) if @options[:clear]
+
+          usage!("limit: give N (a positive integer) or --clear") if limit.nil?
+          usage!("limit: N must be a positive integer, got #{Table.text(limit)}") unless limit.match?(/\A\d+\z/)
+
+          print_override(name, admin.set_limit(name, Integer(limit, 10)))
+        end
+
+        def run_pause(name)
+          print_override(name, admin.pause(name))
+        end
+
+        def run_resume(name)
+          print_override(name, admin.resume(name))
+        end
+
+        def print_override(name, override)
+          if @options[:json]
+            @out.puts(JSON.generate({ name: name }.merge(override.to_h)))
+          else
+            limit = override.limit ? "limit #{override.limit} (set live)" : "limit as the code passes it"
+            @out.puts("#{Table.text(name)}: #{override.paused ? "paused, " : ""}#{limit}")
+          end
+          Cli::OK
+        end
+      end
+    end
+  end
+end

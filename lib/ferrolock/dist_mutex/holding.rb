@@ -1,0 +1,59 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  class DistMutex
+    # A DistMutex's record of which fiber holds it (Owners) kept in step with its Redis holds:
+    # a hold is recorded when granted and taken out before it is released, and a wait starts only
+    # after the local owners were checked (Ruby Mutex's ThreadErrors instead of a hang).
+    module Holding
+      private
+
+      # Takes the calling fiber's hold out of the registry and releases it; false when it held
+      # none. Call it with interrupts deferred (Interrupts.release): no exception may land between
+      # the two.
+      def release_own_hold
+        hold = forget_own_hold
+        return false unless hold
+
+        @native.unlock(hold)
+        true
+      rescue LockLost
+        Ferrolock.instrument(:lock_lost, primitive: :dist_mutex, name: @name, detected: :release)
+        raise
+      end
+
+      # release_own_hold at the end of synchronize's block (finished: it did not raise).
+      def release_after_block(finished)
+        release_own_hold
+      rescue LockLost
+        raise if finished
+      rescue Error => e
+        ReleaseFailure.report(e, what: "DistMutex #{@name.inspect}", finished: finished,
+                                 primitive: :dist_mutex, name: @name)
+      end
+
+      # Records hold (a Native::MutexHold) as owned by the calling fiber.
+      def remember(hold)
+        Owners.add(Ownership.new(@native, hold, @key, @name, Thread.current, Fiber.current, @tick))
+      end
+
+      # Removes the calling fiber's record and returns its Native::MutexHold (nil when not owned).
+      def forget_own_hold
+        Owners.take_current(@native, @key)&.hold
+      end
+
+      # Before waiting: fails like Ruby's Mutex when the calling fiber holds the lock, or a live
+      # sibling fiber does (it could never run to unlock: the wait blocks the thread, even under a
+      # Fiber.scheduler), instead of hanging. A hold whose owner ended is released now rather than
+      # at the reaper's next tick.
+      def check_local_owners
+        case (gone = Owners.before_lock(@native, @key))
+        when :owned then raise ThreadError, "deadlock; recursive locking"
+        when :sibling
+          raise ThreadError, "deadlock; lock already owned by another fiber belonging to the same thread"
+        else Reaper.release_all(gone)
+        end
+      end
+    end
+  end
+end

@@ -1,0 +1,52 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require "json"
+require_relative "support/cli_runner"
+
+# `ferrolock limit NAME N` / `--clear`, `ferrolock pause NAME`, `ferrolock resume NAME`, run as a real
+# process: the limiter in this process obeys at its next attempt, and the listing shows the override.
+RSpec.describe "ferrolock limit, pause, resume" do
+  include FerrolockTest::CliRunner
+
+  let(:limiter) { Ferrolock::ConcurrentLimiter.new("cli:live", 2, local_passes: 0) }
+
+  def can_enter?
+    limiter.within_limit(wait_timeout: 0) { true }
+  rescue Ferrolock::OverLimit
+    false
+  end
+
+  it "sets, pauses, resumes and clears, each shown by the listing" do
+    out, err, code = run_ferrolock("limit", "cli:live", "1")
+    expect([out, err, code]).to eq(["cli:live: limit 1 (set live)\n", "", 0])
+    limiter.within_limit { expect(can_enter?).to be(false) }
+
+    out, _, code = run_ferrolock("pause", "cli:live", "--json")
+    expect(code).to eq(0)
+    expect(JSON.parse(out)).to eq("name" => "cli:live", "limit" => 1, "paused" => true)
+    expect(can_enter?).to be(false)
+    out, = run_ferrolock("limiters", "cli:*")
+    expect(out).to include("paused (1 (set live; code: 2))")
+
+    out, = run_ferrolock("resume", "cli:live")
+    expect(out).to eq("cli:live: limit 1 (set live)\n")
+    expect(can_enter?).to be(true)
+
+    out, = run_ferrolock("limit", "cli:live", "--clear")
+    expect(out).to eq("cli:live: limit as the code passes it\n")
+    limiter.within_limit { expect(can_enter?).to be(true) }
+  end
+
+  it "refuses a missing or bad limit with exit 2" do
+    _, err, code = run_ferrolock("limit", "cli:live")
+    expect(code).to eq(2)
+    expect(err).to include("give N")
+    _, err, code = run_ferrolock("limit", "cli:live", "0")
+    expect(code).to eq(2)
+    expect(err).to include("limit must be positive")
+    _, err, code = run_ferrolock("limit", "cli:live", "x")
+    expect(code).to eq(2)
+    expect(err).to include("N must be a positive integer")
+  end
+end

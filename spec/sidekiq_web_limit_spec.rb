@@ -1,0 +1,72 @@
+# frozen_string_literal: true
+
+require "spec_helper"
+require "rack/test"
+require_relative "support/sidekiq_web"
+
+FerrolockTest::SidekiqWeb.load!
+
+# The Locks tab's live limit change (Web::LimitRoutes): a form on the limiters page, a confirmation
+# page, and its POST, which Sidekiq Web's CSRF protection guards (a token on 6.4 and 7, the
+# browser's Sec-Fetch-Site on 8).
+RSpec.describe "Sidekiq Web: limits changed live" do
+  include Rack::Test::Methods
+
+  let(:app) { FerrolockTest::SidekiqWeb.app }
+  let(:admin) { Ferrolock::Admin.new }
+  let(:limiter) { Ferrolock::ConcurrentLimiter.new("web:live", 3) }
+
+  def fetch_metadata? = FerrolockTest::SidekiqVersion.at_least?("8")
+
+  def confirm(query)
+    get("/locks/limiters/limit", query)
+    expect(last_response.status).to eq(200), last_response.body[0, 300]
+    last_response.body
+  end
+
+  def form_post(form, body)
+    return post("/locks/limiters/limit", form, "HTTP_SEC_FETCH_SITE" => "same-origin") if fetch_metadata?
+
+    token = body[/name='authenticity_token' value='([^']+)'/, 1]
+    expect(token).not_to be_nil
+    post("/locks/limiters/limit", form.merge("authenticity_token" => token))
+  end
+
+  it "shows the form where the limit is shown, confirms, refuses a forged POST and applies the real one" do
+    limiter.within_limit do
+      get("/locks/limiters")
+      expect(last_response.body).to include("ferrolock-limit-change").and include('value="set_limit"')
+      form = { "name" => "web:live", "change" => "set_limit", "limit" => "1" }
+      body = confirm(form)
+      expect(body).to include("Set the limit of web:live to 1 in every process?")
+
+      # No token (6.4/7), or a cross-site request (8): refused, nothing changed.
+      post("/locks/limiters/limit", form, fetch_metadata? ? { "HTTP_SEC_FETCH_SITE" => "cross-site" } : {})
+      expect(last_response.status).to eq(403)
+      expect(Ferrolock::Admin::LimitOverride.read(admin.client, Ferrolock::Admin::KeySpace.new("ferrolock"),
+                                                  "web:live")).to be_nil
+
+      form_post(form, body)
+      expect(last_response.status).to eq(302)
+      get("/locks/limiters?q=web:live")
+      expect(last_response.body).to include("1 (set live; code: 3)").and include('value="pause"')
+
+      pause = { "name" => "web:live", "change" => "pause" }
+      form_post(pause, confirm(pause))
+      get("/locks/limiters?q=web:live")
+      expect(last_response.body).to include("paused (1 (set live; code: 3))").and include('value="resume"')
+    end
+    expect { limiter.within_limit(wait_timeout: 0) { nil } }.to raise_error(Ferrolock::OverLimit)
+    clear = { "name" => "web:live", "change" => "clear" }
+    form_post(clear, confirm(clear))
+    expect(limiter.within_limit(wait_timeout: 0) { :in }).to eq(:in)
+  end
+
+  it "answers 400 to a bad change or limit" do
+    get("/locks/limiters/limit", "name" => "web:live", "change" => "drop")
+    expect(last_response.status).to eq(400)
+    get("/locks/limiters/limit", "name" => "web:live", "change" => "set_limit", "limit" => "0")
+    expect(last_response.status).to eq(400)
+    expect(last_response.body).to include("limit")
+  end
+end
