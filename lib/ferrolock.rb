@@ -115,6 +115,14 @@ module Ferrolock
     require path if File.exist?(path)
   end
 
+  # Which job a Sidekiq payload, an ActiveJob instance or an SQS body really is.
+  autoload :Job, File.join(__dir__, "ferrolock", "job")
+  # The one rule for "the same arguments" in lock keys.
+  autoload :ArgumentDigest, File.join(__dir__, "ferrolock", "argument_digest")
+  # The one backoff curve of jobs pushed back for later.
+  autoload :Backoff, File.join(__dir__, "ferrolock", "backoff")
+  # The one shape of option parsing: known keys, errors naming the owner and the option.
+  autoload :OptionCheck, File.join(__dir__, "ferrolock", "option_check")
   # limits_concurrency for ActiveJob on any adapter (Ferrolock::ActiveJob::Concurrency).
   autoload :ActiveJob, File.join(__dir__, "ferrolock", "active_job")
   # The operators' read model and force release (Sidekiq Web tab, `ferrolock` command).

@@ -207,7 +207,8 @@ RSpec.describe Ferrolock::Sidekiq::DualLock::Middleware do
       expect { described_class.validate!(job_class(dual_lock: { key: "a{b}" })) }
         .to raise_error(ArgumentError, /ProbeJob: dual_lock key/)
       expect { described_class.new(backoff: 5) }.to raise_error(TypeError, /backoff/)
-      expect { described_class.new(retries: 5) }.to raise_error(ArgumentError, /unknown option: retries/)
+      expect { described_class.new(retries: 5) }
+        .to raise_error(ArgumentError, /DualLock::Middleware: unknown option :retries \(known: client, backoff\)/)
     end
 
     it "passes the DualLock, the job and the TimeoutError to a backoff, as the limiter's (->(count) works too)" do

@@ -1,8 +1,5 @@
 # frozen_string_literal: true
 
-require "digest/sha2" # now: Digest::SHA256 loaded on first use can raise in one of two threads racing to it
-require "json"
-
 module Ferrolock
   # A job class's DualLock options (`sidekiq_options dual_lock: …`, or ActiveJob's `dual_lock …`
   # macro), validated, and the lock key it gives a job.
@@ -65,11 +62,8 @@ module Ferrolock
 
     def known_options(raw)
       options = renamed(raw.transform_keys { |k| option_key(k) })
-      unknown = options.keys.reject { |k| OPTION_KEYS.include?(k) }
-      return options if unknown.empty?
-
-      raise ArgumentError, "#{class_name}: unknown dual_lock option#{"s" if unknown.size > 1} " \
-                           "#{unknown.map { |k| Validate.show(k) }.join(", ")} (known: #{OPTION_KEYS.join(", ")})"
+      OptionCheck.known!(options.keys, OPTION_KEYS, class_name, kind: "dual_lock option")
+      options
     end
 
     # The options under their new names; an old name warns once per job class (and is remembered,
@@ -124,10 +118,8 @@ module Ferrolock
       raise ArgumentError, "#{class_name}: give either dual_lock key: or self.#{KEY_METHOD}, not both"
     end
 
-    def checked
-      yield
-    rescue ArgumentError, TypeError => e
-      raise e.class, "#{class_name}: dual_lock #{e.message}"
+    def checked(&block)
+      OptionCheck.value("#{class_name}: dual_lock", &block)
     end
 
     def call_key_method(args)
@@ -147,18 +139,10 @@ module Ferrolock
       nil
     end
 
-    # Job class + SHA-256 of the arguments as canonical JSON (object keys sorted), so the same
-    # arguments always give the same key whatever order a hash was built in.
+    # Job class + SHA-256 of the arguments as canonical JSON (ArgumentDigest: hash keys sorted), so
+    # the same arguments always give the same key whatever order a hash was built in.
     def default_key(args)
-      "#{class_name}:#{Digest::SHA256.hexdigest(JSON.generate(canonical(args)))}"
-    end
-
-    def canonical(value)
-      case value
-      when Hash then value.map { |k, v| [k.to_s, canonical(v)] }.sort_by(&:first).to_h
-      when Array then value.map { |v| canonical(v) }
-      else value
-      end
+      "#{class_name}:#{ArgumentDigest.sha256(args)}"
     end
 
     # How the class wrote its options, for messages.

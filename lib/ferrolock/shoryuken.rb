@@ -8,7 +8,6 @@ require_relative "shoryuken/settings"
 require_relative "shoryuken/perform_watch"
 require_relative "shoryuken/placement"
 require_relative "shoryuken/idempotency_key"
-require_relative "shoryuken/active_job_message"
 require_relative "shoryuken/resumption"
 require_relative "shoryuken/lock_middleware"
 

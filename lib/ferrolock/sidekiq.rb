@@ -25,17 +25,16 @@ module Ferrolock
     private_constant :RENAMED
     Deprecation.renamed_constants(self, RENAMED)
 
-    # The job's class name for events and log lines: the wrapped class for ActiveJob jobs (whose
-    # Sidekiq class is always ActiveJob's JobWrapper).
+    # The job's class name for events and log lines (Ferrolock::Job#class_name: the wrapped class
+    # for ActiveJob jobs).
     def self.job_class_name(job)
-      (job["wrapped"] || job["class"]).to_s
+      Job.from_sidekiq(job).class_name
     end
 
-    # The job in log lines: "Class jid", or for an ActiveJob job "Class jid=… job_id=…" (ActiveJob's
-    # own log lines give its job id, Sidekiq's the jid).
-    def self.job_label(job, class_name = job_class_name(job))
-      job_id = ActiveJobHooks.active_job_id(job)
-      job_id ? "#{class_name} jid=#{job["jid"]} job_id=#{job_id}" : "#{class_name} #{job["jid"]}"
+    # The job in log lines (Ferrolock::Job#label).
+    def self.job_label(job, class_name = nil)
+      model = Job.from_sidekiq(job)
+      class_name ? model.label(class_name) : model.label
     end
   end
 end

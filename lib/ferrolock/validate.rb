@@ -148,23 +148,15 @@ module Ferrolock
     end
 
     # A middleware's options Hash (`chain.add Klass, client: c` passes it to new): a Hash whose
-    # keys are all in `known`. Returns it.
-    def options!(value, known)
+    # keys are all in `known` (OptionCheck.known!, naming `owner`). Returns it.
+    def options!(value, known, owner = "options")
       case value
       when Hash then nil
       else raise TypeError, "options must be a Hash (#{known.map { |k| "#{k}:" }.uniq.join(", ")}), got #{show(value)}"
       end
-      # known.include? compares with the known keys' own ==: a key without methods is just unknown.
-      unknown = value.keys.reject { |key| known.include?(key) }
-      return value if unknown.empty?
-
-      raise ArgumentError, "unknown option#{"s" if unknown.size > 1}: #{unknown.map { |key| key_name(key) }.join(", ")}"
-    end
-
-    # An option key for a message: a Symbol as its name (escaped: it may be in any encoding),
-    # anything else shown.
-    def key_name(key)
-      Symbol === key ? key.name.inspect[1..-2] : show(key) # rubocop:disable Style/CaseEquality -- works on a BasicObject
+      # (known.include? compares with the known keys' own ==: a key without methods is just unknown.)
+      OptionCheck.known!(value.keys, known, owner)
+      value
     end
 
     # A callable option (backoff: ->(…) { seconds }), or nil.
@@ -232,7 +224,7 @@ module Ferrolock
       end
     end
 
-    private_class_method :inspect_of, :string?, :numeric?, :integer?, :key_name
+    private_class_method :inspect_of, :string?, :numeric?, :integer?
     private_constant :KERNEL_TO_S, :KERNEL_CLASS
   end
 end

@@ -45,10 +45,8 @@ module Ferrolock
       private
 
       # Validate's TypeError or ArgumentError, as an ArgumentError that says which option it was.
-      def option(name)
-        yield
-      rescue TypeError, ArgumentError => e
-        raise ArgumentError, "limits_concurrency #{name}: #{e.message}"
+      def option(name, &block)
+        OptionCheck.value("limits_concurrency #{name}:", raise_as: ArgumentError, &block)
       end
 
       def limit!(value)

@@ -26,8 +26,6 @@ module Ferrolock
       # A perform a rule refused: run again after `delay` seconds; `error` is the limiter's OverLimit.
       Over = Struct.new(:delay, :error)
 
-      # The longest delay before a job over a perform_limit runs again.
-      MAX_DELAY = 300
       # How long a crashed process's perform_limit slot stays taken (renewed while the job performs).
       LEASE = 30
 
@@ -187,9 +185,9 @@ module Ferrolock
         Over.new(delay || e.retry_after || 1.0, e)
       end
 
-      # 1, 2, 4 ... s by the job's executions, up to MAX_DELAY.
+      # By the job's executions (Ferrolock::Backoff: 1, 2, 4 ... s, capped, with jitter).
       def backoff(job)
-        [2**[job.executions.to_i - 1, 0].max, MAX_DELAY].min.to_f
+        Backoff.delay(job.executions)
       end
 
       def throttle(rule, stage, job)
@@ -212,10 +210,8 @@ module Ferrolock
         option(name) { [Validate.positive_integer!(:count, count), RateLimiter.interval!(period)] }
       end
 
-      def option(name)
-        yield
-      rescue TypeError, ArgumentError => e
-        raise ArgumentError, "concurrency_rule #{name}: #{e.message}"
+      def option(name, &block)
+        OptionCheck.value("concurrency_rule #{name}:", raise_as: ArgumentError, &block)
       end
     end
   end

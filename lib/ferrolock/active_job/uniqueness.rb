@@ -50,7 +50,11 @@ module Ferrolock
         # Deletes the locks of a class (job_class_name:) or of one job's arguments (and arguments:),
         # whoever holds them; with neither, every lock under lock_prefix.
         def unlock!(**args)
-          lock_manager.delete_locks(LockKey.new(**args).wildcard_key)
+          key = LockKey.new(**args)
+          # (and those under the key before ArgumentDigest's rule, see LockKey#legacy_lock_key)
+          legacy = key.legacy_lock_key
+          lock_manager.delete_locks("#{legacy}*") if legacy
+          lock_manager.delete_locks(key.wildcard_key)
         end
 
         # Every lock granted, nothing stored (for an app's tests).

@@ -3,26 +3,25 @@
 module Ferrolock
   module FairTenant
     # What the middleware needs to know about one job payload: its class (the wrapped class for
-    # ActiveJob), its arguments, rules, tenant and identity.
+    # ActiveJob, see Ferrolock::Job), its arguments, rules, tenant and identity.
     class Job
       attr_reader :payload, :class_name, :klass
 
       def initialize(worker_class, payload)
         @payload = payload
-        wrapped = payload["wrapped"]
-        target = wrapped || worker_class
-        @class_name = target.is_a?(Class) || target.is_a?(Module) ? target.name.to_s : target.to_s
-        @klass = resolve(target)
+        @job = Ferrolock::Job.from_sidekiq(payload, worker_class)
+        @class_name = @job.class_name
+        @klass = resolve
       end
 
       def active_job?
-        !@payload["wrapped"].nil?
+        @job.active_job?
       end
 
       # The perform arguments: ActiveJob's serialized arguments for a wrapped job (as
       # sidekiq-fair_tenant passes them to fair_tenant), else Sidekiq's args.
       def arguments
-        args = active_job? ? @payload.dig("args", 0, "arguments") : @payload["args"]
+        args = @job.arguments
         args.is_a?(Array) ? args : []
       end
 
@@ -61,7 +60,7 @@ module Ferrolock
       # What "the same job" means for counting once: ActiveJob's job_id survives ActiveJob's own
       # retries (which push a new Sidekiq jid); Sidekiq's jid survives Sidekiq's retries.
       def identity
-        job_id = active_job? && @payload.dig("args", 0, "job_id")
+        job_id = @job.job_id
         job_id ? "aj:#{job_id}" : @payload["jid"].to_s
       end
 
@@ -86,12 +85,12 @@ module Ferrolock
         string.empty? ? nil : string
       end
 
-      def resolve(target)
-        return target if target.is_a?(Class) || target.is_a?(Module)
-
-        Object.const_get(target.to_s)
-      rescue NameError
-        nil # pushed by name from a process that does not load the class: no class method to call
+      # nil when pushed by name from a process that does not load the class: no class method to call.
+      def resolve
+        klass = @job.job_class
+        klass.is_a?(Module) ? klass : nil
+      rescue TypeError
+        nil
       end
     end
   end

@@ -38,11 +38,10 @@ module Ferrolock
 
         Placement.check!(worker)
 
-        job_class = ActiveJobMessage.job_class(worker, body)
-        payload = { primitive: :shoryuken_lock, queue: queue, message_id: message_id!(sqs_msg),
-                    job_class: job_class, worker: job_class } # worker: deprecated
+        job = Ferrolock::Job.from_sqs(worker, body)
+        payload = event_payload(queue, sqs_msg, job.class_name)
         IdempotencyKey.add_to(payload, settings.idempotency_key, sqs_msg, body)
-        job_id = ActiveJobMessage.job_id(worker, body)
+        job_id = job.job_id
         return process(settings, worker, sqs_msg, payload, &block) unless job_id
 
         # An ActiveJob job: it may enqueue itself again to go on (Resumption).
@@ -53,6 +52,11 @@ module Ferrolock
       end
 
       private
+
+      def event_payload(queue, sqs_msg, class_name)
+        { primitive: :shoryuken_lock, queue: queue, message_id: message_id!(sqs_msg),
+          job_class: class_name, worker: class_name } # worker: deprecated
+      end
 
       def process(settings, worker, sqs_msg, payload, &block)
         lock = settings.message_lock

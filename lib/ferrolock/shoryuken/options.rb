@@ -34,9 +34,7 @@ module Ferrolock
         hash.each_with_object({}) do |(key, value), out|
           given = option_name(key)
           key = renamed(given, hash, source)
-          unless KEYS.include?(key)
-            raise ArgumentError, "#{source}: unknown option #{Validate.show(key)} (known: #{KEYS.join(", ")})"
-          end
+          OptionCheck.known!([key], KEYS, source)
 
           out[key] = check(key, value, given: given)
         end

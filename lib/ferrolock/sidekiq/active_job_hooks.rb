@@ -101,10 +101,7 @@ module Ferrolock
 
       # The ActiveJob job id of a Sidekiq payload wrapping an ActiveJob job, else nil.
       def active_job_id(payload)
-        return nil unless Hash === payload && payload["wrapped"] # rubocop:disable Style/CaseEquality
-
-        data = Array(payload["args"]).first
-        Hash === data ? data["job_id"] : nil # rubocop:disable Style/CaseEquality
+        Hash === payload ? Job.from_sidekiq(payload).job_id : nil # rubocop:disable Style/CaseEquality
       end
 
       def within(key, value)

@@ -8,16 +8,11 @@ module Ferrolock
     # against Sidekiq 6.4.1 and 7.3.10 (bin/test rspec and rspec_sidekiq7) and 8.1 (bin/test modern,
     # Ruby 3.3). Sidekiq 8 made job timestamps (created_at, enqueued_at) epoch milliseconds, which
     # ferrolock never reads ("at", which it writes, stays in seconds); it renamed ActiveJob's wrapper
-    # (ACTIVE_JOB_WRAPPER_SUFFIXES) and changed how Web extensions register (web.rb). Sidekiq 9 is
-    # untested, so it is refused (see check!) rather than assumed to work.
+    # (Ferrolock::Job::SIDEKIQ_WRAPPER_SUFFIXES) and changed how Web extensions register (web.rb).
+    # Sidekiq 9 is untested, so it is refused (see check!) rather than assumed to work.
     module Compat
       SUPPORTED = Gem::Requirement.new(">= 6.4", "< 9")
       TESTED = "6.4.1, 7.3.10 and 8.1.7"
-
-      # How ActiveJob's Sidekiq job class name ends, by version: Rails' adapter (and Sidekiq 7.3's
-      # alias of it) "ActiveJob::QueueAdapters::SidekiqAdapter::JobWrapper"; Sidekiq 8's own wrapper
-      # class in Sidekiq's ActiveJob module.
-      ACTIVE_JOB_WRAPPER_SUFFIXES = %w[::SidekiqAdapter::JobWrapper ::ActiveJob::Wrapper].freeze
 
       module_function
 
@@ -104,10 +99,6 @@ module Ferrolock
         (config[:poll_interval_average] || config[:average_scheduled_poll_interval] || 5).to_f
       rescue StandardError
         5.0
-      end
-
-      def active_job_wrapper?(class_name)
-        class_name.to_s.end_with?(*ACTIVE_JOB_WRAPPER_SUFFIXES)
       end
     end
   end

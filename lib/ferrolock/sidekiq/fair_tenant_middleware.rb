@@ -23,7 +23,7 @@ module Ferrolock
       # Sidekiq 6 builds one instance per push, so this stays cheap.
       def initialize(options = {})
         Compat.check!
-        Validate.options!(options, KNOWN_KEYS)
+        Validate.options!(options, KNOWN_KEYS, self.class.name)
         @client = options[:client] || options["client"]
         Validate.client!(@client) unless nil.equal?(@client)
       end

@@ -35,7 +35,7 @@ module Ferrolock
 
       def initialize(options = {})
         Compat.check!
-        Validate.options!(options, OPTIONS)
+        Validate.options!(options, OPTIONS, self.class.name)
         @max_reschedules = self.class.max_reschedules!(:max_reschedules,
                                                        options.fetch(:max_reschedules, DEFAULT_MAX_RESCHEDULES))
         @backoff = Validate.callable!(:backoff, options[:backoff], "->(limiter, job, ex) { seconds }")

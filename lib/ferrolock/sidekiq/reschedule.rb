@@ -26,18 +26,10 @@ module Ferrolock
         count
       end
 
-      # The delay a backoff proc answered (the block calls it), or the default backoff when there
-      # is no proc or it answered anything but 0..MAX_SECONDS seconds (logged, naming `what`): a
-      # broken proc must not turn a delay into a lost job.
-      def delay(count, backoff_proc, what)
-        return backoff(count) unless backoff_proc
-
-        seconds = yield
-        Validate.delay(seconds) || begin
-          Ferrolock.logger.warn("ferrolock: #{what} backoff returned #{Validate.show(seconds)}; " \
-                                "using the default backoff")
-          backoff(count)
-        end
+      # The delay a backoff proc answered (the block calls it), or Ferrolock::Backoff's when there
+      # is no proc or it answered no usable delay (logged, naming `what`).
+      def delay(count, backoff_proc, what, &block)
+        Backoff.answered(count, backoff_proc, ->(why) { Ferrolock.logger.warn("ferrolock: #{what} #{why}") }, &block)
       end
 
       # When a job pushed `delay` seconds ahead runs, honestly: it is due then, and Sidekiq moves it
@@ -47,11 +39,9 @@ module Ferrolock
           "poll, about every #{Compat.scheduled_poll_interval.round(1)} s)"
       end
 
-      # The default backoff: grows with the counter (about 1 s, 2 s, 4 s … capped at 5 minutes)
-      # with up to 50 % jitter so rescheduled jobs do not come back in lockstep.
+      # The default backoff (Ferrolock::Backoff: 1 s, 2 s, 4 s … capped at 5 minutes, 50 % jitter).
       def backoff(count)
-        base = [2**(count - 1), 300].min.to_f
-        base + (rand * base * 0.5)
+        Backoff.delay(count)
       end
     end
   end

@@ -56,18 +56,12 @@ module Ferrolock
                                              class: @job.class.name, job_id: @job.job_id, count: count, delay: delay)
         end
 
-        # The backoff proc's answer, or the default (about 1 s, 2 s, 4 s … capped at 5 minutes, with
-        # jitter) when there is none or it answered no usable delay.
+        # The backoff proc's answer, or Ferrolock::Backoff's when there is none or it answered no
+        # usable delay.
         def delay_for(backoff, count, lock, error)
-          if backoff
-            seconds = backoff.call(lock, @job, error)
-            usable = Validate.delay(seconds)
-            return usable if usable
-
-            log(:warn, "dual_lock backoff returned #{Validate.show(seconds)}; using the default backoff")
+          Backoff.answered(count, backoff, ->(why) { log(:warn, "dual_lock #{why}") }) do
+            backoff.call(lock, @job, error)
           end
-          base = [2**(count - 1), 300].min.to_f
-          base + (rand * base * 0.5)
         end
 
         def log(level, text)

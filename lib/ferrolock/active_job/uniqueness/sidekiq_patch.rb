@@ -8,7 +8,7 @@ module Ferrolock
     module Uniqueness
       # Frees an ActiveJob job's locks (by key, as activejob-uniqueness does) from its Sidekiq payload.
       def self.unlock_sidekiq_job!(job_data)
-        return unless Ferrolock::Sidekiq::Compat.active_job_wrapper?(job_data["class"]) && job_data["wrapped"]
+        return unless Ferrolock::Job.from_sidekiq(job_data).active_job?
 
         job = SidekiqPatch.job_of(job_data)
         return unless job.class.respond_to?(:lock_strategy_class) && job.class.lock_strategy_class

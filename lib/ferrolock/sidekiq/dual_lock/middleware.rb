@@ -33,7 +33,7 @@ module Ferrolock
         # Reschedule.backoff). A one-argument ->(count) { seconds } still works.
         def initialize(options = {})
           Compat.check!
-          Validate.options!(options, OPTIONS)
+          Validate.options!(options, OPTIONS, self.class.name)
           @client = nil.equal?(options[:client]) ? nil : Validate.client!(options[:client])
           @backoff = Validate.callable!(:backoff, options[:backoff], "->(dual_lock, job, ex) { seconds }")
         end
@@ -64,13 +64,10 @@ module Ferrolock
           run_locked(settings, settings.key_for(args), job, queue, &block)
         end
 
-        # [job class, arguments]: the wrapped class and its arguments for ActiveJob jobs.
+        # [job class (its name when not loaded here), arguments] (Ferrolock::Job.from_sidekiq).
         def self.unwrap(worker, job)
-          return [worker.class, job["args"] || []] unless Compat.active_job_wrapper?(job["class"]) && job["wrapped"]
-
-          data = Array(job["args"]).first
-          arguments = data.is_a?(Hash) ? data.fetch("arguments", []) : []
-          [Object.const_get(job["wrapped"].to_s), arguments]
+          model = Job.from_sidekiq(job, worker.class)
+          [model.job_class, model.arguments || []]
         end
 
         private

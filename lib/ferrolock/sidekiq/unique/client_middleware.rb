@@ -37,11 +37,9 @@ module Ferrolock
           settings = Unique::Settings.for(klass, job)
           return yield unless settings&.push_lock?
 
-          digest = Unique::Digest.for(settings, job)
+          lock, holder = take(settings, job, *Unique::Digest.with_legacy(settings, job))
           # Carried to the server middleware, which then releases this very lock (Unique::Digest.carried).
-          job[Unique::Digest::PAYLOAD_KEY] = digest
-          lock = Unique::Lock.new(digest, client: @client)
-          holder = lock.take(job["jid"], Unique::Push.ttl(settings, job), keep: settings.lock == :until_expired)
+          job[Unique::Digest::PAYLOAD_KEY] = lock.digest
           return Unique::Push.pushed(lock, job, &block) unless holder
           if Unique::Resumption.resumes?(job, holder)
             return Unique::Resumption.pushed(settings, lock, job, holder, &block)
@@ -51,6 +49,24 @@ module Ferrolock
           # Not pushed: an ActiveJob perform_later of this job ends as an aborted enqueue (ActiveJobHooks).
           ActiveJobHooks.skipped!(job) unless pushed
           pushed
+        end
+
+        private
+
+        # [the lock, the jid holding it or nil when this job holds it now]. A lock held under the
+        # legacy digest (pushed by a process still on the older digest rule, see
+        # Unique::Digest.with_legacy) by another job meets on_conflict as the digest's own would; one
+        # this job holds is freed (it takes the new one).
+        def take(settings, job, digest, legacy)
+          if legacy
+            old = Unique::Lock.new(legacy, client: @client)
+            holder = old.holder
+            return [old, holder] if holder && holder != job["jid"]
+
+            old.release(job["jid"]) if holder
+          end
+          lock = Unique::Lock.new(digest, client: @client)
+          [lock, lock.take(job["jid"], Unique::Push.ttl(settings, job), keep: settings.lock == :until_expired)]
         end
       end
     end

@@ -20,16 +20,39 @@ module Ferrolock
 
         module_function
 
-        # "unique:<Class>:<SHA-256 of [queue, lock args] as JSON>" (a lock name: no braces).
+        # "unique:<Class>:<SHA-256 of [queue, lock args] as JSON>" (a lock name: no braces), the lock
+        # args in ArgumentDigest's canonical form (hash keys sorted), as DualLock keys them.
         def for(settings, job)
+          with_legacy(settings, job).first
+        end
+
+        # [digest, legacy digest or nil]. The legacy one is what this digest was before ArgumentDigest
+        # (the lock args as given), when that differs (a hash out of key order): a push from a process
+        # not yet upgraded locked that name, so during a rolling deploy a lock held there is honoured.
+        def with_legacy(settings, job)
+          args = lock_args(settings, job)
+          current = digest_name(settings, json(settings, job, args, canonical: true))
+          [current, ordered?(args) ? nil : digest_name(settings, json(settings, job, args, canonical: false))]
+        end
+
+        def lock_args(settings, job)
           _, args = class_and_args(job)
           case args
           when Array then nil
           else raise ArgumentError, "#{settings.class_name}: job args must be an Array, got #{Validate.show(args)}"
           end
+          settings.lock_args(args)
+        end
 
-          owner = settings.across_workers? ? ANY_CLASS : settings.class_name
-          "unique:#{owner}:#{::Digest::SHA256.hexdigest(json(settings, job, settings.lock_args(args)))}"
+        def digest_name(settings, json)
+          "unique:#{settings.across_workers? ? ANY_CLASS : settings.class_name}:#{::Digest::SHA256.hexdigest(json)}"
+        end
+
+        # (json has raised ArgumentError for what cannot be digested by now.)
+        def ordered?(lock_args)
+          ArgumentDigest.ordered?(lock_args)
+        rescue NoMethodError
+          true
         end
 
         # The digest the job carries (set at push), else the one computed from it now.
@@ -48,57 +71,23 @@ module Ferrolock
         end
 
         # Sidekiq would fail to store such arguments too (NaN, Infinity, objects without JSON).
-        def json(settings, job, lock_args)
+        def json(settings, job, lock_args, canonical:)
+          lock_args = ArgumentDigest.canonical(lock_args) if canonical
           JSON.generate([settings.across_queues? ? nil : queue(job), lock_args])
         rescue JSON::GeneratorError, NoMethodError => e
           raise ArgumentError, "#{settings.class_name}: job args cannot be digested as JSON: #{e.message[0, 200]}"
         end
 
-        # [job class (a Class when loaded here, else its name), arguments]. Sidekiq checks the payload
-        # before middlewares run; garbage from a direct caller fails with a TypeError naming the part.
-        # (Types are tested with `case`: a BasicObject has no is_a?.)
+        # [job class (a Class when loaded here, else its name), arguments] (Ferrolock::Job.from_sidekiq,
+        # whose TypeErrors name the bad part of a garbage payload).
         def class_and_args(job, job_class = nil)
-          case job
-          when Hash then nil
-          else raise TypeError, "job must be a Hash (a Sidekiq job payload), got #{Validate.show(job)}"
-          end
-
-          job_class = job["class"] if nil.equal?(job_class)
-          return [constant(job_class), job["args"]] unless active_job?(job)
-
-          data = Array(job["args"]).first
-          arguments = case data
-                      when Hash then data.fetch("arguments", [])
-                      else []
-                      end
-          [constant(job["wrapped"]), arguments]
+          model = Job.from_sidekiq(job, job_class)
+          [model.job_class, model.arguments]
         end
 
         # An ActiveJob job through Sidekiq: its class is the wrapper, its argument ActiveJob's data.
         def active_job?(job)
-          case job["class"]
-          # (A name in an ASCII-incompatible encoding, e.g. UTF-16, is no wrapper: end_with? would raise.)
-          when String
-            job["class"].encoding.ascii_compatible? && Compat.active_job_wrapper?(job["class"]) &&
-              !nil.equal?(job["wrapped"])
-          else false
-          end
-        end
-
-        def constant(name)
-          case name
-          when Module then name
-          when String, Symbol then loaded(name.to_s)
-          else raise TypeError, "job class must be a Class, String or Symbol, got #{Validate.show(name)}"
-          end
-        end
-
-        def loaded(name)
-          Object.const_get(name)
-        # Not loaded here: known by its name only. (EncodingError, ArgumentError: a name const_get cannot
-        # read, e.g. not UTF-8, is checked by Unique::Settings.)
-        rescue NameError, EncodingError, ArgumentError
-          name
+          Job.from_sidekiq(job).active_job?
         end
       end
     end

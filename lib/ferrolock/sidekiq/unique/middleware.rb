@@ -18,7 +18,7 @@ module Ferrolock
         # client: a Ferrolock::Client (default Ferrolock.client).
         def initialize(options = {})
           Compat.check!
-          Validate.options!(options, OPTIONS)
+          Validate.options!(options, OPTIONS, self.class.name)
           @client = options[:client]
           Validate.client!(@client) unless nil.equal?(@client)
         end

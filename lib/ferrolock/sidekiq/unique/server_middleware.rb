@@ -128,6 +128,7 @@ module Ferrolock
         def while_executing(settings, digest, job, queue)
           mutex = DistMutex.new(InternalName.new("#{digest}:run"), lease: settings.lease, client: @client)
           got = settings.wait_timeout.zero? ? mutex.try_lock : try_lock(mutex, settings.wait_timeout)
+          got &&= !running_under_other_rule?(settings, digest, job, mutex)
           return Unique::OnConflict.on_run(settings, mutex.name, job, queue) unless got
 
           finished = false
@@ -138,6 +139,16 @@ module Ferrolock
           ensure
             unlock(mutex, job, finished)
           end
+        end
+
+        # During a rolling deploy a duplicate may run under the digest of the other argument rule
+        # (Unique::Digest.with_legacy): its run lock held there is a conflict too (ours is given back).
+        def running_under_other_rule?(settings, digest, job, mutex)
+          other = Unique::Digest.with_legacy(settings, job).compact.find { |name| name != digest }
+          return false unless other && DistMutex.new(InternalName.new("#{other}:run"), client: @client).locked?
+
+          mutex.unlock
+          true
         end
 
         def try_lock(mutex, timeout)

@@ -160,9 +160,9 @@ module Ferrolock
         end
 
         def seconds(name, value, allow_zero: false)
-          Validate.seconds!(name, value, allow_zero: allow_zero)
-        rescue ArgumentError, TypeError => e
-          raise e.class, "#{@class_name}: #{source(name)} #{e.message}"
+          OptionCheck.value("#{@class_name}: #{source(name)}") do
+            Validate.seconds!(name, value, allow_zero: allow_zero)
+          end
         end
 
         # Where a bad value came from: the class's sidekiq_options, or the job hash of this push.
@@ -214,9 +214,9 @@ module Ferrolock
         def checked_method_name(value)
           return value if Symbol === value # rubocop:disable Style/CaseEquality
 
-          Validate.text!(:lock_args_method, value).to_sym
-        rescue ArgumentError => e
-          raise ArgumentError, "#{@class_name}: #{source("lock_args_method")} #{e.message}"
+          OptionCheck.value("#{@class_name}: #{source("lock_args_method")}") do
+            Validate.text!(:lock_args_method, value).to_sym
+          end
         end
 
         def conflicts(value)

@@ -25,6 +25,7 @@ module Ferrolock
           # Takes resource for this job (its job_id is the token) for ttl ms; true when it holds it.
           # keep: a lock the job holds already keeps its expiry.
           def lock(resource:, ttl:, event: :lock, keep: false)
+            return false if held_under_legacy_key?(resource)
             return false if lock_manager.take(resource, job.job_id, ttl / 1000.0, keep: keep)
 
             instrument(event, resource: resource, ttl: ttl)
@@ -34,6 +35,8 @@ module Ferrolock
           # Frees resource if this job holds it, or if the old gem's enqueue took it for this job
           # (see Ownership#release_for).
           def unlock(resource:, event: :unlock)
+            legacy = job.lock_key_generator.legacy_of(resource)
+            Ownership.release_for(job, legacy) if legacy
             Ownership.release_for(job, resource).tap { instrument(event, resource: resource) }
           end
 
@@ -50,6 +53,14 @@ module Ferrolock
           end
 
           private
+
+          # A job enqueued before the upgrade to ArgumentDigest's rule holds the resource's legacy
+          # key (LockKey#legacy_lock_key): another job holding it is a conflict.
+          def held_under_legacy_key?(resource)
+            legacy = job.lock_key_generator.legacy_of(resource)
+            holder = legacy && lock_manager.holder(legacy)
+            !holder.nil? && holder != job.job_id
+          end
 
           def handle_conflict(on_conflict:, resource:, event: :conflict)
             case on_conflict
