@@ -23,7 +23,9 @@ RSpec.describe "Ferrolock::Sidekiq::ActiveJobHooks" do
   end
 
   after(:all) do
-    FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.remove(Ferrolock::Sidekiq::Unique::ClientMiddleware) }
+    FerrolockTest::SidekiqVersion.client_middleware do |chain|
+      chain.remove(Ferrolock::Sidekiq::Unique::ClientMiddleware)
+    end
   end
 
   around do |example|

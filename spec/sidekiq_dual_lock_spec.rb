@@ -256,7 +256,8 @@ RSpec.describe Ferrolock::Sidekiq::DualLock::Middleware do
       klass = job_class({})
       klass.define_singleton_method(:dual_lock_key) { |id, *| "record:#{id}" }
       expect(Ferrolock::Sidekiq::DualLock::Settings.new(klass, true).key_for([7, "x"])).to eq("record:7")
-      expect(Ferrolock::Sidekiq::DualLock::Settings.new(job_class({}), { key: "reindex" }).key_for([1])).to eq("reindex")
+      expect(Ferrolock::Sidekiq::DualLock::Settings.new(job_class({}),
+                                                        { key: "reindex" }).key_for([1])).to eq("reindex")
       expect { described_class.validate!(job_class(dual_lock: { key: ->(id) { id.to_s } })) }
         .to raise_error(ArgumentError, /ProbeJob: a dual_lock key: proc .*def self.dual_lock_key/)
       expect { Ferrolock::Sidekiq::DualLock::Settings.new(klass, { key: "fixed" }) }

@@ -14,7 +14,9 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
   end
 
   after(:all) do
-    FerrolockTest::SidekiqVersion.client_middleware { |chain| chain.remove(Ferrolock::Sidekiq::Unique::ClientMiddleware) }
+    FerrolockTest::SidekiqVersion.client_middleware do |chain|
+      chain.remove(Ferrolock::Sidekiq::Unique::ClientMiddleware)
+    end
   end
 
   let(:log) { StringIO.new }
@@ -299,7 +301,12 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
     it "releases a rerouted job's lock and refuses its duplicates (client chain: #{chain_order})" do
       fair = Ferrolock::FairTenant::ClientMiddleware
       FerrolockTest::SidekiqVersion.client_middleware do |chain|
-        order == :unique_first ? chain.add(fair) : chain.insert_before(Ferrolock::Sidekiq::Unique::ClientMiddleware, fair)
+        if order == :unique_first
+          chain.add(fair)
+        else
+          chain.insert_before(Ferrolock::Sidekiq::Unique::ClientMiddleware,
+                              fair)
+        end
       end
       first = UniqueFairJob.perform_async(1)
       rerouted = UniqueFairJob.perform_async(2) # the tenant's second push: to unique_slow
@@ -388,7 +395,7 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
       expect([s.across_queues?, s.across_workers?]).to eq([true, false])
       # A payload pushed by sidekiq-unique-jobs before the switch carries such keys: it still runs.
       expect(Ferrolock::Sidekiq::Unique::Settings.for(job_class(lock: :until_executed),
-                                                    { "lock_prefix" => "uniquejobs" }))
+                                                      { "lock_prefix" => "uniquejobs" }))
         .to be_a(Ferrolock::Sidekiq::Unique::Settings)
     end
 
@@ -399,7 +406,7 @@ RSpec.describe "Ferrolock::Sidekiq unique middlewares" do
         { "class" => "ProbeJob", "args" => [1, 2], "queue" => "q", **options.transform_keys(&:to_s) }
       }
       per_push = Ferrolock::Sidekiq::Unique::Settings.for(klass, job.call(lock: "until_expired", lock_ttl: 5,
-                                                                        on_conflict: "raise"))
+                                                                          on_conflict: "raise"))
       expect([per_push.lock, per_push.ttl, per_push.client_conflict]).to eq([:until_expired, 5.0, :raise])
       # Nothing is cached: the class's own options are back for the next job.
       own = Ferrolock::Sidekiq::Unique::Settings.for(klass, job.call)

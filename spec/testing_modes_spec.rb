@@ -104,7 +104,8 @@ RSpec.describe Ferrolock::Testing do
       jobs = {
         Ferrolock::Sidekiq::FairTenantMiddleware.new => [TestingModeTenantJob, { "class" => "TestingModeTenantJob",
                                                                                  "fair_tenant" => "acme" }],
-        Ferrolock::Sidekiq::Unique::ClientMiddleware.new => [TestingModeUniqueJob, { "class" => "TestingModeUniqueJob" }]
+        Ferrolock::Sidekiq::Unique::ClientMiddleware.new => [TestingModeUniqueJob,
+                                                             { "class" => "TestingModeUniqueJob" }]
       }
       client_side = jobs.flat_map do |middleware, (klass, fields)|
         Array.new(4) do |i|

@@ -100,7 +100,9 @@ RSpec.describe "One vocabulary" do
       names: %w[wait_ttl wait_lease]
     },
     "uniqueness option lock_lease" => {
-      old: ->(v) { Ferrolock::Sidekiq::Unique::Settings.for(job_class(lock: :until_executed, lock_lease: v), {}).lease },
+      old: lambda { |v|
+             Ferrolock::Sidekiq::Unique::Settings.for(job_class(lock: :until_executed, lock_lease: v), {}).lease
+           },
       new: ->(v) { Ferrolock::Sidekiq::Unique::Settings.for(job_class(lock: :until_executed, lease: v), {}).lease },
       both: lambda {
               Ferrolock::Sidekiq::Unique::Settings.for(job_class(lock: :until_executed, lock_lease: 1, lease: 2), {})
@@ -161,7 +163,8 @@ RSpec.describe "One vocabulary" do
     end
 
     it "accepts ttl and wait_timeout, and refuses either together with its other name" do
-      settings = Ferrolock::Sidekiq::Unique::Settings.for(job_class(lock: :while_executing, ttl: 60, wait_timeout: 2), {})
+      settings = Ferrolock::Sidekiq::Unique::Settings.for(job_class(lock: :while_executing, ttl: 60, wait_timeout: 2),
+                                                          {})
       expect([settings.ttl, settings.wait_timeout]).to eq([60.0, 2.0])
       expect { Ferrolock::Sidekiq::Unique::Settings.for(job_class(lock: :until_expired, ttl: 1, lock_ttl: 1), {}) }
         .to raise_error(ArgumentError, /VocabularyJob.*ttl or lock_ttl/)

@@ -224,11 +224,17 @@ module FerrolockTest
           "LimiterMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::LimiterMiddleware.new(v) },
           "DualLock::Middleware.new(options)" => ->(v) { Ferrolock::Sidekiq::DualLock::Middleware.new(v) },
           "DualLock::Middleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::DualLock::Middleware.new(client: v) },
-          "DualLock::Middleware.validate!(job class)" => ->(v) { Ferrolock::Sidekiq::DualLock::Middleware.validate!(v) },
+          "DualLock::Middleware.validate!(job class)" => lambda { |v|
+                                                           Ferrolock::Sidekiq::DualLock::Middleware.validate!(v)
+                                                         },
           "UniqueClientMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::Unique::ClientMiddleware.new(v) },
-          "UniqueClientMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::Unique::ClientMiddleware.new(client: v) },
+          "UniqueClientMiddleware.new(client:)" => lambda { |v|
+                                                     Ferrolock::Sidekiq::Unique::ClientMiddleware.new(client: v)
+                                                   },
           "UniqueServerMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::Unique::ServerMiddleware.new(v) },
-          "UniqueServerMiddleware.new(client:)" => ->(v) { Ferrolock::Sidekiq::Unique::ServerMiddleware.new(client: v) },
+          "UniqueServerMiddleware.new(client:)" => lambda { |v|
+                                                     Ferrolock::Sidekiq::Unique::ServerMiddleware.new(client: v)
+                                                   },
           "FairTenant::ClientMiddleware.new(options)" => ->(v) { Ferrolock::Sidekiq::FairTenantMiddleware.new(v) },
           "FairTenant::ClientMiddleware.new(client:)" => lambda { |v|
             Ferrolock::Sidekiq::FairTenantMiddleware.new(client: v)
