@@ -53,5 +53,28 @@ module Demo
     def monotonic
       Ferrolock.monotonic
     end
+
+    # Seconds from a write to a pipe until the process blocked reading it runs (the median of 5): what
+    # this machine's load adds to any wake-up just now (a timing check's margin).
+    def process_wake_up
+      samples = Array.new(5) do
+        ping_read, ping_write = IO.pipe
+        pong_read, pong_write = IO.pipe
+        pid = fork do
+          ping_write.close
+          ping_read.read(1)
+          pong_write.write([monotonic].pack("G"))
+          exit!(0)
+        end
+        sleep 0.05 # the child is blocked in read
+        sent = monotonic
+        ping_write.write("x")
+        woke = pong_read.read(8).unpack1("G")
+        Process.wait(pid)
+        [ping_read, ping_write, pong_read, pong_write].each(&:close)
+        woke - sent
+      end
+      samples.sort[2]
+    end
   end
 end

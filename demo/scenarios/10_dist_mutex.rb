@@ -54,7 +54,12 @@ Demo.scenario("DistMutex: 3 crawler workers spaced 1 request / 0.5 s; leases; ha
   acquired = read.read.to_f
   Process.wait(pid)
   report.line("hand-off to a waiting process", report.ms(acquired - released))
-  report.check("hand-off under 5 ms (no polling interval)", acquired - released < 0.005)
+  # A poller would miss by its interval; a hand-off costs a few wake-ups of a blocked process, which a busy
+  # machine slows: the bound is 5 ms plus four of the wake-ups measured here and now.
+  wake = Demo.process_wake_up
+  bound = 0.005 + (4 * wake)
+  report.check("hand-off under #{report.ms(bound)} (no polling interval)", acquired - released < bound,
+               "a blocked process's wake-up took #{report.ms(wake)} now")
   m = Ferrolock::DistMutex.new("fenced", client: client)
   tokens = Array.new(3) { m.synchronize { m.fencing_token } }
   report.check("fencing tokens grow with every holder", tokens == tokens.sort.uniq, tokens.inspect)
