@@ -27,12 +27,7 @@ module Ferrolock
         end
 
         def print_override(name, override)
-          if @options[:json]
-            @out.puts(JSON.generate({ name: name }.merge(override.to_h)))
-          else
-            limit = override.limit ? "limit #{override.limit} (set live)" : "limit as the code passes it"
-            @out.puts("#{Table.text(name)}: #{override.paused ? "paused, " : ""}#{limit}")
-          end
+          output.override(name, override)
           Cli::OK
         end
       end

@@ -92,6 +92,14 @@ module Ferrolock
           end
         end
 
+        # A limit set live (`limit`, `pause`, `resume`): the override now in force.
+        def override(name, override)
+          return @out.puts(JSON.generate({ name: name }.merge(override.to_h))) if @json
+
+          limit = override.limit ? "limit #{override.limit} (set live)" : "limit as the code passes it"
+          @out.puts("#{Table.text(name)}: #{override.paused ? "paused, " : ""}#{limit}")
+        end
+
         private
 
         def locks_table(items)
