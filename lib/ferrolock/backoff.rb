@@ -18,7 +18,7 @@ module Ferrolock
       base + (rand * base * JITTER)
     end
 
-    # What a backoff proc answered (the block calls it), when a usable delay (0..MAX_SECONDS); else
+    # What a backoff proc answered (the block calls it), when Validate.delay accepts it; else
     # the curve's, after passing `warn` the reason (a broken proc must not turn a delay into a lost
     # job). Without a proc: the curve's.
     def answered(count, backoff_proc, warn)
