@@ -389,6 +389,9 @@ RSpec.describe Ferrolock::RateLimiter do
       limiters = [described_class.window("idle", 2, 0.4), described_class.window("idle", 2, 0.4, sliding: true),
                   described_class.bucket("idle", 2, 0.4), described_class.leaky("idle", 2, 0.4),
                   described_class.points("idle", 2, 0.4)]
+      # The fixed window's key lives until its window ends, and windows start at multiples of 0.4 s of
+      # Redis' clock: begin early in one, or its TTL may run out between the calls and the reads below.
+      wait_until(timeout: 2, interval: 0.005) { redis.time.then { |s, us| ((s * 1_000_000) + us) % 400_000 < 100_000 } }
       limiters.each { |l| l.within_limit(wait_timeout: 0) { nil } }
       keys = redis.keys("*").sort
       expect(keys).to eq(%w[bucket log points tat window].map { |part| "ferrolock:{rate:idle}:#{part}" })
