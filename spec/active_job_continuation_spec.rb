@@ -99,7 +99,8 @@ RSpec.describe "Rails 8.1 job continuations on Sidekiq", time_limit: 240 do
     # FairTenant counted the job once (by its job_id), though it was pushed twice.
     expect(redis.zcard(Ferrolock::FairTenant.key("ContFairTenantJob", "tenant-1"))).to eq(1)
     bounded = Ferrolock::FairTenant.key("ContFairBoundedJob", "tenant-1", mode: :bounded)
-    expect(redis.hget(bounded, "c3600000")).to eq("1"), redis.hgetall(bounded).inspect
+    # (The hour of Redis' clock turning moves the count to the previous bucket: read both.)
+    expect(redis.hmget(bounded, "c3600000", "p3600000").sum(&:to_i)).to eq(1), redis.hgetall(bounded).inspect
     expect(enqueue("[ContUntilExecutedJob.perform_later(1)]")).to all(be_a(Array))
   end
 
