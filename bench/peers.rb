@@ -112,10 +112,13 @@ module PeersBench
      end]
   end
 
-  def ours(kind, section, key)
+  # The contended mutex's second row: the unfair mode (DistMutex.new(name, fair: false)).
+  UNFAIR = "ferrolock DistMutex fair: false"
+
+  def ours(kind, section, key, fair)
     io_setup, body = section_body(section, "section:#{key}")
     if kind == :mutex
-      [-> { [Ferrolock::DistMutex.new("peers:ferrolock:#{key}", lease: LEASE_MS / 1000), io_setup.call] },
+      [-> { [Ferrolock::DistMutex.new("peers:ferrolock:#{key}", lease: LEASE_MS / 1000, fair: fair), io_setup.call] },
        ->((m, io)) { m.synchronize { body.call(io) } }]
     else
       [lambda do
@@ -131,8 +134,8 @@ module PeersBench
     kind == :mutex ? 1 : LIMIT
   end
 
-  def measure_ours(kind, section, workers, processes)
-    setup, body = ours(kind, section, "#{section}:#{workers}")
+  def measure_ours(kind, section, workers, processes, fair: true)
+    setup, body = ours(kind, section, "#{section}:#{workers}#{":unfair" unless fair}", fair)
     stop_at = now + (workers == 1 ? ALONE_SECONDS : SECONDS)
     measured(slots(kind)) do
       Bench::Contention.in_processes(processes, workers / processes, stop_at, setup, body)
@@ -230,7 +233,10 @@ module PeersBench
     configs(section).flat_map do |workers, processes|
       ours_label = kind == :mutex ? "ferrolock DistMutex" : "ferrolock ConcurrentLimiter(3)"
       ceiling = section == :io ? [[CEILING, [workers, processes], measure_ceiling(workers, processes)]] : []
-      [[ours_label, [workers, processes], measure_ours(kind, section, workers, processes)]] +
+      unfair = if kind == :mutex && workers > 1
+                 [[UNFAIR, [workers, processes], measure_ours(kind, section, workers, processes, fair: false)]]
+               end
+      [[ours_label, [workers, processes], measure_ours(kind, section, workers, processes)], *unfair] +
         peers.map { |peer| [peer.label, [workers, processes], peer_result(peer, section, workers, processes)] } +
         ceiling
     end

@@ -69,11 +69,15 @@ module PeersBench
     # no-lock rate that `slots` of `workers` inside at once could reach.
     def ratios(kind, workers, rows)
       ours = rows.first[2]
-      peers = rows.drop(1).reject { |label, _, r| label == CEILING || r.is_a?(String) }
+      peers = rows.drop(1).reject do |label, _, r|
+        label == CEILING || label.start_with?("ferrolock") || r.is_a?(String)
+      end
       ceiling = rows.find { |label, _, _| label == CEILING }&.last
       parts = []
       if (fastest = peers.max_by { |_, _, r| r[:sections] })
         parts << format("ours / fastest peer (%s): %.2fx", fastest[0], ours[:sections] / fastest[2][:sections])
+        unfair = rows.find { |label, _, r| label == PeersBench::UNFAIR && !r.is_a?(String) }
+        parts << format("fair: false / that peer: %.2fx", unfair[2][:sections] / fastest[2][:sections]) if unfair
       end
       if ceiling
         bound = ceiling[:sections] * PeersBench.slots(kind) / workers
