@@ -29,6 +29,12 @@ class DigestSpecWhileJob
   def perform(*); end
 end
 
+class DigestSpecUntilAndWhileJob
+  include Sidekiq::Worker
+  sidekiq_options lock: :until_and_while_executing, on_conflict: :log, wait_timeout: 0.5
+  def perform(*); end
+end
+
 RSpec.describe Ferrolock::ArgumentDigest, time_limit: 30 do
   let(:redis) { FerrolockTest.redis_server.redis }
   let(:sorted) { [1, { "a" => 1, "b" => { "c" => 3, "d" => [{ "e" => 5, "f" => 6 }] } }] }
@@ -135,6 +141,37 @@ RSpec.describe Ferrolock::ArgumentDigest, time_limit: 30 do
       running.unlock
       middleware.call(DigestSpecWhileJob.new, job, "default") { ran << 2 }
       expect(ran).to eq([2])
+    end
+
+    it "Sidekiq until_and_while_executing: waits while a duplicate runs under the older rule's DualLock" do
+      settings = Ferrolock::Sidekiq::Unique::Settings.for(DigestSpecUntilAndWhileJob, {})
+      job = payload(DigestSpecUntilAndWhileJob, unsorted)
+      _, legacy = Ferrolock::Sidekiq::Unique::Digest.with_legacy(settings, job)
+      older = Ferrolock::DualLock.new(Ferrolock::InternalName.new("#{legacy}:run"))
+      middleware = Ferrolock::Sidekiq::Unique::ServerMiddleware.new
+      ran = Queue.new
+      running = Queue.new
+      finish = Queue.new
+      hold_older = -> { Thread.new { older.run { (running << 1).then { finish.pop } } } }
+      # As a worker still on the older rule runs its duplicate: this job waits for it, then runs.
+      runner = hold_older.call
+      running.pop
+      waiter = Thread.new do
+        middleware.call(DigestSpecUntilAndWhileJob.new, job, "default") { ran << older.executing? }
+      end
+      sleep 0.2
+      expect(ran.size).to eq(0)
+      finish << 1
+      [runner, waiter].each(&:join)
+      expect(ran.pop).to be(false) # it ran only after the older rule's duplicate finished
+      # Running past wait_timeout (0.5 s): on_conflict (:log here), the job does not run.
+      runner = hold_older.call
+      running.pop
+      middleware.call(DigestSpecUntilAndWhileJob.new, job, "default") { ran << :ran }
+      finish << 1
+      runner.join
+      expect(ran.size).to eq(0)
+      expect(log.string).to include("skip")
     end
 
     it "ActiveJob uniqueness: an enqueue meets a lock under the older key; the job's unlock frees both" do

@@ -31,6 +31,10 @@ module Ferrolock
       class ServerMiddleware
         include Unique::Middleware
 
+        # How often until_and_while_executing looks whether the other rule's duplicate still runs.
+        OTHER_RULE_POLL = 0.05
+        private_constant :OTHER_RULE_POLL
+
         # Checks job classes' uniqueness options now, at boot, raising what their first push would
         # (the Railtie runs it on Sidekiq's :startup when this middleware is in the server chain). With
         # no classes given: every loaded class with a `lock` option, or with a sidekiq-unique-jobs
@@ -144,11 +148,31 @@ module Ferrolock
         # During a rolling deploy a duplicate may run under the digest of the other argument rule
         # (Unique::Digest.with_legacy): its run lock held there is a conflict too (ours is given back).
         def running_under_other_rule?(settings, digest, job, mutex)
-          other = Unique::Digest.with_legacy(settings, job).compact.find { |name| name != digest }
+          other = other_rule_digest(settings, digest, job)
           return false unless other && DistMutex.new(InternalName.new("#{other}:run"), client: @client).locked?
 
           mutex.unlock
           true
+        end
+
+        # until_and_while_executing's side of the same: holding our DualLock's turn, the job waits (up
+        # to wait_timeout, then TimeoutError: on_conflict) while a duplicate runs under the other rule's
+        # DualLock. It polls: only a mixed fleet meets it, and the older process signals its own key.
+        def wait_for_other_rule(settings, digest, job)
+          other = other_rule_digest(settings, digest, job)
+          return unless other
+
+          running = Ferrolock::DualLock.new(InternalName.new("#{other}:run"), client: @client)
+          deadline = Ferrolock.monotonic + (settings.wait_timeout || Float::INFINITY)
+          while running.executing?
+            raise Ferrolock::TimeoutError, "a duplicate runs under #{other.inspect}" if Ferrolock.monotonic >= deadline
+
+            sleep OTHER_RULE_POLL
+          end
+        end
+
+        def other_rule_digest(settings, digest, job)
+          Unique::Digest.with_legacy(settings, job).compact.find { |name| name != digest }
         end
 
         def try_lock(mutex, timeout)
@@ -180,6 +204,7 @@ module Ferrolock
                                          client: @client)
           entered = false
           ran = dual.run(tags: { class: settings.class_name, jid: job["jid"], queue: queue }) do
+            wait_for_other_rule(settings, digest, job)
             entered = true
             yield
           end
