@@ -15,7 +15,6 @@ module FerrolockTest
 
     # What each stand-in has beyond its native class, and why (anything else is a stale method).
     EXTRA = {
-      ConcurrentLimiter: %i[stored_limit], # ConcurrentLimiter#stored_limit asks it in memory (respond_to?)
       JobConcurrency: %i[lost?] # Testing::JobSlot#lost? asks its backend
     }.freeze
   end

@@ -4,6 +4,8 @@ require_relative "admin/key_space"
 require_relative "admin/scanner"
 require_relative "admin/reading"
 require_relative "admin/holder"
+require_relative "admin/stage"
+require_relative "admin/slot_info"
 require_relative "admin/mutex_info"
 require_relative "admin/dual_lock_info"
 require_relative "admin/limiter_info"
@@ -11,6 +13,8 @@ require_relative "admin/concurrency_info"
 require_relative "admin/marker_info"
 require_relative "admin/tenant_info"
 require_relative "admin/unique_info"
+require_relative "admin/rule_count"
+require_relative "admin/rate_definition"
 require_relative "admin/rate_info"
 require_relative "admin/release"
 require_relative "admin/table"
@@ -33,8 +37,6 @@ module Ferrolock
   # Listing uses SCAN with MATCH on the namespace and a bounded COUNT, never KEYS. It reads the
   # one server (single node or the Sentinel primary), or every master of a Redis Cluster in turn.
   class Admin
-    LOCK_PARTS = { "lock" => MutexInfo, "exec" => DualLockInfo, "wait" => DualLockInfo }.freeze
-
     # The `ferrolock` command's parts' names (exe/ferrolock requires ferrolock/admin/cli) before each
     # name gave its file (0.x): kept, warning once.
     Deprecation.renamed_constants(self, %w[App Arguments NamespaceHint Options Output Password StatsCommand]
@@ -62,10 +64,13 @@ module Ferrolock
     # DistMutex (MutexInfo) and DualLock (DualLockInfo) locks whose name matches the glob. A
     # uniqueness digest's push-time lock (a jid, not a DistMutex) is listed by #uniques instead.
     def locks(pattern = "*", cursor: "0", per_page: 25)
-      page(pattern, cursor, per_page, LOCK_PARTS.keys) do |name, part|
-        next if part == "lock" && UniqueInfo.digest?(name)
-
-        LOCK_PARTS.fetch(part).read(@client, @keys, name)
+      mutex = Reading.parts(:dist_mutex)
+      page(pattern, cursor, per_page, mutex + Reading.parts(:dual_lock)) do |name, part|
+        if mutex.include?(part)
+          MutexInfo.read(@client, name) unless UniqueInfo.digest?(name)
+        else
+          DualLockInfo.read(@client, name)
+        end
       end
     end
 
@@ -74,14 +79,15 @@ module Ferrolock
     # it starts with "unique:" ("unique:ReportJob:3fa*").
     def uniques(pattern = "*", cursor: "0", per_page: 25)
       pattern = KeySpace.pattern!(pattern)
-      pattern = "unique:#{pattern}:*" unless pattern.start_with?("unique:")
+      prefix = Reading.prefix(:unique_lock)
+      pattern = "#{prefix}#{pattern}:*" unless pattern.start_with?(prefix)
       found = @scanner.scan(@keys.match(pattern, "*"), cursor: Scanner.cursor!(cursor),
                                                        per_page: Scanner.per_page!(per_page)) do |key|
         unique_digest(key)
       end
       lock_types = {}
       items = found.items.map { |key| unique_digest(key) }.uniq.filter_map do |digest|
-        UniqueInfo.read(@client, @keys, digest, lock_types)
+        UniqueInfo.read(@client, digest, lock_types)
       end
       Scanner::Page.new(items: items, cursor: found.cursor)
     end
@@ -89,16 +95,17 @@ module Ferrolock
     # RateLimiters (RateInfo) with state in Redis (a limiter idle for its interval has none).
     def rate_limiters(pattern = "*", cursor: "0", per_page: 25)
       definitions = RateInfo.definitions(@client.namespace)
-      page("#{RATE_PREFIX}#{KeySpace.pattern!(pattern)}", cursor, per_page, RATE_PARTS.keys) do |name, part|
-        name = name.delete_prefix(RATE_PREFIX)
-        RateInfo.read(@client, @keys, name, part, definitions[[name, RATE_PARTS[part]]])
+      prefix = Reading.prefix(:rate_limiter)
+      page("#{prefix}#{KeySpace.pattern!(pattern)}", cursor, per_page, Reading.parts(:rate_limiter)) do |name, part|
+        name = name.delete_prefix(prefix)
+        RateInfo.read(@client, name, part, definitions[[name, RateInfo.kind_of(part)]])
       end
     end
 
     # ConcurrentLimiters (LimiterInfo) with a live slot, a waiter or an override.
     def limiters(pattern = "*", cursor: "0", per_page: 25)
-      page(pattern, cursor, per_page, %w[slots override]) do |name, _|
-        LimiterInfo.read(@client, @keys, name) unless name.start_with?(CONCURRENCY_PREFIX)
+      page(pattern, cursor, per_page, Reading.parts(:concurrent_limiter)) do |name, _|
+        LimiterInfo.read(@client, name) unless name.start_with?(Reading.prefix(:limits_concurrency))
       end
     end
 
@@ -126,8 +133,10 @@ module Ferrolock
 
     # ActiveJob limits_concurrency keys (ConcurrencyInfo): `pattern` matches "<group>/<key>".
     def concurrency(pattern = "*", cursor: "0", per_page: 25)
-      pattern = "#{CONCURRENCY_PREFIX}#{KeySpace.pattern!(pattern)}"
-      page(pattern, cursor, per_page, %w[slots blocked]) { |name, _| ConcurrencyInfo.read(@client, @keys, name) }
+      pattern = "#{Reading.prefix(:limits_concurrency)}#{KeySpace.pattern!(pattern)}"
+      page(pattern, cursor, per_page, Reading.parts(:limits_concurrency)) do |name, _|
+        ConcurrencyInfo.read(@client, name)
+      end
     end
 
     # Frees the slot `job_id` holds on a limits_concurrency key ("<group>/<key>"), or takes it out
@@ -136,10 +145,10 @@ module Ferrolock
     def force_release_job(key, job_id)
       key = Validate.name!(:key, key)
       job_id = Validate.text!(:job_id, job_id)
-      # (Redis' own, as the LREM: never a testing mode's fake)
+      # (Redis' own, as the unblock: never a testing mode's fake)
       slots = Ferrolock::ActiveJob::Slots.new(@client, Native::JobConcurrency.new(@client.native))
       # (Taken out of the line first: the release promotes only the jobs still in it.)
-      @client.call("LREM", slots.key_part(key, "blocked"), 0, job_id)
+      Native::Admin.unblock_job(@client.native, key, job_id)
       slots.give_back(key, job_id).tap do
         Ferrolock.instrument(:released, primitive: :limits_concurrency, name: key, job_id: job_id, forced: true)
       end
@@ -147,19 +156,23 @@ module Ferrolock
 
     # Shoryuken message markers (MarkerInfo); `pattern` matches the queue name.
     def markers(queue_pattern = "*", cursor: "0", per_page: 25)
-      pattern = "#{MARKER_PREFIX}#{KeySpace.pattern!(queue_pattern)}:*"
-      page(pattern, cursor, per_page, %w[state]) { |name, _| MarkerInfo.read(@client, @keys, name) }
+      pattern = "#{Reading.prefix(:shoryuken_marker)}#{KeySpace.pattern!(queue_pattern)}:*"
+      page(pattern, cursor, per_page, Reading.parts(:shoryuken_marker)) { |name, _| MarkerInfo.read(@client, name) }
     end
 
     # A job class's tenants (TenantInfo), or every class's (job_class nil). `rules:` (the
     # fair_tenant_queues Array) and `queue:` default to the class's sidekiq_options when it is loaded.
     def tenants(job_class = nil, cursor: "0", per_page: 25, rules: nil, queue: nil)
       queue = Validate.text!(:queue, Symbol === queue ? queue.to_s : queue) unless nil.equal?(queue) # rubocop:disable Style/CaseEquality -- BasicObject-safe
-      prefix = nil.equal?(job_class) ? TENANT_PREFIX : KeySpace.escape(TenantInfo.class_name(job_class!(job_class)))
+      prefix = if nil.equal?(job_class)
+                 KeySpace.escape(Reading.prefix(:fair_tenant))
+               else
+                 KeySpace.escape(TenantInfo.class_name(job_class!(job_class)))
+               end
       configs = Hash.new { |h, klass| h[klass] = tenant_config(klass, rules, queue) }
-      page("#{prefix}*", cursor, per_page, %w[z w], escaped: true) do |name, part|
+      page("#{prefix}*", cursor, per_page, Reading.parts(:fair_tenant), escaped: true) do |name, part|
         klass = TenantInfo.split(name)&.first or next
-        TenantInfo.read(@client, @keys, name, part, configs[klass])
+        TenantInfo.read(@client, name, part, configs[klass])
       end
     end
 
@@ -167,9 +180,9 @@ module Ferrolock
     # digest ("unique:<class>:<hex>"), its UniqueInfo (empty: none).
     def show(name)
       name = Validate.name!(:name, name)
-      return [UniqueInfo.read(@client, @keys, name)].compact if UniqueInfo.digest?(name)
+      return [UniqueInfo.read(@client, name)].compact if UniqueInfo.digest?(name)
 
-      [MutexInfo, DualLockInfo, LimiterInfo].filter_map { |reader| reader.read(@client, @keys, name) }
+      [MutexInfo, DualLockInfo, LimiterInfo].filter_map { |reader| reader.read(@client, name) }
     end
 
     # Releases what holds `name` (see Release): `kind:` one of :dist_mutex, :dual_lock,
@@ -179,7 +192,7 @@ module Ferrolock
     def force_release(name, kind: nil, token: nil)
       name = Validate.name!(:name, name)
       token = Validate.text!(:token, token) unless nil.equal?(token) # (a BasicObject has no nil?)
-      Release.new(@client, @keys).call(name, kind: kind, token: token)
+      Release.new(@client).call(name, kind: kind, token: token)
     end
 
     private
@@ -209,7 +222,7 @@ module Ferrolock
     # The uniqueness digest a key belongs to (its push-time or run-time lock), or nil.
     def unique_digest(key)
       name, part = @keys.parse(key)
-      LOCK_PARTS.key?(part) ? UniqueInfo.digest_of(name) : nil
+      Reading.parts(:unique_lock).include?(part) ? UniqueInfo.digest_of(name) : nil
     end
 
     def job_class!(value)

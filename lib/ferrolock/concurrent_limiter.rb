@@ -111,17 +111,14 @@ module Ferrolock
                                primitive: :concurrent_limiter, name: @name, limit: @count)
     end
 
-    # The slots set's '{limit}' member, scored -limit (lua/concurrent_limiter/acquire.lua), or nil.
-    # A separate ZSCORE: status is an operator's read, not the hot path.
+    # The limit stored by the latest caller to take a free slot, or nil (read by the core:
+    # concurrent_limiter/inspect.rs). A separate read: status is an operator's read, not the hot path.
     def stored_limit
-      return @native.stored_limit if @native.respond_to?(:stored_limit) # ferrolock/testing's in-memory backend
-
-      score = @client.call("ZSCORE", "#{@client.namespace}:{#{@name}}:slots", "{limit}")
-      score && -Float(score).to_i
+      @native.stored_limit
     end
 
     # The operators' Admin::LimitOverride::Override in force, or nil (none under Testing.disable!).
-    # A separate HMGET, as stored_limit's ZSCORE.
+    # A separate read, as stored_limit's.
     def override
       return nil if Backend.factory&.disabled?
 

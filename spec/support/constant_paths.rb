@@ -17,15 +17,6 @@ module FerrolockTest
     # Files not yet laid out so (issue 40, item 6 left them), each with why; the spec fails once one
     # of them is fixed, so that it leaves this list.
     NOT_YET = {
-      "ferrolock/admin/concurrency_info.rb" => "key-layout constants: Admin's decoding moves to the core (item 4)",
-      "ferrolock/admin/dual_lock_info.rb" => "Admin::Stage: Admin's decoding moves to the core (item 4)",
-      "ferrolock/admin/holder.rb" => "key-layout constants: Admin's decoding moves to the core (item 4)",
-      "ferrolock/admin/limiter_info.rb" => "Admin::SlotInfo: Admin's decoding moves to the core (item 4)",
-      "ferrolock/admin/marker_info.rb" => "key-layout constants: Admin's decoding moves to the core (item 4)",
-      "ferrolock/admin/rate_info.rb" => "Admin::RateDefinition: Admin's decoding moves to the core (item 4)",
-      "ferrolock/admin/release.rb" => "Admin::Released, beside the release it reports",
-      "ferrolock/admin/tenant_info.rb" => "Admin::RuleCount: Admin's decoding moves to the core (item 4)",
-      "ferrolock/admin/unique_info.rb" => "key-layout constants: Admin's decoding moves to the core (item 4)",
       "ferrolock/web/tab.rb" => "defines Ferrolock::Web (web.rb is the require entry point)"
     }.freeze
     # Zeitwerk's inflections for a gem: version.rb holds VERSION.

@@ -9,9 +9,12 @@
 //!
 //! **Operators' view: Admin, the Sidekiq Web tab, the `ferrolock` command**
 //!
-//! `lib/ferrolock/admin.rb` (+ `admin/*.rb`, one concept per file) reads what Redis holds; the
+//! Each primitive reads its own keys (`<primitive>/inspect.rs`, one read-only script each) into a
+//! typed state; `state::state` picks it by kind and the binding hands it to Ruby as a Hash
+//! (`Native::Admin.state`). `lib/ferrolock/admin.rb` (+ `admin/*.rb`, one concept per file), the
 //! Sidekiq Web tab (`lib/ferrolock/web.rb`, `web/routes.rb`, `web/views/*.erb`) and `exe/ferrolock`
-//! (`admin/cli.rb`, `admin/cli/`) only render it. Keys read, per name (`<ns>:{<name>}:<part>`):
+//! (`admin/cli.rb`, `admin/cli/`) only format it; the key layout they list by is `layout`. Keys
+//! read, per name (`<ns>:{<name>}:<part>`):
 //! | primitive | parts read |
 //! | --- | --- |
 //! | DistMutex | `lock` (token, PTTL), `fence` (last fencing token), `waiters` (list "token\|deadline ms": live entries counted) |
@@ -19,6 +22,9 @@
 //! | ConcurrentLimiter | `slots` (live entries: token → lease expiry; member `{limit}` → -limit), `line` (list "token\|deadline ms", live entries) |
 //! | FairTenant | `{ft:<class>:<tenant>}:z` (ZCOUNT per rule window) or `:w` (the bounded estimate, as `bounded.lua`) |
 //! | Shoryuken | `{msg:<queue>:<id>}:state` (a token = in progress, `processed`) |
+//! | limits_concurrency | `{concurrency:<key>}:slots` (live job_ids), `blocked` (count, first 10), `jobs` (`{limit}`, the oldest blocked payload) |
+//! | Sidekiq uniqueness | `{<digest>}:lock` (jid, PTTL), `{<digest>:run}:lock` / `exec` / `wait` |
+//! | RateLimiter | `{rate:<name>}:<part>` (PTTL; the log's future entries, the window's `w`/`n`, GCRA's `t`) |
 //!
 //! Listing is `SCAN cursor MATCH <escaped ns>:{<glob>}:<part> COUNT 4×page` (never KEYS), a page
 //! being whole SCAN replies until it has a page of wanted keys (at most 20 calls). Not an index:
@@ -46,6 +52,9 @@ use crate::interrupt::Interrupt;
 use crate::script::ScriptCall;
 use crate::unique_lock::UniqueLock;
 use std::time::Duration;
+
+pub mod layout;
+pub mod state;
 
 /// What holds a name: the primitive whose release script is run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -153,6 +162,20 @@ pub fn force_release(
         }
     }
     Ok(released)
+}
+
+/// Takes `job_id` out of a limits_concurrency key's blocked line (an operator's release of a job
+/// that waits: the release that follows then promotes only the jobs still in it). True when it
+/// was there.
+pub fn unblock_job(client: &Client, intr: &Interrupt, key: &str, job_id: &str) -> Result<bool> {
+    let blocked = crate::job_concurrency::JobConcurrency::new(client)?.key_part(key, "blocked")?;
+    let cmd = [
+        b"LREM".to_vec(),
+        blocked.into_bytes(),
+        b"0".to_vec(),
+        job_id.as_bytes().to_vec(),
+    ];
+    Ok(int(&client.command(intr, &cmd)?)? > 0)
 }
 
 /// One page of keys from master `node` (see `Client::on_master`): `SCAN cursor MATCH pattern

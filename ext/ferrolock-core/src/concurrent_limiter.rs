@@ -54,6 +54,8 @@
 //! expiry would. Callers passing different limits for one name: the latest to take a free slot
 //! wins (a hand-off keeps it). Admin reads it with one `ZSCORE`; "—" when only waiters are left.
 
+pub mod inspect;
+
 use crate::client::{ints, Client};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;

@@ -43,6 +43,8 @@
 //! a long hold. Tokens are therefore large (≈ 1.8 × 10^15), fine for 64-bit integers and Lua's exact
 //! doubles (< 2^53 until the year 2255).
 
+pub mod inspect;
+
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;

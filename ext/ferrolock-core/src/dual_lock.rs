@@ -10,6 +10,8 @@
 //! While a thread of this process waits for the key, a duplicate arriving in this process is
 //! skipped with no Redis command at all (dual_lock_local.rs: one waiter per process per key).
 
+pub mod inspect;
+
 use crate::client::{int, ints, Client};
 use crate::dual_lock_local::{self, Registration};
 use crate::error::{Error, Result};

@@ -6,6 +6,8 @@
 //! with the tenant's enqueues within the longest window); `Bounded` keeps sliding-window
 //! counters (two buckets per distinct window) in one small hash, whatever the enqueue rate.
 
+pub mod inspect;
+
 use crate::client::{int, Client};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;

@@ -27,6 +27,7 @@ use crate::script::ScriptCall;
 use redis::Value;
 use std::time::Duration;
 
+pub mod inspect;
 mod scripts;
 use scripts::{DueArgs, ForgetArgs, ReleaseArgs};
 // Slots are a zset of token -> expiry, as the limiter's: its renewal (RenewArgs) fits them.

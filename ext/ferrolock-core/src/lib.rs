@@ -19,6 +19,9 @@
 //! * The primitives: `dist_mutex`, `dual_lock` (+ `dual_lock_local`), `concurrent_limiter`,
 //!   `rate_limiter`, `fair_tenant`, `message_lock`, `unique_lock`, `job_concurrency`; `admin`
 //!   inspects and force-releases them.
+//! * `inspect`: what operators read. Each primitive reads its own keys in its `inspect`
+//!   submodule (one read-only script) into a typed state; `admin::state` picks one by kind, and
+//!   `admin::layout` holds the key layout listings go by (prefixes, parts, SCAN patterns).
 //! * `redact`: hides secrets in anything shown to people.
 //!
 //! A module is `pub` only when the binding or the integration tests (tests/) use it; the rest are
@@ -37,6 +40,7 @@ pub mod fair_tenant;
 pub mod fork;
 pub mod holder;
 pub(crate) mod inbox;
+pub mod inspect;
 pub(crate) mod interrupt;
 pub mod job_concurrency;
 pub(crate) mod keys;

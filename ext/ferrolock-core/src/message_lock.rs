@@ -4,6 +4,8 @@
 //! the job runs, so a long job never lets a copy in and a crashed one frees it after lease),
 //! or "processed" for processed_ttl after the job succeeded.
 
+pub mod inspect;
+
 use crate::client::{int, text, Client};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;

@@ -24,6 +24,8 @@
 //!   `interval / count` apart, with an optional burst; points is a bucket of `count` points in
 //!   which each call spends its cost.
 
+pub mod inspect;
+
 use crate::client::{ints, Client};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;

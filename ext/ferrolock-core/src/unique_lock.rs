@@ -3,6 +3,8 @@
 //! expiry. Every change is one script that compares the jid before writing, so a job never
 //! frees or extends a lock a duplicate holds now.
 
+pub mod inspect;
+
 use crate::client::{int, text, Client};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;

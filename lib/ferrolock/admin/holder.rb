@@ -14,9 +14,6 @@ module Ferrolock
     # Redis dates a start: a limiter slot's score is its lease deadline (moved on by each renewal,
     # inherited by a hand-off; the lease itself is not stored), and a DualLock stage or Shoryuken
     # marker is its token with a TTL that renewals reset.
-    # Fencing tokens are Redis time in µs (max(last + 1, TIME)): below this, a counter.
-    MIN_TIME_FENCE = 1_000_000_000_000_000
-
     Holder = Struct.new(:host, :pid, :thread, :fiber, :job_class, :jid, :since, :since_clock,
                         keyword_init: true) do
       # The holder `token` names, or nil (no token, or a token made without holder metadata).
@@ -26,7 +23,7 @@ module Ferrolock
         host, pid, thread, fiber, asked_ms, job_class, jid = Native::Admin.holder(token)
         return nil if host.nil?
 
-        since, clock = if fencing_token.is_a?(Integer) && fencing_token >= MIN_TIME_FENCE
+        since, clock = if fencing_token.is_a?(Integer) && fencing_token >= Holder::MIN_TIME_FENCE
                          [Time.at(Rational(fencing_token, 1_000_000)).utc, :redis]
                        else
                          [Time.at(Rational(asked_ms, 1000)).utc, :holder]
@@ -39,5 +36,7 @@ module Ferrolock
         super.merge(since: since&.iso8601(3)).compact
       end
     end
+    # Fencing tokens are Redis time in µs (max(last + 1, TIME)): below this, a counter.
+    Holder::MIN_TIME_FENCE = 1_000_000_000_000_000
   end
 end

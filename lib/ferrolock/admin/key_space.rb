@@ -2,37 +2,31 @@
 
 module Ferrolock
   class Admin
-    # ferrolock's key layout, `<namespace>:{<name>}:<part>`, read backwards: SCAN patterns for a
-    # name pattern, and the (name, part) of a key found. Names never contain braces, so the first
-    # "{" after the namespace and the "}:" before the part delimit the name.
+    # ferrolock's key layout read backwards, for one namespace: SCAN patterns for a name pattern,
+    # and the (name, part) of a key found. The layout is the core's (ext/ferrolock-core's
+    # admin/layout.rs, through Native::Admin); this only binds it to the namespace.
     class KeySpace
-      GLOB_SPECIAL = /[*?\[\]\\]/
-
       def initialize(namespace)
         @namespace = namespace
-        @prefix = "#{namespace}:{"
       end
 
       # A SCAN MATCH pattern for keys whose name matches the glob `pattern` (Redis glob: * ? [..]).
       def match(pattern = "*", part = "*")
-        "#{self.class.escape(@namespace)}:{#{pattern}}:#{part}"
+        Native::Admin.scan_pattern(@namespace, pattern, part)
       end
 
       # [name, part], or nil for a key outside the namespace.
       def parse(key)
-        return nil unless key.start_with?(@prefix)
-
-        close = key.index("}:", @prefix.size) or return nil
-        [key[@prefix.size...close], key[(close + 2)..]]
+        Native::Admin.parse_key(@namespace, key)
       end
 
       def key(name, part)
-        "#{@prefix}#{name}}:#{part}"
+        Native::Admin.key(@namespace, name, part)
       end
 
       # `text` matched literally inside a glob.
       def self.escape(text)
-        text.gsub(GLOB_SPECIAL) { |char| "\\#{char}" }
+        Native::Admin.escape_glob(text)
       end
 
       # A name pattern from the user: a Redis glob, no braces (they would leave the hash tag), as

@@ -22,16 +22,10 @@ module Ferrolock
       end
 
       # nil when nothing of this mutex is in Redis.
-      def self.read(client, keys, name)
-        token = client.call("GET", keys.key(name, "lock"))
-        waiters = Reading.line_length(client, keys.key(name, "waiters"))
-        return nil if token.nil? && waiters.zero?
-
-        fence = client.call("GET", keys.key(name, "fence"))
-        fence &&= Integer(fence, exception: false)
-        new(name: name, token: token, fencing_token: fence,
-            ttl: Reading.ttl(client.call("PTTL", keys.key(name, "lock"))), waiters: waiters,
-            holder: Holder.from_token(token, fencing_token: fence))
+      def self.read(client, name)
+        state = Reading.state(client, :dist_mutex, name) or return nil
+        new(name: name, token: state[:token], fencing_token: state[:fencing_token], ttl: state[:ttl],
+            waiters: state[:waiters], holder: Holder.from_token(state[:token], fencing_token: state[:fencing_token]))
       end
     end
   end

@@ -2,7 +2,7 @@
 
 module Ferrolock
   class Admin
-    # The other namespaces holding keys shaped like ferrolock's, `<namespace>:{<name>}:<part>`: the
+    # The other namespaces holding keys shaped like ferrolock's (the core's admin/layout.rs): the
     # `ferrolock` command names them when a listing comes back empty (the usual cause: the app sets
     # c.namespace in an initializer the command did not load).
     #
@@ -11,13 +11,11 @@ module Ferrolock
     # enough matches). On a big keyspace it may miss a namespace; it then names fewer, never a
     # wrong one. On a Redis Cluster it goes through the masters in turn, as Scanner does.
     class NamespaceProbe
-      MATCH = "*:{*}:*"
+      # Keys shaped like ferrolock's in any namespace (the core's layout).
+      MATCH = Native::Admin::ANY_NAMESPACE
       COUNT = 500
       MAX_KEYS = 5_000
       MAX_SECONDS = 0.5
-      # The namespace is what precedes the first ":{" (names never hold braces); a part starts
-      # with a lowercase letter ("lock", "slots", "state"...).
-      SHAPE = /\A(?<namespace>[^{}]+?):\{[^{}]+\}:[a-z]/m
 
       def initialize(client)
         @client = client
@@ -33,7 +31,7 @@ module Ferrolock
 
       # The namespace of a key shaped like ferrolock's, or nil.
       def self.namespace_of(key)
-        SHAPE.match(key)&.[](:namespace)
+        Native::Admin.namespace_of(key)
       end
 
       private

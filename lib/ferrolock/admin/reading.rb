@@ -2,34 +2,31 @@
 
 module Ferrolock
   class Admin
-    # Conversions shared by the readers: Redis replies to Ruby values.
+    # The one way Admin's readers reach Redis: what a primitive keeps under a name, read by the
+    # primitive's own core inspect (Native::Admin.state; the fields of each kind are documented on
+    # its state type in ext/ferrolock-core, e.g. dist_mutex/inspect.rs), and the key layout Admin
+    # lists by (Native::Admin.kinds: each kind's name prefix and key parts). The *_info.rb readers
+    # only format what these return.
     module Reading
       module_function
 
-      # PTTL in seconds: nil when the key is gone (-2) or has no expiry (-1).
-      def ttl(pttl)
-        pttl.is_a?(Integer) && pttl >= 0 ? pttl / 1000.0 : nil
+      # A Hash of the kind's fields (Symbol keys), or nil when nothing of it is under `name`.
+      def state(client, kind, name)
+        Native::Admin.state(client.native, kind.to_s, name)
       end
 
-      # Redis time in ms (scores of ferrolock's sorted sets are Redis time).
-      def now_ms(client)
-        seconds, micros = client.call("TIME")
-        (Integer(seconds) * 1000) + (Integer(micros) / 1000)
+      # What every name of `kind` starts with ("" for names of the app's choosing).
+      def prefix(kind)
+        layout(kind).first
       end
 
-      # The live waiters in a line (a list: a DistMutex's `waiters`, a ConcurrentLimiter's `line`);
-      # a key of another type under that name is not a line (an older version's sorted set).
-      # Entries are "token|deadline ms" (Redis time), "|@inbox" after it when the waiter is granted
-      # through its grant inbox: one past its deadline is a waiter that gave up or died, and is
-      # skipped by the release too, so it is not counted (of the first 1,000).
-      def line_length(client, key)
-        return 0 unless client.call("TYPE", key) == "list"
+      # The key parts a listing finds `kind` by.
+      def parts(kind)
+        layout(kind).last
+      end
 
-        now = now_ms(client)
-        client.call("LRANGE", key, 0, 999).count do |entry|
-          deadline = entry[/\|(\d+)(?:\|@\w+)?\z/, 1]
-          deadline.nil? || Integer(deadline) > now
-        end
+      def layout(kind)
+        (@layout ||= Native::Admin.kinds.transform_values { |v| v.map(&:freeze).freeze }.freeze).fetch(kind)
       end
     end
   end

@@ -1,10 +1,10 @@
 # frozen_string_literal: true
 
+require_relative "reading"
+require_relative "released"
+
 module Ferrolock
   class Admin
-    # One hold given up by a force release.
-    Released = Struct.new(:kind, :name, :token, keyword_init: true)
-
     # An operator's release: reads the current holder's token, then runs the primitive's own
     # token-checked release script with it (Native::Admin.force_release), so waiters are handed
     # the lock or woken exactly as by the holder's release. A holder that changed meanwhile is
@@ -20,9 +20,8 @@ module Ferrolock
       DEFAULT_TTL = 30.0
       MIN_TTL = 1.0
 
-      def initialize(client, keys)
+      def initialize(client)
         @client = client
-        @keys = keys
       end
 
       # Array of Released (empty: nothing of `kind` held by `token`, or by anyone, under `name`).
@@ -49,30 +48,28 @@ module Ferrolock
       # The next holder gets about the TTL the current one had: renewed holders sit between 2/3
       # and all of their lease, and a waiter's own lease renews it before that runs out.
       def dist_mutex(name, token)
-        key = @keys.key(name, "lock")
-        token ||= @client.call("GET", key) or return []
-        pttl = @client.call("PTTL", key)
-        ttl = pttl.positive? ? [pttl / 1000.0, MIN_TTL].max : DEFAULT_TTL
+        state = Reading.state(@client, :dist_mutex, name) || {}
+        token ||= state[:token] or return []
+        ttl = state[:ttl]&.positive? ? [state[:ttl], MIN_TTL].max : DEFAULT_TTL
         release(:dist_mutex, name, [token], ttl)
       end
 
       # EXEC's holder: the waiting duplicate (if any) is woken and runs.
       def dual_lock(name, token)
-        token ||= @client.call("GET", @keys.key(name, "exec")) or return []
+        token ||= Reading.state(@client, :dual_lock, name)&.dig(:exec, :token) or return []
         release(:dual_lock, name, [token], DEFAULT_TTL)
       end
 
       # Every live slot, or the one of `token`.
       def concurrent_limiter(name, token)
-        now = Reading.now_ms(@client)
-        live = @client.call("ZRANGEBYSCORE", @keys.key(name, "slots"), "(#{now}", "+inf")
+        live = (Reading.state(@client, :concurrent_limiter, name)&.fetch(:slots) || []).map { |slot| slot[:token] }
         tokens = token ? live & [token] : live
         release(:concurrent_limiter, name, tokens, DEFAULT_TTL, limit: [live.size, 1].max)
       end
 
       # The jid holding the digest's push-time lock, or the given one.
       def unique_lock(name, jid)
-        jid ||= @client.call("GET", @keys.key(name, "lock")) or return []
+        jid ||= Reading.state(@client, :unique_lock, name)&.fetch(:jid) or return []
         release(:unique_lock, name, [jid], DEFAULT_TTL)
       end
 

@@ -86,6 +86,12 @@ impl RbConcurrentLimiter {
         Ok((st.in_use, st.waiting))
     }
 
+    /// The limit stored by the latest acquisition that took a free slot, or nil (ferrolock-core's
+    /// concurrent_limiter/inspect.rs).
+    fn stored_limit(ruby: &Ruby, rb_self: &Self) -> Result<Option<i64>, Error> {
+        run(ruby, Retry::Idempotent, |intr| rb_self.0.stored_limit(intr))
+    }
+
     fn limit(&self) -> u32 {
         self.0.limit()
     }
@@ -109,6 +115,10 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
         method!(guard::f2(RbConcurrentLimiter::release), 1),
     )?;
     class.define_method("status", method!(guard::f1(RbConcurrentLimiter::status), 0))?;
+    class.define_method(
+        "stored_limit",
+        method!(guard::f1(RbConcurrentLimiter::stored_limit), 0),
+    )?;
     class.define_method(
         "limit",
         method!(guard::plain1(RbConcurrentLimiter::limit), 0),

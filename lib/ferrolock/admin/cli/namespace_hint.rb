@@ -28,7 +28,7 @@ module Ferrolock
         def run_lock(name)
           return "" unless UniqueInfo.digest?(name.to_s)
 
-          " (a running job's lock is released as #{Table.text(name)}#{UNIQUE_RUN_SUFFIX})"
+          " (a running job's lock is released as #{Table.text(Native::Admin.unique_run(name.to_s))})"
         end
 
         def elsewhere?
