@@ -25,9 +25,10 @@ module Ferrolock
       LAST_WAIT_STEP = 24
       WAIT_PREFIX = "w"
       HOLD_PREFIX = "h"
-      # Each step's counter, made once: Tally counts under them with no String built per event.
-      WAIT_COUNTERS = Array.new(LAST_WAIT_STEP + 1) { |step| "#{WAIT_PREFIX}#{step}".freeze }.freeze
-      HOLD_COUNTERS = Array.new(LAST_WAIT_STEP + 1) { |step| "#{HOLD_PREFIX}#{step}".freeze }.freeze
+      # Each step's counter (:w7, :h7), made once: Tally counts under them with nothing built per event,
+      # and a Symbol hashes cheaper than a String.
+      WAIT_COUNTERS = Array.new(LAST_WAIT_STEP + 1) { |step| :"#{WAIT_PREFIX}#{step}" }.freeze
+      HOLD_COUNTERS = Array.new(LAST_WAIT_STEP + 1) { |step| :"#{HOLD_PREFIX}#{step}" }.freeze
       STEP_COUNTER = /\A[#{WAIT_PREFIX}#{HOLD_PREFIX}]\d+\z/
 
       module_function
@@ -63,12 +64,12 @@ module Ferrolock
         step > LAST_WAIT_STEP ? LAST_WAIT_STEP : step
       end
 
-      # The counter of a wait of seconds: its step's ("w7").
+      # The counter of a wait of seconds: its step's (:w7).
       def wait_counter(seconds)
         WAIT_COUNTERS[wait_step(seconds)]
       end
 
-      # The counter of a hold of seconds: its step's ("h7").
+      # The counter of a hold of seconds: its step's (:h7).
       def hold_counter(seconds)
         HOLD_COUNTERS[wait_step(seconds)]
       end
