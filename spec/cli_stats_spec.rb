@@ -25,9 +25,12 @@ RSpec.describe "ferrolock stats", time_limit: 60 do
     lines = out.lines.map(&:split)
     expect(lines.first).to eq(%w[KIND EVENT TOTAL BUSIEST_MINUTE])
     expect(lines).to include(%w[concurrent_limiter acquired 1 1], %w[concurrent_limiter over_limit 1 1],
-                             %w[dist_mutex acquired 5 5])
-    expect(out).to match(/^KIND +WAITS +P50 +P95 +P99$/)
-    expect(out).to match(/^dist_mutex +5 +\d+ ms +\d+ ms +\d+ ms$/)
+                             %w[concurrent_limiter released 1 1], %w[dist_mutex acquired 5 5],
+                             %w[dist_mutex released 5 5])
+    waits, holds = out.split(/^(?=KIND +HOLDS)/)
+    expect(waits).to match(/^KIND +WAITS +P50 +P95 +P99$/).and match(/^dist_mutex +5 +\d+ ms +\d+ ms +\d+ ms$/)
+    expect(holds).to match(/\AKIND +HOLDS +P50 +P95 +P99$/).and match(/^dist_mutex +5 +\d+ ms +\d+ ms +\d+ ms$/)
+    expect(holds).to match(/^concurrent_limiter +1 +\d+ ms +\d+ ms +\d+ ms$/)
   end
 
   it "prints JSON with --json, the options before or after NAME, hours beyond 8 hours back" do
@@ -35,8 +38,9 @@ RSpec.describe "ferrolock stats", time_limit: 60 do
     expect(code).to eq(0)
     stats = JSON.parse(out)
     expect(stats).to include("name" => "stats:report", "since" => 86_400, "step" => 3600)
-    expect(stats["primitives"]["dist_mutex"]["counts"]).to eq("acquired" => 5)
+    expect(stats["primitives"]["dist_mutex"]["counts"]).to eq("acquired" => 5, "released" => 5)
     expect(stats["primitives"]["dist_mutex"]["waits"]["samples"]).to eq(5)
+    expect(stats["primitives"]["dist_mutex"]["holds"]).to include("samples" => 5, "p50" => a_kind_of(Float))
     expect(stats["primitives"]["dist_mutex"]["series"].size).to be_between(24, 25)
   end
 

@@ -18,6 +18,8 @@ RSpec.describe Ferrolock::History, time_limit: 60 do
 
   def history_keys = redis.keys("ferrolock:{history}:*").sort
 
+  let(:one_hold) { { "acquired" => 1, "released" => 1 } }
+
   def evals = redis.info("commandstats").dig("eval", "calls").to_i
 
   it "counts each primitive's events by name, and reads them back with their waits' percentiles" do
@@ -30,12 +32,12 @@ RSpec.describe Ferrolock::History, time_limit: 60 do
     mutex_stats = admin.stats("history:mutex", since: "1h")
     expect(mutex_stats).to include(name: "history:mutex", since: 3600, step: 60)
     expect(mutex_stats[:primitives].keys).to eq(["dist_mutex"])
-    expect(mutex_stats[:primitives]["dist_mutex"]).to include(counts: { "acquired" => 3 })
+    expect(mutex_stats[:primitives]["dist_mutex"]).to include(counts: { "acquired" => 3, "released" => 3 })
     waits = mutex_stats[:primitives]["dist_mutex"][:waits]
     expect(waits[:samples]).to eq(3)
     expect(waits[:p50]).to be_a(Float).and(be <= waits[:p99])
     limiter_counts = admin.stats("history:limit", since: 600)[:primitives]["concurrent_limiter"][:counts]
-    expect(limiter_counts).to eq("acquired" => 1, "over_limit" => 2)
+    expect(limiter_counts).to eq("acquired" => 1, "over_limit" => 2, "released" => 1)
     series = mutex_stats[:primitives]["dist_mutex"][:series]
     expect(series.size).to be_between(60, 61)
     expect(series.sum { |bucket| bucket[:counts].fetch("acquired", 0) }).to eq(3)
@@ -52,8 +54,9 @@ RSpec.describe Ferrolock::History, time_limit: 60 do
     expect(redis.ttl(hour.first)).to be_between((72 * 3600) + 1, (73 * 3600))
     fields = redis.hgetall(minute.first)
     expect(fields.keys)
-      .to contain_exactly("dist_mutex|acquired|history:ttl", match(/\Adist_mutex\|w\d+\|history:ttl\z/))
-    expect(fields.values).to eq(%w[1 1])
+      .to contain_exactly("dist_mutex|acquired|history:ttl", match(/\Adist_mutex\|w\d+\|history:ttl\z/),
+                          "dist_mutex|released|history:ttl", match(/\Adist_mutex\|h\d+\|history:ttl\z/))
+    expect(fields.values).to eq(%w[1 1 1 1])
     expect(Ferrolock::History.flush!).to eq(0) # nothing new: no write
   end
 
@@ -96,7 +99,7 @@ RSpec.describe Ferrolock::History, time_limit: 60 do
     Ferrolock::History.flush_every = 0.2
     Ferrolock::DistMutex.new("history:thread").synchronize { nil }
     wait_until(timeout: 10, what: "the thread's flush") do
-      admin.stats("history:thread", since: 60)[:primitives].dig("dist_mutex", :counts) == { "acquired" => 1 }
+      admin.stats("history:thread", since: 60)[:primitives].dig("dist_mutex", :counts) == one_hold
     end
     expect(Thread.list.map(&:name)).to include("ferrolock-history")
   end
@@ -109,7 +112,8 @@ RSpec.describe Ferrolock::History, time_limit: 60 do
     end
     expect(Process.wait2(pid).last).to be_success
     Ferrolock::History.flush!
-    expect(admin.stats("history:fork", since: 60)[:primitives]["dist_mutex"][:counts]).to eq("acquired" => 2)
+    expect(admin.stats("history:fork", since: 60)[:primitives]["dist_mutex"][:counts])
+      .to eq("acquired" => 2, "released" => 2)
   end
 
   it "flushes at the exit of a process that had it on" do
@@ -117,7 +121,8 @@ RSpec.describe Ferrolock::History, time_limit: 60 do
       require "ferrolock"
       4.times { Ferrolock::DistMutex.new("history:exit").synchronize { nil } }
     RUBY
-    expect(admin.stats("history:exit", since: 60)[:primitives]["dist_mutex"][:counts]).to eq("acquired" => 4)
+    expect(admin.stats("history:exit", since: 60)[:primitives]["dist_mutex"][:counts])
+      .to eq("acquired" => 4, "released" => 4)
   end
 
   it "writes nothing with ferrolock/testing loaded (an app's test suite), even in its Redis mode" do
@@ -166,7 +171,7 @@ RSpec.describe Ferrolock::History, time_limit: 60 do
     expect(Ferrolock::History.flush!).to be > 0
     %w[a b c].each do |name|
       expect(admin.stats("history:cluster:#{name}",
-                         since: 60)[:primitives]["dist_mutex"][:counts]).to eq("acquired" => 1)
+                         since: 60)[:primitives]["dist_mutex"][:counts]).to eq(one_hold)
     end
     holding = cluster.masters.select { |server| server.redis.call("KEYS", "ferrolock:{history}:*").any? }
     expect(holding.size).to eq(1)

@@ -40,9 +40,15 @@ RSpec.describe Ferrolock::Notifications, time_limit: 30 do
     limiter.within_limit { limiter.within_limit { nil } rescue Ferrolock::OverLimit } # rubocop:disable Style/RescueModifier
     expect(seen.map { |name, payload| [name, *payload.values_at(:primitive, :name)] })
       .to eq([["acquired.ferrolock", :dist_mutex, "notifications:mutex"],
+              ["released.ferrolock", :dist_mutex, "notifications:mutex"],
               ["acquired.ferrolock", :dual_lock, "notifications:dual"],
+              ["released.ferrolock", :dual_lock, "notifications:dual"],
               ["acquired.ferrolock", :concurrent_limiter, "notifications:limit"],
-              ["over_limit.ferrolock", :concurrent_limiter, "notifications:limit"]])
+              ["over_limit.ferrolock", :concurrent_limiter, "notifications:limit"],
+              ["released.ferrolock", :concurrent_limiter, "notifications:limit"]])
+    # :waited on each acquisition and :held on each release, in seconds.
+    expect(seen.select { |name, _| name == "released.ferrolock" }.map { |_, payload| payload[:held] })
+      .to all(be_a(Float).and(be >= 0))
   end
 
   it "receives limits_concurrency's blocked, promoted, released and discarded" do

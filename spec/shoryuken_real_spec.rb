@@ -37,8 +37,10 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in the real Shoryuken 6.2.1
     expect(ttl).to be_between(3_500_000, 3_600_000)
     locked = { "primitive" => "shoryuken_lock", "queue" => "payments", "message_id" => result["id"],
                "worker" => "Charge" }
-    expect(result["events1"]).to match([["locked", hash_including(locked)]])
-    expect(result["events"]).to eq(%w[locked skipped_processed])
+    # :released once marked processed, with how long the lease was held (seconds).
+    expect(result["events1"]).to match([["locked", hash_including(locked)],
+                                        ["released", hash_including(locked.merge("held" => a_kind_of(Float)))]])
+    expect(result["events"]).to eq(%w[locked released skipped_processed])
   end
 
   it "leaves a copy alone while the original runs, then deletes later copies" do
@@ -89,7 +91,8 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in the real Shoryuken 6.2.1
     expect(result["deletes_after_failure"]).to eq(0)
     expect(result["state_after_failure"]).to eq([nil, -2]) # released at once, not after lock_ttl
     expect(result["released"]).to match([["released_after_error",
-                                          hash_including("error" => "RuntimeError", "message_id" => result["id"])]])
+                                          hash_including("error" => "RuntimeError", "message_id" => result["id"],
+                                                         "held" => a_kind_of(Float))]])
     expect(result["runs"]).to eq(2) # the retry ran; the copy after its success did not
     expect(result["batch_deleted"]).to eq([result["copy"]])
     expect(result["deleted"]).to eq([result["late"]])
@@ -315,7 +318,8 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in the real Shoryuken 6.2.1
     expect(result).to include("outcomes" => %w[ok ok ok], "runs" => 1)
     expect(result["batch_deleted"].first).to eq(result["first"])
     expect(result["deleted"]).to eq([result["copy"]])
-    expect(result["workers"]).to eq([%w[locked ChargeJob], %w[skipped_processed ChargeJob], %w[redis_error ChargeJob]])
+    expect(result["workers"]).to eq([%w[locked ChargeJob], %w[released ChargeJob], %w[skipped_processed ChargeJob],
+                                     %w[redis_error ChargeJob]])
     expect(result["log"]).to match(/Redis unavailable, running ChargeJob message \S+ on aj: .* without deduplication/)
   end
 end

@@ -43,14 +43,15 @@ RSpec.describe "Sidekiq Web History page", time_limit: 60 do
     names = links.map { |query| CGI.unescape(query) }
     expect(names.first).to eq("web:busy")
     expect(names).to contain_exactly("web:busy", "web:quiet", hostile)
-    expect(body).to include("acquired 4", "&lt;script&gt;alert(1)")
+    expect(body).to include("acquired 4, released 4", "&lt;script&gt;alert(1)")
   end
 
-  it "shows one name's events and waits, also from the search box" do
+  it "shows one name's events, waits and holds, also from the search box" do
     expect(page("/locks/history?q=web:quiet")).to include("acquired 1")
     body = page("/locks/history?name=web:busy&since=8h")
-    expect(body).to include("dist_mutex", "acquired 4")
-    expect(body).to match(%r{<td>4</td>\s*<td>\d+ ms</td>})
+    expect(body).to include("dist_mutex", "acquired 4", "<th>Holds</th>")
+    # Waits, then holds: each a count and p50, p95, p99.
+    expect(body).to match(%r{<td>4</td>(\s*<td>\d+ ms</td>){3}\s*<td>4</td>(\s*<td>\d+ ms</td>){3}})
   end
 
   it "answers 400 for a bad period" do
@@ -72,8 +73,9 @@ RSpec.describe "Sidekiq Web History page", time_limit: 60 do
       tag = body[/<script [^>]*src="[^"]*#{Regexp.escape(src)}"[^>]*>/]
       expect(tag).to match(/nonce="\w+"/)
     end
-    expect(charts.map { |c| c["title"] }).to eq(["dist_mutex: events", "dist_mutex: waits (ms)"])
+    expect(charts.map { |c| c["title"] }).to eq(["dist_mutex: events", "dist_mutex: waits and holds (ms)"])
     expect(charts.first["series"]["acquired"].sum).to eq(4)
+    expect(charts.last["series"].keys).to contain_exactly("wait p50", "wait p99", "hold p50", "hold p99")
     get("/ferrolock/js/history.js")
     expect(last_response.status).to eq(200)
     expect(last_response.body).to include("new window.Chart(")

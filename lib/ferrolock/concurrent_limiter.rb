@@ -46,7 +46,7 @@ module Ferrolock
       slot = nil
       finished = false
       begin
-        acquire(wait_timeout, keep: ->(s) { slot = s })
+        since = acquire(wait_timeout, keep: ->(s) { slot = s })
         value = yield
         finished = true
         value
@@ -54,7 +54,7 @@ module Ferrolock
         # A block that raised keeps its own exception: a lost slot is then only reported; a failed
         # release is never raised (see ReleaseFailure). Deferring interrupts here means none can
         # skip the release (see Interrupts).
-        Interrupts.release { release(slot, finished: finished) if slot }
+        Interrupts.release { release(slot, since, finished: finished) if slot }
       end
     end
 
@@ -79,7 +79,7 @@ module Ferrolock
 
     private
 
-    # `keep` records the slot the moment it is granted (see Interrupts).
+    # `keep` records the slot the moment it is granted (see Interrupts). Returns when (Ferrolock.monotonic).
     def acquire(wait_timeout, keep:)
       LockLostWatcher.ensure_started
       started = Ferrolock.monotonic
@@ -91,8 +91,9 @@ module Ferrolock
       end
       raise over_limit(wait_timeout, started, "all #{@count} slots stayed busy") unless slot
 
-      instrument(:acquired, **waited_payload(Ferrolock.monotonic - started))
-      slot
+      since = Ferrolock.monotonic
+      instrument(:acquired, **waited_payload(since - started))
+      since
     end
 
     def over_limit(wait_timeout, started, what)
@@ -101,8 +102,11 @@ module Ferrolock
                     limiter: self)
     end
 
-    def release(slot, finished:)
+    # since: when the slot was granted (Ferrolock.monotonic; nil when an exception landed first),
+    # for :released's :held.
+    def release(slot, since, finished:)
       @native.release(slot)
+      instrument(:released, held: Ferrolock.monotonic - since) if since && Ferrolock.listening?(:released)
     rescue LockLost
       instrument(:lock_lost, detected: :release)
       raise if finished

@@ -132,10 +132,9 @@ module Ferrolock
         # free can land between them; exceptions wait for the release (see Interrupts.release)
         # and are raised as the block ends, ending the sleep.
         woken = Interrupts.release do
-          hold = forget_own_hold
-          raise ThreadError, "Attempt to unlock a mutex which is not locked by this thread" unless hold
-
-          @native.release_and_sleep(hold, timeout, deferred)
+          ownership = take_own_hold!
+          hold = ownership.hold
+          @native.release_and_sleep(hold, timeout, deferred).tap { released(ownership, started) }
         end
         slept = Ferrolock.monotonic - started
       rescue LockLost

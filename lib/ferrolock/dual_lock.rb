@@ -49,21 +49,21 @@ module Ferrolock
       ticket = nil
       ran = false
       begin
-        turn = CallerTimeout.bound(started, @wait_timeout, -> { stalled(tags, started) }) do
+        since = CallerTimeout.bound(started, @wait_timeout, -> { stalled(tags, started) }) do
           # The ticket is recorded the moment it is granted (see Interrupts).
           Interrupts.acquire(keep: ->(t) { ticket = t }, give_back: ->(t) { @native.leave(t) }) do
             @native.enter(@wait_timeout)
           end
           take_turn(ticket, started, tags)
         end
-        return skipped(tags) unless turn
+        return skipped(tags) unless since
 
         yield
         ran = true
       ensure
         # Deferring interrupts means none can skip the release (on Thread#kill/raise too). A failed
         # release is logged and evented, never raised (see ReleaseFailure).
-        Interrupts.release { leave(ticket, tags, ran) if ticket }
+        Interrupts.release { leave(ticket, tags, ran, since) if ticket }
       end
       true
     end
@@ -99,15 +99,16 @@ module Ferrolock
       Deprecation.rename("Ferrolock::DualLock.new", old, new, [old_value, new_value], default)
     end
 
-    # Waits if needed (wait_timeout counts from started); true once the ticket runs, false when
-    # skipped. Raises TimeoutError.
+    # Waits if needed (wait_timeout counts from started); when the ticket runs, since when
+    # (Ferrolock.monotonic), false when skipped. Raises TimeoutError.
     def take_turn(ticket, started, tags)
       stage = ticket.stage
       stage = @native.wait(ticket, time_left(started)) if stage == :waiting
       case stage
       when :running
-        Ferrolock.instrument(:acquired, payload(tags, waited: Ferrolock.monotonic - started))
-        true
+        since = Ferrolock.monotonic
+        Ferrolock.instrument(:acquired, payload(tags, waited: since - started))
+        since
       when :skipped
         false
       else
@@ -136,8 +137,12 @@ module Ferrolock
 
     # ran: the block finished (LockLost is raised then: the run was not exclusive). Otherwise (it
     # raised, or the ticket never ran) nothing raised here may replace the exception under way.
-    def leave(ticket, tags, ran)
+    # since: when the ticket began to run (nil: it never ran), for :released's :held.
+    def leave(ticket, tags, ran, since)
       @native.leave(ticket)
+      if since && Ferrolock.listening?(:released)
+        Ferrolock.instrument(:released, payload(tags, held: Ferrolock.monotonic - since))
+      end
     rescue LockLost
       Ferrolock.instrument(:lock_lost, payload(tags, detected: :release))
       raise if ran

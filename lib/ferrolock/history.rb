@@ -45,7 +45,7 @@ module Ferrolock
       def record(event, payload)
         return if Backend.factory || !(Hash === payload) # rubocop:disable Style/CaseEquality -- BasicObject-safe
 
-        ensure_flushing
+        ensure_flushing unless @thread&.alive?
         @tally.add(event, payload, Process.clock_gettime(Process::CLOCK_REALTIME, :second))
       end
 
@@ -76,8 +76,9 @@ module Ferrolock
                               "minute while it fails): #{error.class}: #{error.message}")
       end
 
-      # Cheap when running: one fork-generation comparison and one alive? check. A forked child
-      # starts its own thread and drops the counts it inherited (its parent flushes those).
+      # When the flush thread is not alive (record asks only that on every event: a forked child's
+      # copy of it is dead). A forked child starts its own thread and drops the counts it inherited
+      # (its parent flushes those).
       def ensure_flushing
         return if flushing?
 

@@ -88,9 +88,8 @@ module Ferrolock
         holding ? holding.slot.lost? : false
       end
 
-      # A performing job's slot, and whether the job enqueued itself again meanwhile. One object
-      # shared by the job and its copies (ActiveJob 7.x's retry_job enqueues a dup).
-      Holding = Struct.new(:slot, :resumed)
+      # A performing job's slot, whether it enqueued itself again, since when (:held); shared by its copies (a dup).
+      Holding = Struct.new(:slot, :resumed, :since)
       private_constant :Holding
 
       class << self
@@ -213,7 +212,7 @@ module Ferrolock
         end
 
         def perform_holding(admission, slot, block)
-          holding = Holding.new(slot, false)
+          holding = Holding.new(slot, false, Ferrolock.monotonic)
           admission.job.instance_variable_set(:@ferrolock_slot, holding)
           block.call
         ensure
@@ -230,7 +229,8 @@ module Ferrolock
           return lost(admission, slot) if held == false
 
           Ferrolock.instrument(:released, primitive: :limits_concurrency, name: admission.key,
-                                          job_class: job.class.name, job_id: job.job_id, forced: false)
+                                          job_class: job.class.name, job_id: job.job_id, forced: false,
+                                          held: Ferrolock.monotonic - holding.since)
         rescue Ferrolock::Error => e
           ReleaseFailure.report(e, what: "limits_concurrency #{admission.key}", finished: true,
                                    primitive: :limits_concurrency, name: admission.key)

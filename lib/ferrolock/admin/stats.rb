@@ -3,7 +3,7 @@
 module Ferrolock
   class Admin
     # One name's history (Ferrolock::History) read back: per primitive, each event's total, the
-    # waits' percentiles, and a series per bucket (minutes up to 8 hours back, hours beyond).
+    # waits' and holds' percentiles, and a series per bucket (minutes up to 8 hours back, hours beyond).
     #
     #   Ferrolock::Admin.new.stats("erp", since: 3600)
     #   # => { name: "erp", since: 3600, step: 60, from: 1764338400, to: 1764342000,
@@ -53,26 +53,29 @@ module Ferrolock
       end
 
       def summary(rows, starts)
-        waits, events = rows.partition { |_, _, counter, _| wait_step(counter) }
-        { counts: totals(events), waits: percentiles(waits), series: series(events, waits, starts) }
+        steps, events = rows.partition { |_, _, counter, _| step_of(counter) }
+        holds, waits = steps.partition { |_, _, counter, _| History::Buckets.hold?(counter) }
+        { counts: totals(events), waits: percentiles(waits), holds: percentiles(holds),
+          series: series(events, waits, holds, starts) }
       end
 
       def totals(events)
         events.each_with_object(Hash.new(0)) { |(_, _, event, count), sums| sums[event] += count }.sort.to_h
       end
 
-      def series(events, waits, starts)
+      def series(events, waits, holds, starts)
         by_start = events.group_by(&:first)
         waits_by_start = waits.group_by(&:first)
+        holds_by_start = holds.group_by(&:first)
         starts.map do |start|
           { at: start, counts: totals(by_start.fetch(start, [])),
-            waits: percentiles(waits_by_start.fetch(start, [])) }
+            waits: percentiles(waits_by_start.fetch(start, [])), holds: percentiles(holds_by_start.fetch(start, [])) }
         end
       end
 
-      # { samples:, p50:, p95:, p99: } (seconds; nil without samples).
-      def percentiles(waits)
-        steps = waits.each_with_object(Hash.new(0)) { |(_, _, counter, count), sums| sums[wait_step(counter)] += count }
+      # { samples:, p50:, p95:, p99: } of one histogram's rows, waits' or holds' (seconds; nil without samples).
+      def percentiles(rows)
+        steps = rows.each_with_object(Hash.new(0)) { |(_, _, counter, count), sums| sums[step_of(counter)] += count }
         samples = steps.values.sum
         sorted = steps.sort
         PERCENTILES.each_with_object({ samples: samples }) do |(label, share), out|
@@ -82,7 +85,7 @@ module Ferrolock
         end
       end
 
-      def wait_step(counter)
+      def step_of(counter)
         History::Buckets.step_of(counter)
       end
     end

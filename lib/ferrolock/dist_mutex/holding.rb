@@ -12,10 +12,11 @@ module Ferrolock
       # none. Call it with interrupts deferred (Interrupts.release): no exception may land between
       # the two.
       def release_own_hold
-        hold = forget_own_hold
-        return false unless hold
+        ownership = Owners.take_current(@native, @key)
+        return false unless ownership
 
-        @native.unlock(hold)
+        @native.unlock(ownership.hold)
+        released(ownership)
         true
       rescue LockLost
         Ferrolock.instrument(:lock_lost, primitive: :dist_mutex, name: @name, detected: :release)
@@ -32,14 +33,25 @@ module Ferrolock
                                  primitive: :dist_mutex, name: @name)
       end
 
-      # Records hold (a Native::MutexHold) as owned by the calling fiber.
+      # Records hold (a Native::MutexHold) as owned by the calling fiber, from now.
       def remember(hold)
-        Owners.add(Ownership.new(@native, hold, @key, @name, Thread.current, Fiber.current, @tick))
+        Owners.add(Ownership.new(@native, hold, @key, @name, Thread.current, Fiber.current, @tick,
+                                 Ferrolock.monotonic))
       end
 
-      # Removes the calling fiber's record and returns its Native::MutexHold (nil when not owned).
-      def forget_own_hold
-        Owners.take_current(@native, @key)&.hold
+      # Takes the calling fiber's Ownership out of the registry (ThreadError when it holds none).
+      def take_own_hold!
+        Owners.take_current(@native, @key) ||
+          raise(ThreadError, "Attempt to unlock a mutex which is not locked by this thread")
+      end
+
+      # :released with :held, the seconds from ownership's grant to ended (Ferrolock.monotonic; now
+      # when nil), when someone listens. Not for auto_release: false, whose lock is freed by its expiry.
+      def released(ownership, ended = nil)
+        return unless @auto_release && Ferrolock.listening?(:released)
+
+        held = (ended || Ferrolock.monotonic) - ownership.since
+        Ferrolock.instrument(:released, primitive: :dist_mutex, name: @name, held: held)
       end
 
       # Before waiting: fails like Ruby's Mutex when the calling fiber holds the lock, or a live

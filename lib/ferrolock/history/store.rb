@@ -48,7 +48,7 @@ module Ferrolock
       LUA
 
       # KEYS: buckets. ARGV: "<primitive>|". Returns { key index, counter, name, count } flattened, for
-      # that primitive's event counters (not its wait steps).
+      # that primitive's event counters (not its wait or hold steps).
       READ_KIND = <<~LUA
         local out, prefix = {}, ARGV[1]
         for k = 1, #KEYS do
@@ -58,7 +58,7 @@ module Ferrolock
               local rest = string.sub(all[i], #prefix + 1)
               local bar = string.find(rest, '|', 1, true)
               local counter = string.sub(rest, 1, bar - 1)
-              if not string.match(counter, '^w%d+$') then
+              if not string.match(counter, '^[wh]%d+$') then
                 table.insert(out, k)
                 table.insert(out, counter)
                 table.insert(out, string.sub(rest, bar + 1))

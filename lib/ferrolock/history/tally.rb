@@ -21,18 +21,22 @@ module Ferrolock
         @names = {}
       end
 
-      # Counts one event at time (whole seconds since the epoch). Nested hashes of Symbols and the
-      # name, and Integer steps for waits: no String is built per event (take builds the fields).
+      # Counts one event at time (whole seconds since the epoch), and its :waited and :held seconds
+      # in their histograms. Nested hashes of Symbols and the name, and the steps' counters made once
+      # (Buckets::WAIT_COUNTERS): no String is built per event (take builds the fields).
       def add(event, payload, time)
         primitive = payload[:primitive] || :other
         name = name_of(primitive, payload)
         waited = payload[:waited]
-        step = Buckets.wait_step(waited) if waited.is_a?(Numeric)
+        wait = Buckets::WAIT_COUNTERS[Buckets.wait_step(waited)] if waited.is_a?(Numeric)
+        held = payload[:held]
+        hold = Buckets::HOLD_COUNTERS[Buckets.wait_step(held)] if held.is_a?(Numeric)
         minute = time - (time % MINUTE)
         @lock.synchronize do
           counters = counters_of(minute, primitive, name)
           counters[event] += 1
-          counters[step] += 1 if step
+          counters[wait] += 1 if wait
+          counters[hold] += 1 if hold
         end
       end
 
@@ -62,7 +66,7 @@ module Ferrolock
         end
       end
 
-      # { event or wait step => count } of name in minute.
+      # { event, or a wait or hold step's counter => count } of name in minute.
       def counters_of(minute, primitive, name)
         names = ((@counts[minute] ||= {})[primitive] ||= {})
         names[name] || (names[bounded(primitive, name)] ||= Hash.new(0))
@@ -73,7 +77,6 @@ module Ferrolock
           primitives.each do |primitive, names|
             names.each do |name, counters|
               counters.each do |counter, count|
-                counter = "#{Buckets::WAIT_PREFIX}#{counter}" if counter.is_a?(Integer)
                 out[[minute, Buckets.field(primitive, counter, name)]] = count
               end
             end

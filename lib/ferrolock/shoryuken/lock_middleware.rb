@@ -62,7 +62,7 @@ module Ferrolock
         lock = settings.message_lock
         # The lease is recorded the moment it is granted; whatever lands after that (Thread#kill,
         # Thread#raise) before the job settled it gives the message back in the ensure below.
-        held = { lease: nil, settled: false }
+        held = { lease: nil, settled: false, since: nil }
         begin
           case begin_message(lock, settings, payload, held)
           when :redis_unavailable then yield
@@ -110,7 +110,7 @@ module Ferrolock
       # A lease, :processed, :in_progress, or :redis_unavailable when Redis failed and the
       # policy is to run anyway.
       def begin_message(lock, settings, payload, held)
-        lock.begin_message(payload[:queue], IdempotencyKey.lock_id_of(payload)) { |lease| held[:lease] = lease }
+        lock.begin_message(payload[:queue], IdempotencyKey.lock_id_of(payload)) { |lease| HoldTime.start(held, lease) }
       rescue Ferrolock::Error => e
         describe = "#{about(payload)} on #{payload[:queue]}: #{e.class}: #{e.message}"
         Ferrolock.instrument(:redis_error, payload.merge(error: e.class.name, policy: settings.on_redis_error))
@@ -153,7 +153,7 @@ module Ferrolock
 
         Interrupts.release do
           held[:settled] = true
-          finish(lock, held[:lease], payload)
+          finish(lock, held, payload)
         end
         result
       rescue Exception => e # rubocop:disable Lint/RescueException -- any failure means the job did not complete
@@ -173,7 +173,7 @@ module Ferrolock
 
         Interrupts.release do
           held[:settled] = true
-          finish(lock, held[:lease], payload)
+          finish(lock, held, payload)
         end
         Ferrolock.logger.warn("ferrolock: #{about(payload)} succeeded, then the middleware chain after it raised " \
                               "#{e.class}: #{e.message}; marked processed, so its copies are deleted, not run again")
@@ -195,15 +195,15 @@ module Ferrolock
           next if held[:settled]
 
           held[:settled] = true
-          release_after_error(lock, held[:lease], payload, error)
+          release_after_error(lock, held, payload, error)
         end
       end
 
-      # The job succeeded. A failure to mark it is logged, not raised: raising would leave the
-      # message on the queue and run it again once the lease expires.
-      def finish(lock, lease, payload)
-        outcome = lock.finish(lease)
-        return if outcome == :marked
+      # The job succeeded: :released (with :held) once marked. A failure to mark it is logged, not
+      # raised: raising would leave the message on the queue and run it again once the lease expires.
+      def finish(lock, held, payload)
+        outcome = lock.finish(held[:lease])
+        return HoldTime.instrument(:released, held, payload) if outcome == :marked
 
         Ferrolock.instrument(:lock_lost, payload.merge(outcome: outcome))
         Ferrolock.logger.warn("ferrolock: the in-progress lease of #{about(payload)} expired while " \
@@ -213,9 +213,9 @@ module Ferrolock
         ReleaseFailure.report(e, what: "marking #{about(payload)} processed", finished: true, **payload)
       end
 
-      def release_after_error(lock, lease, payload, error)
-        lock.abort_message(lease)
-        Ferrolock.instrument(:released_after_error, payload.merge(error: error&.class&.name))
+      def release_after_error(lock, held, payload, error)
+        lock.abort_message(held[:lease])
+        HoldTime.instrument(:released_after_error, held, payload, error: error&.class&.name)
       rescue Ferrolock::Error => e
         ReleaseFailure.report(e, what: "giving back #{about(payload)}", finished: false, **payload)
       end

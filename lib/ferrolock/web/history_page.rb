@@ -5,13 +5,16 @@ require "json"
 module Ferrolock
   module Web
     # The History page (locks/history): a kind's busiest names over the last hour, 8 hours or 72
-    # hours, or one name's events and waits (?name=). Tables on every Sidekiq; on Sidekiq 8 also
+    # hours, or one name's events, waits and holds (?name=). Tables on every Sidekiq; on Sidekiq 8 also
     # charts drawn by its own Chart.js and web/assets/ferrolock/js/history.js, the data in a data-
     # attribute (no inline script: Sidekiq 8's CSP allows only its nonce's scripts).
     module HistoryPage
       KINDS = %w[dist_mutex dual_lock concurrent_limiter rate_limiter limits_concurrency unique shoryuken_lock
                  fair_tenant].freeze
       PERIODS = [["1h", "last hour"], ["8h", "8 hours"], ["72h", "72 hours"]].freeze
+      # The time chart's series: [label, Admin#stats histogram, percentile].
+      TIME_SERIES = [["wait p50", :waits, :p50], ["wait p99", :waits, :p99], ["hold p50", :holds, :p50],
+                     ["hold p99", :holds, :p99]].freeze
 
       module_function
 
@@ -47,9 +50,15 @@ module Ferrolock
 
         stats[:primitives].flat_map do |primitive, its|
           [chart("#{primitive}: events", its[:series], ->(bucket) { bucket[:counts] }),
-           chart("#{primitive}: waits (ms)", its[:series], lambda do |bucket|
-             %i[p50 p99].to_h { |p| [p.to_s, bucket[:waits][p] ? (bucket[:waits][p] * 1000).round : 0] }
-           end)]
+           chart("#{primitive}: waits and holds (ms)", its[:series], ->(bucket) { times_ms(bucket) })]
+        end
+      end
+
+      # { "wait p50" => ms, "wait p99" =>, "hold p50" =>, "hold p99" => } of one bucket (0 without samples).
+      def times_ms(bucket)
+        TIME_SERIES.to_h do |label, histogram, p|
+          seconds = bucket[histogram][p]
+          [label, seconds ? (seconds * 1000).round : 0]
         end
       end
 

@@ -32,14 +32,16 @@ module Ferrolock
           end
         end
 
-        # Admin#stats: each primitive's event totals and busiest step, then its waits' percentiles.
+        # Admin#stats: each primitive's event totals and busiest step, then its waits' and holds' percentiles.
         def stats(stats)
           return @out.puts(JSON.pretty_generate(stats)) if @json
 
           per = stats[:step] == 60 ? "MINUTE" : "HOUR"
           @out.puts(Table.render(["KIND", "EVENT", "TOTAL", "BUSIEST_#{per}"], stats_events(stats[:primitives])))
-          waits = stats_waits(stats[:primitives])
-          @out.puts("\n#{Table.render(%w[KIND WAITS P50 P95 P99], waits)}") unless waits.empty?
+          { waits: "WAITS", holds: "HOLDS" }.each do |histogram, title|
+            rows = stats_percentiles(stats[:primitives], histogram)
+            @out.puts("\n#{Table.render(["KIND", title, "P50", "P95", "P99"], rows)}") unless rows.empty?
+          end
         end
 
         def tenants(items)
@@ -145,13 +147,13 @@ module Ferrolock
           end
         end
 
-        # Percentiles are histogram steps' upper bounds: whole milliseconds.
-        def stats_waits(primitives)
+        # Percentiles (of :waits or :holds) are histogram steps' upper bounds: whole milliseconds.
+        def stats_percentiles(primitives, histogram)
           primitives.filter_map do |primitive, its|
-            waits = its[:waits]
-            next unless waits[:samples].positive?
+            times = its[histogram]
+            next unless times[:samples].positive?
 
-            [primitive, waits[:samples], *waits.values_at(:p50, :p95, :p99).map { |s| "#{(s * 1000).round} ms" }]
+            [primitive, times[:samples], *times.values_at(:p50, :p95, :p99).map { |s| "#{(s * 1000).round} ms" }]
           end
         end
 
