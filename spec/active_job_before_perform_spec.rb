@@ -55,7 +55,7 @@ RSpec.describe "ActiveJob: a job that fails before it performs", time_limit: 30 
     expect(queue(klass).map { |job| job["job_id"] }).to eq([jobs[2].job_id])
     expect(parked("BpBlockedJob/k")).to eq([jobs[2].job_id]) # 1's payload is gone
     expect(events).to contain_exactly(include(primitive: :limits_concurrency, name: "BpBlockedJob/k",
-                                              job_class: "BpBlockedJob", job_id: jobs[1].job_id, held: true,
+                                              job_class: "BpBlockedJob", job_id: jobs[1].job_id, gave_back: true,
                                               error: "ActiveJob::DeserializationError"))
     expect(log.string).to include("BpBlockedJob #{jobs[1].job_id} failed before it performed " \
                                   "(ActiveJob::DeserializationError")
@@ -75,7 +75,7 @@ RSpec.describe "ActiveJob: a job that fails before it performs", time_limit: 30 
     record.destroy
     failing_run(klass, ActiveJob::DeserializationError)
     expect(slots("BpAdmittedJob/k")).to be_empty # not held for its 60 s lease
-    expect(events.map { |e| e.values_at(:job_id, :held) }).to eq([[job.job_id, true]])
+    expect(events.map { |e| e.values_at(:job_id, :gave_back) }).to eq([[job.job_id, true]])
     expect(klass.perform_later(LcRecord.create("bp-next"))).to be_a(klass)
     expect(queue(klass).size).to eq(1) # admitted, not blocked
   end

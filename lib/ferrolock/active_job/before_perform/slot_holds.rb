@@ -31,7 +31,7 @@ module Ferrolock
           Ferrolock.logger.warn("ferrolock: #{job_class} #{job_id} failed before it performed (#{why}); #{what}, " \
                                 "and a payload of it parked there is dropped: it is not promoted again")
           Ferrolock.instrument(:failed_before_perform, primitive: primitive(key), name: key, job_class: job_class,
-                                                       job_id: job_id, held: held, error: error&.class&.name,
+                                                       job_id: job_id, gave_back: held, error: error&.class&.name,
                                                        reason: why)
         rescue Ferrolock::Error => e
           Ferrolock.logger.warn("ferrolock: #{job_class} #{job_id} failed before it performed (#{why}); its slot " \
