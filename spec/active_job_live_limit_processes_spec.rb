@@ -29,7 +29,7 @@ RSpec.describe "ActiveJob limits_concurrency changed live in Sidekiq processes",
 
   def started(key) = redis.lrange("lc:started", 0, -1).count { |line| line.start_with?("#{key} ") }
 
-  it "pause blocks every job of the key, resume runs each once; a raised limit and a lowered one move the concurrency" do
+  it "pause blocks every job of the key, resume runs each once; a raised and a lowered limit move the concurrency" do
     processes = [sidekiq, sidekiq]
     processes.map { |process| Thread.new { process.start(boot_timeout: 40) } }.each(&:join)
     key = "LcLiveJob/up"

@@ -44,7 +44,8 @@ RSpec.describe "ActiveJob limits_concurrency changed live", time_limit: 30 do
     expect(blocked("LlPauseJob/a")).to eq(0)
     expect(redis.exists("ferrolock:{concurrency:LlPauseJob/a}:override")).to eq(0) # resumed, no limit: gone
     expect(events.map { |e| e.values_at(:primitive, :name, :action, :paused) })
-      .to eq([[:limits_concurrency, "LlPauseJob/a", :pause, true], [:limits_concurrency, "LlPauseJob/a", :resume, false]])
+      .to eq([[:limits_concurrency, "LlPauseJob/a", :pause, true],
+              [:limits_concurrency, "LlPauseJob/a", :resume, false]])
   end
 
   it "lowers and raises a key's limit without evicting holders; a raise promotes the blocked jobs" do

@@ -68,7 +68,8 @@ RSpec.describe "Sidekiq Web: limits changed live" do
     policy = [1, 30.0, "block", 0]
     native.admit("WebJob/k", "j1", "{}", false, policy) # holds the one slot: the key is listed
     get("/locks/concurrency")
-    expect(last_response.body).to include("ferrolock-limit-change").and include('name="kind" value="limits_concurrency"')
+    expect(last_response.body).to include("ferrolock-limit-change")
+      .and include('name="kind" value="limits_concurrency"')
 
     pause = { "name" => "WebJob/k", "change" => "pause", "kind" => "limits_concurrency" }
     body = confirm(pause)

@@ -28,7 +28,7 @@ RSpec.describe "Limits changed live under Ferrolock::Testing" do
         false
       end
 
-      it "pauses a limits_concurrency key (its jobs blocked, on_conflict: :discard too); resumed, the timer promotes them" do
+      it "pauses a limits_concurrency key (jobs blocked, on_conflict: :discard too); resumed, the timer runs them" do
         with_loggers do
           klass = recording("FakeLiveJob", to: 1, key: ->(account, _n) { account }, on_conflict: :discard)
           expect(admin.pause("FakeLiveJob/a", kind: :limits_concurrency).to_h).to eq(limit: nil, paused: true)

@@ -134,7 +134,10 @@ mod tests {
             assert_eq!(script.source, format!("{shared}{own}"), "{}", script.name);
             assert_eq!(script.source.matches("local function promote(").count(), 1);
             assert_eq!(
-                script.source.matches("local function limit_in_force(").count(),
+                script
+                    .source
+                    .matches("local function limit_in_force(")
+                    .count(),
                 1
             );
         }

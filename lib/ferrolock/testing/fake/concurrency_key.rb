@@ -70,6 +70,16 @@ module Ferrolock
 
         private
 
+        # :discarded or :full for a job over the limit under `policy`, nil when it is blocked: a paused
+        # key blocks every job.
+        def refusal(policy)
+          _, _, on_conflict, max_blocked = policy
+          return nil if @override&.paused
+          return :discarded if on_conflict == "discard"
+
+          :full if max_blocked.positive? && @blocked.size >= max_blocked
+        end
+
         # The limit in force for the code's `configured` one (0 while paused).
         def in_force(configured)
           return configured unless @override
@@ -129,11 +139,11 @@ module Ferrolock
         end
 
         def over_limit(job_id, payload, policy)
-          limit, lease, on_conflict, max_blocked = policy
-          paused = @override&.paused
+          limit, lease, = policy
           return [:waiting, 0] if @jobs.key?(job_id)
-          return [:discarded, 0] if on_conflict == "discard" && !paused
-          return [:full, 0] if max_blocked.positive? && !paused && @blocked.size >= max_blocked
+
+          refused = refusal(policy)
+          return [refused, 0] if refused
 
           @blocked << job_id
           @jobs[job_id] = [lease, payload]
