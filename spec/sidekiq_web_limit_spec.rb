@@ -73,7 +73,8 @@ RSpec.describe "Sidekiq Web: limits changed live" do
 
     pause = { "name" => "WebJob/k", "change" => "pause", "kind" => "limits_concurrency" }
     body = confirm(pause)
-    expect(body).to include("Pause WebJob&#x2F;k?").and include("1 in use, 0 blocked") # (HTML-escaped)
+    # (Sidekiq 6.4's escaping writes "/" as "&#x2F;", 8's leaves it.)
+    expect(body).to match(%r{Pause WebJob(/|&#x2F;)k\?}).and include("1 in use, 0 blocked")
     form_post(pause, body)
     expect(last_response.status).to eq(302)
     expect(last_response.location).to include("locks/concurrency?")
