@@ -38,6 +38,19 @@ RSpec.describe "ferrolock limit, pause, resume" do
     limiter.within_limit { expect(can_enter?).to be(true) }
   end
 
+  it "pauses and resumes a limits_concurrency key with --concurrency" do
+    redis = FerrolockTest.redis_server.redis
+    out, err, code = run_ferrolock("pause", "--concurrency", "CliJob/k")
+    expect([out, err, code]).to eq(["CliJob/k: paused, limit as the code passes it\n", "", 0])
+    expect(redis.hget("ferrolock:{concurrency:CliJob/k}:override", "paused")).to eq("1")
+    out, = run_ferrolock("limit", "--concurrency", "CliJob/k", "3", "--json")
+    expect(JSON.parse(out)).to eq("name" => "CliJob/k", "limit" => 3, "paused" => true)
+    out, = run_ferrolock("resume", "--concurrency", "CliJob/k")
+    expect(out).to eq("CliJob/k: limit 3 (set live)\n")
+    run_ferrolock("limit", "--concurrency", "CliJob/k", "--clear")
+    expect(redis.exists("ferrolock:{concurrency:CliJob/k}:override")).to eq(0)
+  end
+
   it "refuses a missing or bad limit with exit 2" do
     _, err, code = run_ferrolock("limit", "cli:live")
     expect(code).to eq(2)

@@ -182,6 +182,6 @@ RSpec.describe Ferrolock::Admin::LimitOverride do
     expect { admin.set_limit("ovr:bad", 0) }.to raise_error(ArgumentError, /limit/)
     expect { admin.set_limit("ovr:bad", "3") }.to raise_error(TypeError, /limit/)
     expect { admin.pause("ovr:{bad}") }.to raise_error(ArgumentError, /name/)
-    expect { admin.pause("ovr:bad", kind: :limits_concurrency) }.to raise_error(ArgumentError, /kind/)
+    expect { admin.pause("ovr:bad", kind: :rate_limiter) }.to raise_error(ArgumentError, /kind/)
   end
 end

@@ -62,11 +62,44 @@ RSpec.describe "Sidekiq Web: limits changed live" do
     expect(limiter.within_limit(wait_timeout: 0) { :in }).to eq(:in)
   end
 
+  it "changes a limits_concurrency key's limit from its page: paused, its jobs are blocked; resumed, promoted" do
+    redis = FerrolockTest.redis_server.redis
+    native = Ferrolock::Native::JobConcurrency.new(Ferrolock.client.native)
+    policy = [1, 30.0, "block", 0]
+    native.admit("WebJob/k", "j1", "{}", false, policy) # holds the one slot: the key is listed
+    get("/locks/concurrency")
+    expect(last_response.body).to include("ferrolock-limit-change")
+      .and include('name="kind" value="limits_concurrency"')
+
+    pause = { "name" => "WebJob/k", "change" => "pause", "kind" => "limits_concurrency" }
+    body = confirm(pause)
+    # (Sidekiq 6.4's escaping writes "/" as "&#x2F;", 8's leaves it.)
+    expect(body).to match(%r{Pause WebJob(/|&#x2F;)k\?}).and include("1 in use, 0 blocked")
+    form_post(pause, body)
+    expect(last_response.status).to eq(302)
+    expect(last_response.location).to include("locks/concurrency?")
+    native.give_back("WebJob/k", "j1", 1)
+    expect(native.admit("WebJob/k", "j2", "{}", false, policy).first).to eq(:blocked) # the slot is free, yet paused
+    get("/locks/concurrency?q=WebJob/k")
+    expect(last_response.body).to include("paused (1)").and include('value="resume"')
+
+    due = "ferrolock:{concurrency}:due"
+    redis.zadd(due, 9_000_000_000_000, "WebJob/k") # as a timer's claim leaves it while nothing can move
+    resume = { "name" => "WebJob/k", "change" => "resume", "kind" => "limits_concurrency" }
+    form_post(resume, confirm(resume))
+    # The key is due at once in the timers' index (no timer runs here: the index says who must visit).
+    expect(redis.zscore(due, "WebJob/k")).to eq(1.0)
+    expect(native.reap("WebJob/k", 0).map(&:first)).to eq(["j2"])
+    native.give_back("WebJob/k", "j2", 1)
+  end
+
   it "answers 400 to a bad change or limit" do
     get("/locks/limiters/limit", "name" => "web:live", "change" => "drop")
     expect(last_response.status).to eq(400)
     get("/locks/limiters/limit", "name" => "web:live", "change" => "set_limit", "limit" => "0")
     expect(last_response.status).to eq(400)
     expect(last_response.body).to include("limit")
+    get("/locks/limiters/limit", "name" => "web:live", "change" => "pause", "kind" => "rate_limiter")
+    expect(last_response.status).to eq(400)
   end
 end

@@ -1,10 +1,14 @@
 # frozen_string_literal: true
 
+require "logger"
+require_relative "support/active_job_jobs"
 require_relative "support/testing_scenarios"
 
 # A limit changed live behaves the same against Redis (real!) and in memory (fake!): Admin#pause,
-# #set_limit, #resume and #clear_override reach Ferrolock::Testing's fake limiters.
+# #set_limit, #resume and #clear_override reach Ferrolock::Testing's fake limiters and limits_concurrency keys.
 RSpec.describe "Limits changed live under Ferrolock::Testing" do
+  include FerrolockTest::ActiveJobJobs
+
   %i[real fake].each do |mode|
     context "in #{mode} mode" do
       around { |example| FerrolockTest::TestingModes.around(example, mode) }
@@ -22,6 +26,22 @@ RSpec.describe "Limits changed live under Ferrolock::Testing" do
         limiter.within_limit(wait_timeout: 0) { true }
       rescue Ferrolock::OverLimit
         false
+      end
+
+      it "pauses a limits_concurrency key (jobs blocked, on_conflict: :discard too); resumed, the timer runs them" do
+        with_loggers do
+          klass = recording("FakeLiveJob", to: 1, key: ->(account, _n) { account }, on_conflict: :discard)
+          expect(admin.pause("FakeLiveJob/a", kind: :limits_concurrency).to_h).to eq(limit: nil, paused: true)
+          expect(Array.new(2) { |n| klass.perform_later("a", n) }).to all(be_a(klass)) # blocked, not discarded
+          expect(queue(klass)).to be_empty
+          expect(admin.limit_override("FakeLiveJob/a", kind: :limits_concurrency).to_h).to eq(limit: nil, paused: true)
+          expect(admin.resume("FakeLiveJob/a", kind: :limits_concurrency).to_h).to eq(limit: nil, paused: false)
+          wait_until(timeout: 5, what: "the first blocked job promoted") { queue(klass).size == 1 }
+          work_off(klass)
+          expect(ran.map { |account, n, _| [account, n] }).to eq([["a", 0], ["a", 1]])
+        end
+      ensure
+        Ferrolock::ActiveJob::Slots.reset!
       end
 
       it "pauses, lowers without evicting, resumes a waiter and clears" do

@@ -109,15 +109,17 @@ module Ferrolock
       end
     end
 
-    # A ConcurrentLimiter's limit changed live (LimitOverride), in every process from its next attempt,
-    # until #clear_override; holders are never evicted. Each returns the LimitOverride::Override now in
-    # force (nil fields: none) and sends a :limit_changed event. `kind:` :concurrent_limiter only so
-    # far (a limits_concurrency key's override is not built yet).
+    # A limit changed live (LimitOverride), in every process from its next attempt, until
+    # #clear_override; holders are never evicted. `kind:` :concurrent_limiter (name: the limiter's)
+    # or :limits_concurrency (name: the ActiveJob key "<group>/<key>", as #concurrency lists it).
+    # Each returns the LimitOverride::Override now in force (nil fields: none) and sends a
+    # :limit_changed event.
     def set_limit(name, limit, kind: :concurrent_limiter)
       override(name, kind, :set_limit, limit)
     end
 
-    # No slot is taken or handed on until #resume: waiters wait (or reschedule), nothing is dropped.
+    # No slot is taken or handed on until #resume: waiters wait (or reschedule), a key's jobs are
+    # blocked (whatever on_conflict says); nothing is dropped.
     def pause(name, kind: :concurrent_limiter)
       override(name, kind, :pause)
     end
@@ -129,6 +131,11 @@ module Ferrolock
     # Back to the limit the code passes (and resumed).
     def clear_override(name, kind: :concurrent_limiter)
       override(name, kind, :clear)
+    end
+
+    # The LimitOverride::Override in force for `name` (of `kind:`, as #set_limit takes them); nil when none.
+    def limit_override(name, kind: :concurrent_limiter)
+      LimitOverride.read(@client, @keys, LimitOverride.stored_name(Validate.name!(:name, name), kind))
     end
 
     # ActiveJob limits_concurrency keys (ConcurrencyInfo): `pattern` matches "<group>/<key>".
@@ -198,12 +205,7 @@ module Ferrolock
     private
 
     def override(name, kind, action, limit = nil)
-      name = Validate.name!(:name, name)
-      unless kind == :concurrent_limiter
-        raise ArgumentError, "kind: only :concurrent_limiter can be overridden (got #{Validate.show(kind)})"
-      end
-
-      LimitOverride.write(@client, @keys, name, action, limit)
+      LimitOverride.write(@client, Validate.name!(:name, name), action, limit, kind: kind)
     end
 
     # One SCAN page of items: keys of the given parts, each (name, part) read by the block into

@@ -484,7 +484,7 @@ pub fn ints(v: &Value) -> Result<Vec<i64>> {
 
 /// Where a raw command goes: by its first argument, the key of every command ferrolock sends,
 /// but a script (`EVAL script numkeys key…`, EVALSHA, FCALL) by its first key, as a
-/// `ScriptCall` is (Admin's override write, History's flush on a Redis Cluster).
+/// `ScriptCall` is (History's flush on a Redis Cluster).
 fn command_route(args: &[Vec<u8>]) -> Route<'_> {
     const SCRIPTS: [&[u8]; 5] = [b"EVAL", b"EVALSHA", b"EVAL_RO", b"EVALSHA_RO", b"FCALL"];
     match args {

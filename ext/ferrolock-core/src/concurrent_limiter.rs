@@ -67,8 +67,12 @@ use crate::lua_script;
 use crate::script::{Script, ScriptCall};
 use std::time::{Duration, Instant};
 
+mod limit_override;
+pub use limit_override::{Override, OverrideAction, OVERRIDE_TTL};
+
 lua_script!(ACQUIRE = "concurrent_limiter/acquire");
-lua_script!(RELEASE = "concurrent_limiter/release");
+// release.lua hands slots to waiters as override.lua wakes them (line_entry.lua).
+lua_script!(RELEASE = "concurrent_limiter/release", after "concurrent_limiter/line_entry");
 lua_script!(RENEW = "concurrent_limiter/renew");
 lua_script!(STATUS = "concurrent_limiter/status");
 
@@ -118,7 +122,7 @@ pub struct ConcurrentLimiter {
     /// The Redis line's key.
     line_key: String,
     /// The operators' override of the limit (paused, another limit): read by the acquire and
-    /// release scripts, written by lib/ferrolock/admin/limit_override.rb.
+    /// release scripts, written by `write_override` (limit_override.rs).
     override_key: String,
     limit: u32,
 }

@@ -5,7 +5,8 @@
 //!
 //! Keys of one concurrency key (`<ns>:{concurrency:<key>}:…`): `slots` (zset job_id -> lease
 //! expiry), `blocked` (list of job_ids), `jobs` (hash job_id -> payload), `fence` (the fencing
-//! counter). The slot token is the ActiveJob job_id, so a job that enqueues itself again (a
+//! counter), `override` (the operators' live limit or pause, as a ConcurrentLimiter's:
+//! `write_override`). The slot token is the ActiveJob job_id, so a job that enqueues itself again (a
 //! continuation's resumption) finds its own slot instead of queueing behind itself.
 //!
 //! A holder that died frees its slot when its lease runs out; the blocked jobs behind it must
@@ -17,7 +18,7 @@
 //! keys themselves. Admissions and releases of a key free and promote as they go, too.
 
 use crate::client::{int, text, Client};
-use crate::concurrent_limiter::RenewArgs;
+use crate::concurrent_limiter::{Override, OverrideAction, RenewArgs};
 use crate::error::{Error, Result};
 use crate::interrupt::Interrupt;
 use crate::keys::Keys;
@@ -29,7 +30,7 @@ use std::time::Duration;
 
 pub mod inspect;
 mod scripts;
-use scripts::{DueArgs, ForgetArgs, ReleaseArgs};
+use scripts::{override_call, DueArgs, ForgetArgs, ReleaseArgs};
 // Slots are a zset of token -> expiry, as the limiter's: its renewal (RenewArgs) fits them.
 
 /// The fencing counter's TTL in leases (as DistMutex's).
@@ -321,6 +322,31 @@ impl JobConcurrency {
             held: int(&items[0])? == 1,
             promoted,
         })
+    }
+
+    /// Changes `key`'s override (the operators' limit, or paused: see
+    /// concurrent_limiter/limit_override.rs); the override now in force. A change that may let
+    /// blocked jobs in makes the key due at once in the timers' index: the next timer visit (every
+    /// process's timer looks at least once a second) promotes them into the slots the limit in
+    /// force allows, and enqueues them in a process that has their classes.
+    pub fn write_override(
+        &self,
+        intr: &Interrupt,
+        key: &str,
+        action: OverrideAction,
+    ) -> Result<Override> {
+        let reply = self
+            .client
+            .eval(intr, &override_call(&self.keys(key)?, action))?;
+        let now = Override::from_reply("job_concurrency/override", &reply)?;
+        let blocked = match &reply {
+            Value::Array(items) => items.get(2).map(int).transpose()?.unwrap_or(0),
+            _ => 0,
+        };
+        if action.eases() && blocked > 0 {
+            self.index(intr, key, Index::Earlier(DUE_AT_ONCE))?;
+        }
+        Ok(now)
     }
 
     /// Claims the keys whose earliest lease is due (each put off by `recheck` meanwhile); also

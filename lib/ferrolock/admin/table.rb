@@ -38,8 +38,12 @@ module Ferrolock
       # ("5 (stored 3)"; "5 (none stored)" with only waiters left); an operator's override first
       # ("2 (set live; code: 5)", "paused (5)").
       def limit(limiter)
-        configured = configured_limit(limiter)
-        over = limiter.override
+        overridden(configured_limit(limiter), limiter.override)
+      end
+
+      # The code's limit (`configured`, as text) under the operators' LimitOverride::Override `over`
+      # (nil: none): "paused (3)", "2 (set live; code: 3)".
+      def overridden(configured, over)
         return configured if over.nil?
 
         set = over.limit ? "#{over.limit} (set live; code: #{configured})" : configured

@@ -140,6 +140,8 @@ module Ferrolock
         def keep(slot) = slot.finish!
         def reap(_key, _claim) = []
         def due(_recheck) = [[], 0, nil]
+        # Nothing is limited here, so nothing is overridden: none in force.
+        def write_override(_key, _action, _limit) = [nil, false]
         def key_part(key, part) = @client.key("concurrency:#{key}", part)
         def due_key = @client.key("concurrency", "due")
         def lost?(_slot) = false

@@ -64,18 +64,20 @@ module Ferrolock
         %(<a class="btn btn-danger btn-xs ferrolock-release" href="#{url}">#{h(label)}</a>)
       end
 
-      # The limiters page's form changing a limit live: each button asks its confirmation page (GET;
-      # the change itself is that page's POST, Web::LimitRoutes).
-      def fl_limit_form(limiter)
-        paused = limiter.override&.paused
+      # The limiters (or concurrency) page's form changing a limit live: each button asks its
+      # confirmation page (GET; the change itself is that page's POST, Web::LimitRoutes). `item`: a
+      # `override`: the LimitOverride::Override in force (nil: none).
+      def fl_limit_form(name, override, kind = "concurrent_limiter")
+        paused = override&.paused
         buttons = [%(<input type="number" name="limit" min="1" class="form-control input-sm" aria-label="New limit">),
                    %(<button name="change" value="set_limit" class="btn btn-warning btn-xs">Set limit</button>),
                    %(<button name="change" value="#{paused ? "resume" : "pause"}" class="btn btn-warning btn-xs">) +
                      %(#{paused ? "Resume" : "Pause"}</button>)]
         clear = %(<button name="change" value="clear" class="btn btn-default btn-xs">Clear</button>)
-        buttons << clear if limiter.override
+        buttons << clear if override
         %(<form method="get" action="#{fl_url(LimitRoutes::PATH)}" class="form-inline ferrolock-limit-change">) +
-          %(<input type="hidden" name="name" value="#{h(limiter.name)}">#{buttons.join}</form>)
+          %(<input type="hidden" name="name" value="#{h(name)}"><input type="hidden" name="kind" ) +
+          %(value="#{h(kind)}">#{buttons.join}</form>)
       end
 
       # A link to the confirmation page of a limits_concurrency job's force release (a holder's or a

@@ -10,7 +10,7 @@
 -- line's TTL (ms; see the end), ARGV[8] the waiter's grant inbox ('' : none, it pops its grant
 -- list; see src/inbox.rs): its entry then ends in '|@' and the inbox id
 -- KEYS[4] the operators' override (hash: 'limit', 'paused' '1', 'ttl' ms; written by
--- lib/ferrolock/admin/limit_override.rb): the limit in force is 0 while paused, else its 'limit',
+-- override.lua): the limit in force is 0 while paused, else its 'limit',
 -- else ARGV[2]. Read in this very script, so a change holds for the next attempt of every process.
 -- Returns {1, 0} when the token holds a slot, {0, ms until the earliest live slot expires, entry}
 -- when queued as entry, else {0, ms until the earliest live slot expires}.

@@ -24,7 +24,7 @@
 -- KEYS[4] the operators' override (see acquire.lua): read only when a waiter is next. Paused, or
 -- with as many live slots as the limit in force or more (it was lowered), the slot is not handed
 -- on: the waiter goes back to the head of the line, and is woken when the operator resumes or
--- raises it (lib/ferrolock/admin/limit_override.rb). Holders are never evicted.
+-- raises it (override.lua). Holders are never evicted.
 -- An entry "token|deadline|@inbox" is granted by PUBLISHing "token|slot expiry" to the inbox's
 -- channel (src/inbox.rs); one without (an older version's waiter, or an ACL without channel
 -- rights) by pushing the expiry to its grant list. An older version's release reads an inbox
@@ -85,33 +85,11 @@ else
 end
 local holds = expiry and expiry > now
 
--- "token|deadline", or "token|deadline|@inbox" (a token never contains '|').
-local function parse(entry)
-  local who, deadline, inbox = string.match(entry, '^(.*)|(%d+)|@(%w+)$')
-  if not who then
-    who, deadline = string.match(entry, '^(.*)|(%d+)$')
-  end
-  return who, tonumber(deadline or 0), inbox
-end
-
--- Tells a waiter it was handed a slot expiring at `value`. False when its grant list is not on
+-- Tells a waiter it was handed a slot expiring at `value` (line_entry.lua, in front of this
+-- script, owns the entry's format, `parse`, and the wake-up). False when its grant list is not on
 -- this node (a migrating cluster slot): nothing was written.
 local function grant(who, deadline, inbox, value)
-  if inbox then
-    -- Refused (no channel rights) only where the waiter could not subscribe either: it then
-    -- finds the slot its own at its next attempt.
-    redis.pcall('PUBLISH', inbox_prefix .. inbox, who .. '|' .. string.format('%d', value))
-    return true
-  end
-  local list = grant_prefix .. who
-  local pushed = redis.pcall('RPUSH', list, string.format('%d', value))
-  if type(pushed) == 'table' and pushed.err then
-    return false
-  end
-  -- The waiter pops it within its wait (or removes it when it gives up): the TTL only catches
-  -- a waiter that died.
-  redis.call('PEXPIRE', list, deadline - now + 1000)
-  return true
+  return tell(who, deadline, inbox, value, now, grant_prefix, inbox_prefix)
 end
 
 -- A token that gives up reads the whole line (rare): its own entries go wherever they are.

@@ -7,7 +7,9 @@
 -- of a promoted one until it starts: a promoted job whose lease runs out before it started goes
 -- back to the head of the line, so an enqueue lost between promotion and the queue is not a lost
 -- job; and '{limit}' -> the limit, for promotions by a caller that does not know it),
--- KEYS[4] fencing counter
+-- KEYS[4] fencing counter, KEYS[5] the operators' override (concurrent_limiter/override_state.lua,
+-- in front of this script): its limit replaces ARGV[2]; paused, no slot is taken and every job
+-- over it is blocked, whatever on_conflict and max_blocked say (a paused key drops nothing)
 -- ARGV[1] job_id, ARGV[2] limit, ARGV[3] lease (ms), ARGV[4] on a conflict: 'block' or
 -- 'discard', ARGV[5] the serialized job (kept when blocked), ARGV[6] max_blocked (0: none),
 -- ARGV[7] '1' at perform (the job starts: its payload goes and a fencing token is issued),
@@ -30,6 +32,11 @@ local max_blocked = tonumber(ARGV[6])
 local at_perform = ARGV[7] == '1'
 local fence_ttl_ms = ARGV[8]
 local blocked_ttl_ms = ARGV[9]
+
+-- The code's limit, stored for promotions by callers that do not know it; the override's in force.
+local configured = limit
+local paused
+limit, paused = limit_in_force(KEYS[5], limit)
 
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -94,12 +101,12 @@ end
 if live < limit then
   return hold()
 end
-if on_conflict == 'discard' then
+if on_conflict == 'discard' and not paused then
   return reply('discarded', 0)
 end
-if max_blocked > 0 and redis.call('LLEN', KEYS[2]) >= max_blocked then
+if max_blocked > 0 and not paused and redis.call('LLEN', KEYS[2]) >= max_blocked then
   return reply('full', 0)
 end
 redis.call('RPUSH', KEYS[2], job_id)
-redis.call('HSET', KEYS[3], job_id, string.format('%d', lease) .. '|' .. payload, '{limit}', limit)
+redis.call('HSET', KEYS[3], job_id, string.format('%d', lease) .. '|' .. payload, '{limit}', configured)
 return reply('blocked', 0)

@@ -1,7 +1,7 @@
 -- Gives a job's slot back and promotes the oldest blocked jobs into the free slots, in one step
 -- (FIFO); with no job_id it only frees slots whose lease ran out and promotes (the timer's
 -- visit to a key whose earliest lease is due, lib/ferrolock/active_job/expiry_timer.rb).
--- KEYS[1] slots, KEYS[2] blocked, KEYS[3] jobs (as in admit.lua)
+-- KEYS[1] slots, KEYS[2] blocked, KEYS[3] jobs, KEYS[4] the operators' override (as in admit.lua)
 -- ARGV[1] job_id ('' : none), ARGV[2] limit ('' : the one stored by the last job blocked),
 -- ARGV[3] the TTL of blocked and jobs (ms)
 -- Returns {1 when the job held a live slot (0: its lease had run out, so its slot was counted as
@@ -33,6 +33,8 @@ if job_id ~= '' then
 end
 
 limit = limit or tonumber(redis.call('HGET', KEYS[3], '{limit}') or '') or 1
+-- The operators' override's limit in force (0: paused, nobody is promoted).
+limit = limit_in_force(KEYS[4], limit)
 
 -- Frees expired slots and promotes the oldest blocked jobs (promote.lua).
 local promoted = promote(now, limit, nil)

@@ -2,14 +2,19 @@
 //! named as the script's ARGV locals, sent in ARGV order by its `call`.
 
 use super::{fence_ttl, OnConflict, Request, BLOCKED_TTL};
+use crate::concurrent_limiter::OverrideAction;
 use crate::keys::Keys;
 use crate::lua_script;
 use crate::script::ScriptCall;
 use crate::seconds::millis;
 
-// admit.lua and release.lua both free expired slots and promote blocked jobs (promote.lua).
-lua_script!(ADMIT = "job_concurrency/admit", after "job_concurrency/promote");
-lua_script!(RELEASE = "job_concurrency/release", after "job_concurrency/promote");
+// admit.lua and release.lua both free expired slots and promote blocked jobs (promote.lua), up
+// to the limit in force (the operators' override: override_state.lua, a ConcurrentLimiter's too).
+lua_script!(ADMIT = "job_concurrency/admit",
+    after "job_concurrency/promote", "concurrent_limiter/override_state");
+lua_script!(RELEASE = "job_concurrency/release",
+    after "job_concurrency/promote", "concurrent_limiter/override_state");
+lua_script!(OVERRIDE = "job_concurrency/override", after "concurrent_limiter/override_state");
 lua_script!(DUE = "job_concurrency/due");
 lua_script!(FORGET = "job_concurrency/forget");
 
@@ -23,6 +28,7 @@ impl Request<'_> {
             .key(keys.part("blocked"))
             .key(keys.part("jobs"))
             .key(keys.part("fence"))
+            .key(keys.part("override"))
             .arg(self.job_id)
             .arg(self.limit)
             .arg(millis(self.lease))
@@ -54,10 +60,20 @@ impl ReleaseArgs<'_> {
             .key(keys.part("slots"))
             .key(keys.part("blocked"))
             .key(keys.part("jobs"))
+            .key(keys.part("override"))
             .arg(self.job_id)
             .arg(self.limit.map(|l| l.to_string()).unwrap_or_default())
             .arg(self.blocked_ttl_ms)
     }
+}
+
+/// override.lua's call: `action` on the key's override (its keys: the override, blocked).
+pub(super) fn override_call(keys: &Keys, action: OverrideAction) -> ScriptCall {
+    action.args(
+        ScriptCall::new(&OVERRIDE)
+            .key(keys.part("override"))
+            .key(keys.part("blocked")),
+    )
 }
 
 /// due.lua's arguments.
@@ -101,7 +117,10 @@ impl ForgetArgs<'_> {
 mod tests {
     #[test]
     fn admit_and_release_each_carry_the_shared_promote_function_once() {
-        let shared = include_str!("../../lua/job_concurrency/promote.lua");
+        let shared = concat!(
+            include_str!("../../lua/job_concurrency/promote.lua"),
+            include_str!("../../lua/concurrent_limiter/override_state.lua")
+        );
         for (script, own) in [
             (
                 &super::ADMIT,
@@ -114,6 +133,13 @@ mod tests {
         ] {
             assert_eq!(script.source, format!("{shared}{own}"), "{}", script.name);
             assert_eq!(script.source.matches("local function promote(").count(), 1);
+            assert_eq!(
+                script
+                    .source
+                    .matches("local function limit_in_force(")
+                    .count(),
+                1
+            );
         }
     }
 }

@@ -70,7 +70,7 @@ pub struct Awaiting<'a> {
 }
 
 /// The grant value that hands over nothing: it wakes the waiter to attempt again at once (an
-/// operator resumed a limiter or raised its limit: lib/ferrolock/admin/limit_override.rb). No
+/// operator resumed a limiter or raised its limit: lua/concurrent_limiter/override.lua). No
 /// hold is ever granted as 0 (fencing tokens and slot expiries are positive).
 pub const WAKE: i64 = 0;
 

@@ -7,7 +7,9 @@ use crate::held_cell::HeldCell;
 use crate::nogvl::{acquire, release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::caller_deadline::bounded;
-use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions, Slot};
+use ferrolock_core::concurrent_limiter::{
+    ConcurrentLimiter, LimiterOptions, Override, OverrideAction, Slot, OVERRIDE_TTL,
+};
 use ferrolock_core::replicas;
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 use std::time::Instant;
@@ -92,6 +94,23 @@ impl RbConcurrentLimiter {
         run(ruby, Retry::Idempotent, |intr| rb_self.0.stored_limit(intr))
     }
 
+    /// Native::ConcurrentLimiter.write_override(client, name, action, limit): the operators'
+    /// override of limiter `name` changed ("set_limit" with a limit, "pause", "resume",
+    /// "clear"), as [limit or nil, paused] now in force.
+    fn write_override(
+        ruby: &Ruby,
+        client: &RbClient,
+        name: String,
+        action: String,
+        limit: Option<i64>,
+    ) -> Result<(Option<u32>, bool), Error> {
+        let action = OverrideAction::parse(&action, limit).map_err(|e| core_error(ruby, e))?;
+        let now: Override = run(ruby, Retry::Idempotent, |intr| {
+            ConcurrentLimiter::write_override(&client.0, intr, &name, action)
+        })?;
+        Ok((now.limit, now.paused))
+    }
+
     fn limit(&self) -> u32 {
         self.0.limit()
     }
@@ -113,6 +132,12 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     class.define_method(
         "release",
         method!(guard::f2(RbConcurrentLimiter::release), 1),
+    )?;
+    // Seconds an override lives without an admission reading it.
+    class.const_set("OVERRIDE_TTL", OVERRIDE_TTL.as_secs())?;
+    class.define_singleton_method(
+        "write_override",
+        function!(guard::f4(RbConcurrentLimiter::write_override), 4),
     )?;
     class.define_method("status", method!(guard::f1(RbConcurrentLimiter::status), 0))?;
     class.define_method(

@@ -6,6 +6,7 @@ use crate::guard;
 use crate::held_cell::HeldCell;
 use crate::nogvl::{release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
+use ferrolock_core::concurrent_limiter::OverrideAction;
 use ferrolock_core::job_concurrency::{
     JobConcurrency, OnConflict, Outcome, Promoted, Request, Running,
 };
@@ -171,6 +172,23 @@ impl RbJobConcurrency {
         Ok((names, claim, next.map(|d| d.as_secs_f64())))
     }
 
+    /// write_override(key, action, limit): the operators' override of limits_concurrency `key`
+    /// changed ("set_limit" with a limit, "pause", "resume", "clear"), as [limit or nil, paused]
+    /// now in force; blocked jobs it lets in are promoted by the timers' next visit.
+    fn write_override(
+        ruby: &Ruby,
+        rb_self: &Self,
+        key: String,
+        action: String,
+        limit: Option<i64>,
+    ) -> Result<(Option<u32>, bool), Error> {
+        let action = OverrideAction::parse(&action, limit).map_err(|e| core_error(ruby, e))?;
+        let now = run(ruby, Retry::Idempotent, |intr| {
+            rb_self.0.write_override(intr, &key, action)
+        })?;
+        Ok((now.limit, now.paused))
+    }
+
     fn key_part(ruby: &Ruby, rb_self: &Self, key: String, part: String) -> Result<String, Error> {
         rb_self
             .0
@@ -196,6 +214,10 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     class.define_method("keep", method!(guard::f2(RbJobConcurrency::keep), 1))?;
     class.define_method("reap", method!(guard::f3(RbJobConcurrency::reap), 2))?;
     class.define_method("due", method!(guard::f2(RbJobConcurrency::due), 1))?;
+    class.define_method(
+        "write_override",
+        method!(guard::f4(RbJobConcurrency::write_override), 3),
+    )?;
     class.define_method(
         "key_part",
         method!(guard::f3(RbJobConcurrency::key_part), 2),

@@ -24,9 +24,10 @@ module Ferrolock
                             "ActiveJob limits_concurrency keys (group/key): the jobs holding slots, the blocked ones"],
           "stats" => ["stats NAME", "NAME's history: events per primitive, waits p50/p95/p99 (--since, default 1h)"],
           "limit" => ["limit NAME [N]",
-                      "set ConcurrentLimiter NAME's limit to N live, in every process (--clear: undo)"],
-          "pause" => ["pause NAME", "ConcurrentLimiter NAME takes no new holder until resumed (nothing dropped)"],
-          "resume" => ["resume NAME", "undo pause NAME: the waiters run"]
+                      "set ConcurrentLimiter (--concurrency: limits_concurrency key) NAME's limit to N live " \
+                      "(--clear: undo)"],
+          "pause" => ["pause NAME", "NAME takes no new holder until resumed: jobs wait or are blocked, none dropped"],
+          "resume" => ["resume NAME", "undo pause NAME: the waiters run, blocked jobs are enqueued"]
         }.freeze
         # What loading the app's code (--require FILE, on every command) adds beyond its configuration.
         REQUIRES = {
@@ -78,6 +79,11 @@ module Ferrolock
         def command_options(opts, command)
           opts.on("--force", "really release (required)") { @values[:force] = true } if command == "release"
           opts.on("--clear", "back to the limit the code passes") { @values[:clear] = true } if command == "limit"
+          if %w[limit pause resume].include?(command)
+            opts.on("--concurrency", "NAME is an ActiveJob limits_concurrency key (group/key), not a limiter") do
+              @values[:concurrency] = true
+            end
+          end
           if command == "stats"
             opts.on("--since AGO", "how far back: 90s, 15m, 1h (default), 3d; up to 72h") do |ago|
               @values[:since] = ago

@@ -9,6 +9,10 @@ module Ferrolock
       # ones not started yet (job_id => [lease ms, payload]), the limit the last blocked job stored, the
       # last fencing token. A performing job's slot is renewed, so here it never runs out.
       class ConcurrencyKey
+        # The operators' Admin::LimitOverride::Override (nil: none): its limit replaces the code's;
+        # paused, no slot is taken and every job is blocked (never discarded).
+        attr_accessor :override
+
         def initialize
           @slots = {}
           @blocked = []
@@ -20,7 +24,8 @@ module Ferrolock
 
         # admit.lua: [outcome, fencing token, blocked count, promoted [[job_id, payload], ...]].
         def admit(job_id, payload, at_perform, policy, now)
-          limit, lease, = policy
+          limit = in_force(policy[0])
+          lease = policy[1]
           free_expired(now)
           live, promoted = promote(limit, now, at_perform ? job_id : nil)
           outcome, fence =
@@ -37,7 +42,7 @@ module Ferrolock
         def release(job_id, limit, now)
           held = job_id ? give_up(job_id, now) : -1
           free_expired(now)
-          promoted = promote(limit || @limit || 1, now).last
+          promoted = promote(in_force(limit || @limit || 1), now).last
           @limit = nil if @blocked.empty? && @jobs.empty?
           [held, promoted]
         end
@@ -64,6 +69,23 @@ module Ferrolock
         end
 
         private
+
+        # :discarded or :full for a job over the limit under `policy`, nil when it is blocked: a paused
+        # key blocks every job.
+        def refusal(policy)
+          _, _, on_conflict, max_blocked = policy
+          return nil if @override&.paused
+          return :discarded if on_conflict == "discard"
+
+          :full if max_blocked.positive? && @blocked.size >= max_blocked
+        end
+
+        # The limit in force for the code's `configured` one (0 while paused).
+        def in_force(configured)
+          return configured unless @override
+
+          @override.paused ? 0 : (@override.limit || configured)
+        end
 
         def live?(job_id, now)
           at = @slots[job_id]
@@ -117,10 +139,11 @@ module Ferrolock
         end
 
         def over_limit(job_id, payload, policy)
-          limit, lease, on_conflict, max_blocked = policy
+          limit, lease, = policy
           return [:waiting, 0] if @jobs.key?(job_id)
-          return [:discarded, 0] if on_conflict == "discard"
-          return [:full, 0] if max_blocked.positive? && @blocked.size >= max_blocked
+
+          refused = refusal(policy)
+          return [refused, 0] if refused
 
           @blocked << job_id
           @jobs[job_id] = [lease, payload]

@@ -76,6 +76,23 @@ module Ferrolock
           @client.key("concurrency", "due")
         end
 
+        # [limit or nil, paused]: the operators' override of `key` after `action`, as
+        # job_concurrency/override.lua leaves it. The blocked jobs it lets in are promoted by the
+        # timer's next visit, as in Redis.
+        def write_override(key, action, limit)
+          @store.synchronize do
+            current = entry(key)
+            current.override = Admin::LimitOverride.after(current.override, action.to_sym, limit)
+            @store.changed!
+            (current.override || Admin::LimitOverride::NONE).to_a
+          end
+        end
+
+        # The Override in force for `key` of client (nil: none).
+        def self.override(store, client, key)
+          store.synchronize { store.table(:job_concurrency)[Fake.place(client, "concurrency")]&.dig(key)&.override }
+        end
+
         # Whether the slot went while held (Testing.reset!).
         def lost?(slot)
           @store.synchronize { !keys[slot.key]&.slot?(slot.job_id) }
