@@ -62,11 +62,11 @@ module Ferrolock
 
       # The name `kind`'s override is stored under ("concurrency:<group>/<key>" for a key's).
       def stored_name(name, kind)
-        kind == :limits_concurrency ? "#{CONCURRENCY_PREFIX}#{name}" : name
+        kind == :limits_concurrency ? "#{Reading.prefix(:limits_concurrency)}#{name}" : name
       end
 
       def fake_read(client, name)
-        key = name.delete_prefix(CONCURRENCY_PREFIX)
+        key = name.delete_prefix(Reading.prefix(:limits_concurrency))
         return Testing::Fake::ConcurrentLimiter.override(Testing.store, client, name) if key == name
 
         Testing::Fake::JobConcurrency.override(Testing.store, client, key)
