@@ -5,6 +5,7 @@
 #   ruby bench/probes/ab_io.rb MODE SECONDS ROUNDS name=/path/to/lib name=/path/to/lib ...
 require_relative "../harness"
 require_relative "../support/pinning"
+require "fileutils"
 
 mode, seconds = ARGV.shift(2)
 rounds = Integer(ARGV.shift)
@@ -16,9 +17,10 @@ Bench::Pinning.server(lock.url)
 Bench::Pinning.server(io.url)
 puts "load: #{File.read("/proc/loadavg").strip}"
 tool = File.expand_path("limiter_io.rb", __dir__)
+FileUtils.mkdir_p(File.expand_path("../../tmp", __dir__))
 rounds.times do |r|
   (r.even? ? sides : sides.reverse).each do |name, lib|
-    stat = File.expand_path("perf-#{name}.csv", __dir__)
+    stat = File.expand_path("../../tmp/perf-#{name}.csv", __dir__) # the repo's tmp/ (gitignored)
     out = IO.popen({ "LOCK_URL" => lock.url, "IO_URL" => io.url },
                    ["perf", "stat", "-x", ",", "-o", stat, "-e", "context-switches,task-clock", "--",
                     "ruby", "-I#{lib}", tool, mode, seconds], &:read)
