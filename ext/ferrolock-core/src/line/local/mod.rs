@@ -173,11 +173,10 @@ impl Line {
         })
     }
 
-    /// Wakes local waiter `id` (it looks at its slot).
-    fn wake(&self, id: u64) {
-        if let Some(wake) = self.wakes.get(&id) {
-            wake.notify_one();
-        }
+    /// The wake-up of local waiter `id` (it looks at its slot), to send once the lines' lock is
+    /// dropped.
+    fn wake(&self, id: u64) -> Wake {
+        Wake(self.wakes.get(&id).cloned())
     }
 
     fn is_unused(&self) -> bool {
@@ -187,27 +186,39 @@ impl Line {
     /// A member left its role. Invariant: local waiters wait only while a member will pass them
     /// on (one in Redis, or a holder whose release queues the next): when none is left, the
     /// oldest local waiter goes to Redis by itself.
-    fn leave(&mut self, role: Role) {
+    fn leave(&mut self, role: Role) -> Option<Wake> {
         match role {
             Role::InRedis => self.in_redis = self.in_redis.saturating_sub(1),
             Role::Holding => self.holding = self.holding.saturating_sub(1),
         }
         if self.in_redis + self.holding == 0 {
-            self.send_oldest_to_redis();
+            return self.send_oldest_to_redis();
         }
+        None
     }
 
-    /// The oldest local waiter attempts on its own now (it then counts as a waiter in Redis);
-    /// false when nobody waits here.
-    fn send_oldest_to_redis(&mut self) -> bool {
-        let Some(id) = self.waiting.pop_front() else {
-            return false;
-        };
+    /// The oldest local waiter attempts on its own now (it then counts as a waiter in Redis):
+    /// its wake-up, None when nobody waits here.
+    fn send_oldest_to_redis(&mut self) -> Option<Wake> {
+        let id = self.waiting.pop_front()?;
         self.slots
             .insert(id, Slot::Told(Turn::Attempt { uncertain: false }));
         self.in_redis += 1;
-        self.wake(id);
-        true
+        Some(self.wake(id))
+    }
+}
+
+/// A local waiter's wake-up, sent once the lines' lock is dropped: woken under it, the waiter
+/// would at once block on that lock again (one more context switch for every pass, on a busy
+/// CPU).
+#[must_use]
+struct Wake(Option<Arc<Condvar>>);
+
+impl Wake {
+    fn send(self) {
+        if let Some(wake) = self.0 {
+            wake.notify_one();
+        }
     }
 }
 
@@ -238,10 +249,15 @@ impl Drop for Member {
             return;
         }
         let mut lines = lines();
-        if let Some(line) = lines.0.get_mut(&self.key) {
-            line.leave(self.role);
-        }
+        let wake = lines
+            .0
+            .get_mut(&self.key)
+            .and_then(|line| line.leave(self.role));
         drop_if_unused(&mut lines, &self.key);
+        drop(lines);
+        if let Some(wake) = wake {
+            wake.send();
+        }
     }
 }
 
@@ -263,12 +279,17 @@ impl Member {
             return;
         }
         let mut lines = lines();
+        let mut wake = None;
         if let Some(line) = lines.0.get_mut(&self.key) {
             line.in_redis = line.in_redis.saturating_sub(1);
             line.holding += 1;
             if room && line.in_redis == 0 {
-                line.send_oldest_to_redis();
+                wake = line.send_oldest_to_redis();
             }
+        }
+        drop(lines);
+        if let Some(wake) = wake {
+            wake.send();
         }
         self.role = Role::Holding;
     }
@@ -304,8 +325,9 @@ impl Member {
             return Err(self);
         };
         line.slots.insert(id, Slot::Told(Turn::Handed(baton())));
-        line.wake(id);
+        let wake = line.wake(id);
         drop(lines);
+        wake.send();
         // Its holding count goes to the waiter, which becomes a holding member.
         std::mem::forget(self);
         Ok(())
@@ -394,12 +416,15 @@ impl Successor {
             return;
         };
         let mut lines = lines();
-        if let Some(line) = lines.0.get_mut(&member.key) {
+        let wake = lines.0.get_mut(&member.key).map(|line| {
             // The counts moved at `take_successor`.
             line.slots.insert(self.id, Slot::Told(turn));
-            line.wake(self.id);
-        }
+            line.wake(self.id)
+        });
         drop(lines);
+        if let Some(wake) = wake {
+            wake.send();
+        }
         std::mem::forget(member);
     }
 }
@@ -467,11 +492,11 @@ pub fn pass_room(client_id: usize, lock_key: &str, room: usize) {
     let Some(line) = lines.0.get_mut(&(client_id, lock_key.to_string())) else {
         return;
     };
-    for _ in 0..room {
-        if !line.send_oldest_to_redis() {
-            break;
-        }
-    }
+    let wakes: Vec<Wake> = (0..room)
+        .map_while(|_| line.send_oldest_to_redis())
+        .collect();
+    drop(lines);
+    wakes.into_iter().for_each(Wake::send);
 }
 
 /// Local waiters of one name (tests: how many threads of this process wait behind the one in Redis).
