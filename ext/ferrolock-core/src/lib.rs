@@ -14,7 +14,7 @@
 //!   (enter, release, abandon, written once against the `Primitive` trait each implements), with
 //!   the grants pushed to a waiter (`inbox`, `subscription`, `handoff`), one Redis waiter per
 //!   process (`local`) and hand-off inside the process (`cohort`, `unanswered_releases`); the
-//!   caller's limits (`interrupt`, `caller_deadline`, `seconds`); `replicas` (WAIT before
+//!   caller's limits (`interrupt`, `wait_timeout`, `seconds`); `replicas` (WAIT before
 //!   entering); `quiet_thread` (the core's threads, signals blocked).
 //! * The primitives: `dist_mutex`, `dual_lock` (+ `dual_lock_local`), `concurrent_limiter`,
 //!   `rate_limiter`, `fair_tenant`, `message_lock`, `unique_lock`, `job_concurrency`; `admin`
@@ -25,7 +25,6 @@
 //! internals, `pub(crate)`.
 
 pub mod admin;
-pub mod caller_deadline;
 pub mod client;
 pub mod concurrent_limiter;
 pub mod data_loss;
@@ -56,6 +55,7 @@ pub mod transport;
 pub mod unanswered_releases;
 pub mod unique_lock;
 pub(crate) mod wait;
+pub mod wait_timeout;
 pub(crate) mod watchdog;
 
 pub use client::{Client, ClientOptions, SentinelOptions};

@@ -1,12 +1,12 @@
 //! `Ferrolock::Native::DistMutex` and the hold it hands out (see lib/ferrolock/dist_mutex.rb,
 //! which adds Ruby Mutex's owner rules).
 
-use crate::errors::{core_error, deadline, seconds, wait};
+use crate::errors::{core_error, seconds, wait};
 use crate::guard;
 use crate::held_cell::HeldCell;
 use crate::nogvl::{acquire, release_once, release_then_sleep, run, Retry, Slept};
 use crate::ruby_api::client::RbClient;
-use ferrolock_core::caller_deadline::bounded;
+use crate::wait_timeout::{acquire_until, deadline};
 use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions, Held};
 use ferrolock_core::replicas;
 use ferrolock_core::unanswered_releases;
@@ -104,13 +104,14 @@ impl RbDistMutex {
     /// Waits at most `wait_timeout` seconds (nil: as long as it takes), as DistMutex#lock's
     /// keyword says (`timeout:` there is its deprecated name).
     fn lock(ruby: &Ruby, rb_self: &Self, wait_timeout: Option<f64>) -> Result<RbMutexHold, Error> {
-        let deadline = deadline(ruby, "wait_timeout", wait_timeout)?;
+        let deadline = deadline(ruby, wait_timeout)?;
         let token = DistMutex::new_token();
-        // The deadline bounds a stalled Redis too (caller_deadline.rs).
-        let held = acquire(ruby, |intr| {
-            bounded(deadline, || rb_self.0.lock(intr, &token, deadline))
-        })
-        .inspect_err(|_| rb_self.0.abandon(&token))?;
+        let held = acquire_until(
+            ruby,
+            deadline,
+            |intr| rb_self.0.lock(intr, &token, deadline),
+            || rb_self.0.abandon(&token),
+        )?;
         Ok(RbMutexHold::new(held))
     }
 
