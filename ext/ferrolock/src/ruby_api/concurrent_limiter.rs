@@ -7,8 +7,8 @@ use crate::held_cell::HeldCell;
 use crate::nogvl::{release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
 use crate::wait_timeout::{acquire_until, deadline};
-use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions, Slot};
 use ferrolock_core::replicas;
+use ferrolock_core::{ConcurrentLimiter, LimiterOptions, Slot};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 use std::time::Instant;
 

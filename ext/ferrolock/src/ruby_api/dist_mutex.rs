@@ -7,9 +7,8 @@ use crate::held_cell::HeldCell;
 use crate::nogvl::{acquire, release_once, release_then_sleep, run, Retry, Slept};
 use crate::ruby_api::client::RbClient;
 use crate::wait_timeout::{acquire_until, deadline};
-use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions, Held};
 use ferrolock_core::replicas;
-use ferrolock_core::unanswered_releases;
+use ferrolock_core::{Announced, DistMutex, DistMutexOptions, Held};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -24,7 +23,7 @@ pub struct RbMutexHold {
     /// Set once `release_and_sleep` released it: the sleep must take the lock again.
     released_by_sleep: AtomicBool,
     /// Set by `announce_release` (its owner ended): ends once `unlock` was answered.
-    announced: Mutex<Option<unanswered_releases::Announced>>,
+    announced: Mutex<Option<Announced>>,
     /// Whether `announced` was set: every `unlock` reads only this flag.
     was_announced: AtomicBool,
 }
@@ -48,7 +47,7 @@ impl RbMutexHold {
         self.released_by_sleep.load(Ordering::SeqCst)
     }
 
-    fn announce(&self, announced: unanswered_releases::Announced) {
+    fn announce(&self, announced: Announced) {
         *self.announced.lock().unwrap_or_else(|e| e.into_inner()) = Some(announced);
         self.was_announced.store(true, Ordering::SeqCst);
     }

@@ -7,9 +7,9 @@ use crate::held_cell::HeldCell;
 use crate::nogvl::{release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
 use crate::wait_timeout::{acquire_until, deadline};
-use ferrolock_core::dual_lock::{DualLock, DualLockOptions, Stage, Ticket};
 use ferrolock_core::replicas;
 use ferrolock_core::wait_timeout;
+use ferrolock_core::{DualLock, DualLockOptions, Stage, Ticket};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby, Symbol};
 
 #[magnus::wrap(class = "Ferrolock::Native::DualLock", free_immediately, size)]

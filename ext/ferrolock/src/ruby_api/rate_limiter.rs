@@ -7,7 +7,7 @@ use crate::guard;
 use crate::nogvl::{run, Retry};
 use crate::ruby_api::client::RbClient;
 use crate::wait_timeout::{acquire_until, deadline};
-use ferrolock_core::rate_limiter::{Algorithm, Attempt, RateLimiter};
+use ferrolock_core::{Algorithm, Attempt, RateLimiter};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
