@@ -14,22 +14,19 @@ pub fn new_error(ruby: &Ruby, class: ExceptionClass, msg: &str) -> Error {
 }
 
 pub fn ferrolock_error(ruby: &Ruby, class: &str, msg: String) -> Error {
-    let class = ruby
-        .class_object()
-        .const_get::<_, RModule>("Ferrolock")
-        .and_then(|m| m.const_get::<_, ExceptionClass>(class))
-        .unwrap_or_else(|_| ruby.exception_runtime_error());
-    new_error(ruby, class, &msg)
+    error_at(ruby, &[class], &msg)
 }
 
-/// `Ferrolock::WaitTimeout::Stalled` (a ConnectionError): Ruby's `WaitTimeout` raises the
-/// primitive's own timeout error in its place (lib/ferrolock/wait_timeout.rb).
-fn stalled(ruby: &Ruby, msg: &str) -> Error {
-    let class = ruby
-        .class_object()
-        .const_get::<_, RModule>("Ferrolock")
-        .and_then(|m| m.const_get::<_, RModule>("WaitTimeout"))
-        .and_then(|m| m.const_get::<_, ExceptionClass>("Stalled"))
+/// An exception of the class at `path` under `Ferrolock` (["Native", "Interrupted"] is
+/// `Ferrolock::Native::Interrupted`); a RuntimeError if Ruby has no such class.
+pub fn error_at(ruby: &Ruby, path: &[&str], msg: &str) -> Error {
+    let (last, modules) = path.split_last().expect("a class path names a class");
+    let mut module = ruby.class_object().const_get::<_, RModule>("Ferrolock");
+    for name in modules {
+        module = module.and_then(|m| m.const_get::<_, RModule>(*name));
+    }
+    let class = module
+        .and_then(|m| m.const_get::<_, ExceptionClass>(*last))
         .unwrap_or_else(|_| ruby.exception_runtime_error());
     new_error(ruby, class, msg)
 }
@@ -38,7 +35,9 @@ pub fn core_error(ruby: &Ruby, e: CoreError) -> Error {
     let msg = e.to_string();
     match e {
         CoreError::Connection { .. } => ferrolock_error(ruby, "ConnectionError", msg),
-        CoreError::Stalled { .. } => stalled(ruby, &msg),
+        // A ConnectionError: Ruby's `WaitTimeout` raises the primitive's own timeout error in
+        // its place (lib/ferrolock/wait_timeout.rb).
+        CoreError::Stalled { .. } => error_at(ruby, &["WaitTimeout", "Stalled"], &msg),
         CoreError::Replication { .. } => ferrolock_error(ruby, "ReplicationError", msg),
         CoreError::Timeout(_) => ferrolock_error(ruby, "TimeoutError", msg),
         CoreError::LockLost(_) => ferrolock_error(ruby, "LockLost", msg),
