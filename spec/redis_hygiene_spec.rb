@@ -53,7 +53,7 @@ RSpec.describe "Redis is left clean" do
           # the 0.5 s EXEC lease): the release says so. Nothing may be left behind then either.
           lost << i
         rescue Ferrolock::OverLimit, Ferrolock::TimeoutError => e
-          # A reply later than wait_timeout + 0.25 s ends the call (caller_deadline.rs): seen with
+          # A reply later than wait_timeout + 0.25 s ends the call (wait_timeout.rs): seen with
           # wait_timeout: 0 on a machine loaded to 7 on 2 cores. Only a stall may end it so.
           raise unless e.cause.is_a?(Ferrolock::ConnectionError)
 

@@ -84,11 +84,7 @@ module Ferrolock
       LockLostWatcher.ensure_started
       started = Ferrolock.monotonic
       stalled = -> { over_limit(wait_timeout, started, "Redis did not answer") }
-      slot = CallerTimeout.bound(started, wait_timeout, stalled) do
-        Interrupts.acquire(keep: keep, give_back: @give_back) do
-          @native.acquire(wait_timeout)
-        end
-      end
+      slot = WaitTimeout.acquire(stalled, keep: keep, give_back: @give_back) { @native.acquire(wait_timeout) }
       raise over_limit(wait_timeout, started, "all #{@count} slots stayed busy") unless slot
 
       since = Ferrolock.monotonic

@@ -190,19 +190,19 @@ module Ferrolock
     # `given`: the keyword the caller wrote (:wait_timeout, or the deprecated :timeout), for errors.
     # This is every lock's path: kept short (a request sent more than ~2 µs after the previous
     # reply finds Redis asleep and costs ~10 µs more; see doc/BENCHMARKS.md).
-    def lock_as_current(timeout, given)
+    def lock_as_current(wait_timeout, given)
       check_local_owners
 
       LockLostWatcher.ensure_started
       listening = Ferrolock.listening?(:acquired)
-      started = Ferrolock.monotonic if listening || !nil.equal?(timeout)
-      if nil.equal?(timeout)
+      started = Ferrolock.monotonic if listening
+      if nil.equal?(wait_timeout)
         # Granted and recorded, or interrupted holding nothing (see Interrupts).
         Interrupts.acquire(keep: @remember, give_back: @give_back) { @native.lock(nil) }
       else
-        timeout = Validate.seconds!(given, timeout, allow_zero: true)
-        CallerTimeout.bound(started, timeout, -> { stalled_timeout(timeout) }) do
-          Interrupts.acquire(keep: @remember, give_back: @give_back) { @native.lock(timeout) }
+        wait_timeout = Validate.seconds!(given, wait_timeout, allow_zero: true)
+        WaitTimeout.acquire(-> { stalled(wait_timeout) }, keep: @remember, give_back: @give_back) do
+          @native.lock(wait_timeout)
         end
       end
       if listening
@@ -211,8 +211,9 @@ module Ferrolock
       self
     end
 
-    def stalled_timeout(timeout)
-      TimeoutError.new("DistMutex #{@name.inspect}: Redis did not answer within wait_timeout (#{timeout} s)")
+    # Redis stalled past wait_timeout (see WaitTimeout).
+    def stalled(wait_timeout)
+      TimeoutError.new("DistMutex #{@name.inspect}: Redis did not answer within wait_timeout (#{wait_timeout} s)")
     end
   end
 end

@@ -49,13 +49,12 @@ module Ferrolock
       ticket = nil
       ran = false
       begin
-        since = CallerTimeout.bound(started, @wait_timeout, -> { stalled(tags, started) }) do
-          # The ticket is recorded the moment it is granted (see Interrupts).
-          Interrupts.acquire(keep: ->(t) { ticket = t }, give_back: ->(t) { @native.leave(t) }) do
-            @native.enter(@wait_timeout)
-          end
-          take_turn(ticket, started, tags)
+        on_stall = -> { stalled(tags, started) }
+        # The ticket is recorded the moment it is granted (see Interrupts).
+        WaitTimeout.acquire(on_stall, keep: ->(t) { ticket = t }, give_back: ->(t) { @native.leave(t) }) do
+          @native.enter(@wait_timeout)
         end
+        since = WaitTimeout.within(on_stall) { take_turn(ticket, started, tags) }
         return skipped(tags) unless since
 
         yield
@@ -120,7 +119,7 @@ module Ferrolock
       @wait_timeout && [@wait_timeout - (Ferrolock.monotonic - started), 0.0].max
     end
 
-    # Redis stalled past wait_timeout (see CallerTimeout).
+    # Redis stalled past wait_timeout (see WaitTimeout).
     def stalled(tags, started)
       timed_out(tags, started, "Redis did not answer")
     end

@@ -122,8 +122,8 @@ module Ferrolock
       # exception arrived is given back here (the block will not run).
       give_back = ->(reply) { @native.refund(reply[3], cost) if reply[0] }
       stalled = -> { stalled_over_limit(wait_timeout, started) }
-      granted, at, remaining = CallerTimeout.bound(started, wait_timeout, stalled) do
-        Interrupts.acquire(keep: ->(_) {}, give_back: give_back) { @native.acquire(cost, wait_timeout) }
+      granted, at, remaining = WaitTimeout.acquire(stalled, keep: ->(_) {}, give_back: give_back) do
+        @native.acquire(cost, wait_timeout)
       end
       waited = Ferrolock.monotonic - started
       return instrument(:acquired, waited: waited, granted_at: at, remaining: remaining, cost: cost) if granted
@@ -133,7 +133,7 @@ module Ferrolock
                           "#{at.round(3)} s, past wait_timeout #{wait_timeout} s", limiter: self, retry_after: at)
     end
 
-    # Redis stalled past wait_timeout (see CallerTimeout): when the next slot opens is unknown.
+    # Redis stalled past wait_timeout (see WaitTimeout): when the next slot opens is unknown.
     def stalled_over_limit(wait_timeout, started)
       instrument(:over_limit, waited: Ferrolock.monotonic - started, retry_after: nil)
       OverLimit.new("RateLimiter #{@name.inspect}: Redis did not answer within wait_timeout (#{wait_timeout} s)",

@@ -1,7 +1,7 @@
 //! Round-trip costs through the core client, without Ruby:
 //! `cargo run --release --example ping_rate -- redis://127.0.0.1:6379/0`.
-use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::{Client, ClientOptions, Interrupt};
+use ferrolock_core::{DistMutex, DistMutexOptions};
 use std::time::Instant;
 
 fn rate(label: &str, n: u32, mut op: impl FnMut()) {

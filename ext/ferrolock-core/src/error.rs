@@ -7,6 +7,10 @@ pub enum Error {
     /// Redis could not be reached or did not answer in time. `addr` is `host:port` (or the socket
     /// path); it never carries a password.
     Connection { addr: String, detail: String },
+    /// Redis did not answer before the caller's wait_timeout ran out: a read or connect cut at
+    /// the deadline (`wait_timeout::until`). Shown as `Connection`; the binding raises the
+    /// primitive's own timeout error with it as the cause.
+    Stalled { addr: String, detail: String },
     /// A wait passed its deadline.
     Timeout(String),
     /// A held lease was found gone or owned by another token.
@@ -52,14 +56,17 @@ impl Error {
     /// True when the failure says nothing about the lock state and the connection should be
     /// dropped rather than reused.
     pub fn is_io(&self) -> bool {
-        matches!(self, Error::Connection { .. } | Error::Interrupted)
+        matches!(
+            self,
+            Error::Connection { .. } | Error::Stalled { .. } | Error::Interrupted
+        )
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Connection { addr, detail } => {
+            Error::Connection { addr, detail } | Error::Stalled { addr, detail } => {
                 write!(f, "cannot reach Redis at {addr}: {detail}")
             }
             Error::Timeout(m)

@@ -14,7 +14,7 @@
 //!   (enter, release, abandon, written once against the `Primitive` trait each implements), with
 //!   the grants pushed to a waiter (`inbox`, `subscription`, `handoff`), one Redis waiter per
 //!   process (`local`) and hand-off inside the process (`cohort`, `unanswered_releases`); the
-//!   caller's limits (`interrupt`, `caller_deadline`, `seconds`); `replicas` (WAIT before
+//!   caller's limits (`interrupt`, `wait_timeout`, `seconds`); `replicas` (WAIT before
 //!   entering); `quiet_thread` (the core's threads, signals blocked).
 //! * The primitives: `dist_mutex`, `dual_lock` (+ `dual_lock_local`), `concurrent_limiter`,
 //!   `rate_limiter`, `fair_tenant`, `message_lock`, `unique_lock`, `job_concurrency`; `admin`
@@ -24,16 +24,22 @@
 //!   `admin::layout` holds the key layout listings go by (prefixes, parts, SCAN patterns).
 //! * `redact`: hides secrets in anything shown to people.
 //!
-//! A module is `pub` only when the binding or the integration tests (tests/) use it; the rest are
-//! internals, `pub(crate)`.
+//! The binding's facade (issue 40, item 8): the types ext/ferrolock names are re-exported at the
+//! root (the `pub use` block below), so it imports `ferrolock_core::{...}`. A module stays `pub`
+//! only when the binding calls its free functions (`admin`, `fair_tenant`, `fork`, `holder`,
+//! `lost_leases`, `redact`, `replicas`, `seconds`, `wait_timeout`), names a type the root cannot
+//! hold twice (`admin::Held` beside `dist_mutex::Held`, `job_concurrency::Running` beside
+//! `message_lock::Running`), or the integration tests (tests/) reach into it (`client::int`,
+//! `concurrent_limiter::LimiterStatus`, `transport::slot::key_slot`, `script` for `lua_script!`);
+//! the rest are internals, `pub(crate)` (the binding reads a rate limiter's and a digest's state
+//! through `rate_inspect` and `unique_inspect`).
 
 pub mod admin;
-pub mod caller_deadline;
 pub mod client;
 pub mod concurrent_limiter;
-pub mod data_loss;
-pub mod dist_mutex;
-pub mod dual_lock;
+pub(crate) mod data_loss;
+pub(crate) mod dist_mutex;
+pub(crate) mod dual_lock;
 pub(crate) mod dual_lock_local;
 pub(crate) mod error;
 pub mod fair_tenant;
@@ -45,23 +51,39 @@ pub(crate) mod interrupt;
 pub mod job_concurrency;
 pub(crate) mod keys;
 pub(crate) mod lease;
-pub mod line;
+pub(crate) mod line;
 pub mod lost_leases;
 pub(crate) mod lost_reason;
 pub mod message_lock;
 pub(crate) mod quiet_thread;
-pub mod rate_limiter;
+pub(crate) mod rate_limiter;
 pub mod redact;
 pub mod replicas;
 pub mod script;
 pub mod seconds;
 pub(crate) mod token;
 pub mod transport;
-pub mod unanswered_releases;
-pub mod unique_lock;
+pub(crate) mod unanswered_releases;
+pub(crate) mod unique_lock;
 pub(crate) mod wait;
+pub mod wait_timeout;
 pub(crate) mod watchdog;
 
 pub use client::{Client, ClientOptions, SentinelOptions};
+pub use concurrent_limiter::{ConcurrentLimiter, LimiterOptions, Slot};
+pub use dist_mutex::{DistMutex, DistMutexOptions, Held};
+pub use dual_lock::{DualLock, DualLockOptions, Stage, Ticket};
 pub use error::{Error, Result};
+pub use fair_tenant::{Enqueue, Mode, Rule, Rules};
+pub use fork::ForkLocal;
+pub use holder::Caller;
 pub use interrupt::Interrupt;
+pub use job_concurrency::{JobConcurrency, OnConflict, Outcome, Promoted, Request};
+pub use line::cohort::{DEFAULT_LOCAL_PASSES, MAX_LOCAL_PASSES};
+pub use lost_leases::{LostLease, Notice};
+pub use message_lock::{Begin, Finish, MessageLock, MessageLockOptions};
+pub use rate_limiter::inspect as rate_inspect;
+pub use rate_limiter::{Algorithm, Attempt, Claim, Grant, RateLimiter};
+pub use unanswered_releases::Announced;
+pub use unique_lock::inspect as unique_inspect;
+pub use unique_lock::UniqueLock;

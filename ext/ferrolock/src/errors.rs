@@ -14,18 +14,30 @@ pub fn new_error(ruby: &Ruby, class: ExceptionClass, msg: &str) -> Error {
 }
 
 pub fn ferrolock_error(ruby: &Ruby, class: &str, msg: String) -> Error {
-    let class = ruby
-        .class_object()
-        .const_get::<_, RModule>("Ferrolock")
-        .and_then(|m| m.const_get::<_, ExceptionClass>(class))
+    error_at(ruby, &[class], &msg)
+}
+
+/// An exception of the class at `path` under `Ferrolock` (["Native", "Interrupted"] is
+/// `Ferrolock::Native::Interrupted`); a RuntimeError if Ruby has no such class.
+pub fn error_at(ruby: &Ruby, path: &[&str], msg: &str) -> Error {
+    let (last, modules) = path.split_last().expect("a class path names a class");
+    let mut module = ruby.class_object().const_get::<_, RModule>("Ferrolock");
+    for name in modules {
+        module = module.and_then(|m| m.const_get::<_, RModule>(*name));
+    }
+    let class = module
+        .and_then(|m| m.const_get::<_, ExceptionClass>(*last))
         .unwrap_or_else(|_| ruby.exception_runtime_error());
-    new_error(ruby, class, &msg)
+    new_error(ruby, class, msg)
 }
 
 pub fn core_error(ruby: &Ruby, e: CoreError) -> Error {
     let msg = e.to_string();
     match e {
         CoreError::Connection { .. } => ferrolock_error(ruby, "ConnectionError", msg),
+        // A ConnectionError: Ruby's `WaitTimeout` raises the primitive's own timeout error in
+        // its place (lib/ferrolock/wait_timeout.rb).
+        CoreError::Stalled { .. } => error_at(ruby, &["WaitTimeout", "Stalled"], &msg),
         CoreError::Replication { .. } => ferrolock_error(ruby, "ReplicationError", msg),
         CoreError::Timeout(_) => ferrolock_error(ruby, "TimeoutError", msg),
         CoreError::LockLost(_) => ferrolock_error(ruby, "LockLost", msg),
@@ -46,15 +58,4 @@ pub fn seconds(ruby: &Ruby, arg: &str, secs: f64) -> Result<std::time::Duration,
 /// A wait from Ruby (zero or more, at most 10 years) as a Duration.
 pub fn wait(ruby: &Ruby, arg: &str, secs: f64) -> Result<std::time::Duration, Error> {
     ferrolock_core::seconds::wait(arg, secs).map_err(|e| core_error(ruby, e))
-}
-
-/// A wait limit from Ruby (`nil` = wait as long as needed, `0` = don't wait) as a deadline.
-pub fn deadline(
-    ruby: &Ruby,
-    arg: &str,
-    secs: Option<f64>,
-) -> Result<Option<std::time::Instant>, Error> {
-    secs.map(|s| ferrolock_core::seconds::deadline(arg, s, std::time::Instant::now()))
-        .transpose()
-        .map_err(|e| core_error(ruby, e))
 }

@@ -28,12 +28,13 @@
 //! uniqueness middleware's `until_executed` compares `Process.pid` for the same reason (its lock is
 //! released by jid).
 //!
-//! A caller's deadline bounds a stalled Redis (issue 24, `caller_deadline.rs`): the bindings run calls
-//! that have a deadline inside `caller_deadline::bounded`, a thread-local cap that `Conn::recv_value`,
-//! `Conn::connect` and the cluster retry loop apply to every read/connect (deadline + 0.25 s). A cut
-//! read fails as `Error::Connection` (the pool drops the connection), the binding abandons the token as
-//! after any error (background token-checked release), and Ruby (`CallerTimeout`) raises the
-//! primitive's own timeout error with the `ConnectionError` as its cause.
+//! "Acquire until a deadline" (issue 24, issue 40): the Ruby API's `wait_timeout` keeps that name
+//! through the binding (`wait_timeout.rs`: `deadline` fixes it once, `acquire_until` runs every
+//! waiting acquisition) into the core (`ferrolock_core::wait_timeout::until`), which caps every
+//! read/connect of the call at the deadline + 0.25 s and turns a read cut past the deadline into
+//! `Error::Stalled`. The binding raises it as `Ferrolock::WaitTimeout::Stalled` (a ConnectionError
+//! naming host:port), abandons the token as after any error (background token-checked release), and
+//! Ruby (`lib/ferrolock/wait_timeout.rb`) raises the primitive's own timeout error with it as the cause.
 //!
 //! `DistMutex#sleep` runs its release and its wait as one call, `nogvl::release_then_sleep`: one
 //! blocking region whose unblocking function records every interrupt from before the release, so a
@@ -43,7 +44,7 @@
 //! of their lock (`unanswered_releases.rs`, which also covers the background give-back of an interrupted
 //! acquisition). The Ruby side re-locks when `MutexHold#released_by_sleep?`.
 //!
-//! `errors::seconds(ruby, "arg", f64)` (a TTL/lease/timeout), `errors::wait` and `errors::deadline`
+//! `errors::seconds(ruby, "arg", f64)` (a TTL/lease/timeout), `errors::wait` and `wait_timeout::deadline`
 //! convert seconds through the core's `seconds` module (`seconds.rs`): one bound for every seconds
 //! argument (`MAX_SECONDS`, 10 years), checked before `Duration::from_secs_f64` (which panics past
 //! ~1.8e19) and `Instant + Duration`; `seconds::millis` saturates instead of wrapping. The Ruby layer
@@ -60,6 +61,7 @@ mod held_cell;
 mod nogvl;
 mod ruby_api;
 mod unblock;
+mod wait_timeout;
 
 use magnus::{function, prelude::*, Error, RString, Ruby};
 

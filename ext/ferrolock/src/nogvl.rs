@@ -21,7 +21,7 @@ use crate::guard::panic_message;
 use crate::held_cell::HeldCell;
 use crate::unblock::{self, Region};
 use ferrolock_core::{Error as CoreError, Interrupt};
-use magnus::{function, prelude::*, Error, ExceptionClass, RModule, Ruby};
+use magnus::{function, prelude::*, Error, RModule, Ruby};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -290,15 +290,9 @@ fn exception_pending(ruby: &Ruby) -> Result<bool, Error> {
 /// `Ferrolock::Native::Interrupted`: an acquisition gave up because an exception is queued for
 /// the thread; nothing was acquired (the token is abandoned by the caller).
 fn interrupted(ruby: &Ruby) -> Error {
-    let class = ruby
-        .class_object()
-        .const_get::<_, RModule>("Ferrolock")
-        .and_then(|m| m.const_get::<_, RModule>("Native"))
-        .and_then(|m| m.const_get::<_, ExceptionClass>("Interrupted"))
-        .unwrap_or_else(|_| ruby.exception_runtime_error());
-    crate::errors::new_error(
+    crate::errors::error_at(
         ruby,
-        class,
+        &["Native", "Interrupted"],
         "interrupted: an exception is pending for this thread",
     )
 }

@@ -12,8 +12,8 @@
 //! Threads beyond the table's size run without the flag (Ruby then calls the function only
 //! under its interrupt lock, which the region's end also takes, so the stack is safe there).
 
-use ferrolock_core::fork::{generation, ForkLocal};
-use ferrolock_core::Interrupt;
+use ferrolock_core::fork::generation;
+use ferrolock_core::{ForkLocal, Interrupt};
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};

@@ -27,12 +27,8 @@ module Ferrolock
       module_function
 
       # Runs the block with `job_id` (from message `message_id`) as the job this thread runs.
-      def running(job_id, message_id)
-        outer = Thread.current[RUNNING]
-        Thread.current[RUNNING] = [job_id, message_id]
-        yield
-      ensure
-        Thread.current[RUNNING] = outer
+      def running(job_id, message_id, &block)
+        FiberLocal.with(RUNNING, [job_id, message_id], &block)
       end
 
       # ActiveJob's before_enqueue: when `job` is the job this thread runs, enqueuing itself again, its

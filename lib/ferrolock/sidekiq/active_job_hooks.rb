@@ -50,7 +50,7 @@ module Ferrolock
       def enqueue(job, &block)
         skipped = true
         catch(SKIPPED) do
-          within(ENQUEUING, job.job_id, &block)
+          FiberLocal.with(ENQUEUING, job.job_id, &block)
           skipped = false
         end
         # What ActiveJob's instrumentation reads to log a halted enqueue. (Named :ferrolock_unique,
@@ -85,9 +85,9 @@ module Ferrolock
       def rescheduling(payload, reschedule, &block)
         return yield unless active_job_id(payload)
 
-        within(RESCHEDULED_JOB, nil) do
+        FiberLocal.with(RESCHEDULED_JOB, nil) do
           catch(RESCHEDULED) do
-            return within(PERFORMING, [payload["jid"], reschedule].freeze, &block)
+            return FiberLocal.with(PERFORMING, [payload["jid"], reschedule].freeze, &block)
           end
         end
         nil
@@ -102,14 +102,6 @@ module Ferrolock
       # The ActiveJob job id of a Sidekiq payload wrapping an ActiveJob job, else nil.
       def active_job_id(payload)
         Hash === payload ? Job.from_sidekiq(payload).job_id : nil # rubocop:disable Style/CaseEquality
-      end
-
-      def within(key, value)
-        outer = Thread.current[key]
-        Thread.current[key] = value
-        yield
-      ensure
-        Thread.current[key] = outer
       end
 
       def handled_by_job?(job, error)

@@ -13,12 +13,8 @@ module Ferrolock
       module_function
 
       # Runs the block with `payload` as this fiber's running job.
-      def running(payload)
-        outer = Thread.current[KEY]
-        Thread.current[KEY] = payload
-        yield
-      ensure
-        Thread.current[KEY] = outer
+      def running(payload, &block)
+        FiberLocal.with(KEY, payload, &block)
       end
 
       # The running job's jid when `payload` enqueues it again (same ActiveJob job_id), else nil.

@@ -134,9 +134,9 @@ impl Conn {
         spin: Arc<ReplySpin>,
     ) -> Result<Conn> {
         let addr = ep.display_addr();
-        // A caller's deadline bounds the connect and handshake too (caller_deadline.rs).
+        // A caller's deadline bounds the connect and handshake too (wait_timeout.rs).
         let timeouts = Timeouts {
-            connect: crate::caller_deadline::cap(timeouts.connect),
+            connect: crate::wait_timeout::cap(timeouts.connect),
             ..timeouts
         };
         let io_err = |e: io::Error| Error::connection(&addr, describe_io(&e));
@@ -270,8 +270,8 @@ impl Conn {
     /// Reads one reply, server errors returned as values (for pipelines).
     pub fn recv_value(&mut self) -> Result<Value> {
         let addr = self.addr.clone();
-        // A caller's deadline may cut the wait short (caller_deadline.rs).
-        let wait = crate::caller_deadline::cap(self.reply_wait);
+        // A caller's deadline may cut the wait short (wait_timeout.rs).
+        let wait = crate::wait_timeout::cap(self.reply_wait);
         let capped = wait < self.reply_wait;
         if capped {
             self.stream

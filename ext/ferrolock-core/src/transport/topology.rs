@@ -210,8 +210,8 @@ impl Topology {
         if let Topology::Single(pool) = self {
             return pool.with_conn(how, f);
         }
-        // Redirects and retries end by the caller's deadline too (caller_deadline.rs).
-        let deadline = Instant::now() + crate::caller_deadline::cap(how.timeouts.read + blocks);
+        // Redirects and retries end by the caller's deadline too (wait_timeout.rs).
+        let deadline = Instant::now() + crate::wait_timeout::cap(how.timeouts.read + blocks);
         let mut ask: Option<Arc<NodePool>> = None;
         let mut redirects = 0;
         loop {

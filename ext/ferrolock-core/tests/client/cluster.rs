@@ -7,12 +7,12 @@ mod cluster_support;
 
 use cluster_support::{query, wait_until, TestCluster, NODE_TIMEOUT_MS};
 use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions};
-use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
-use ferrolock_core::dual_lock::{DualLock, DualLockOptions, Stage};
 use ferrolock_core::fair_tenant::{check, Enqueue, Mode, Rule, Rules};
 use ferrolock_core::message_lock::{Begin, Finish, MessageLock, MessageLockOptions};
 use ferrolock_core::transport::slot::key_slot;
 use ferrolock_core::{Client, ClientOptions, Error, Interrupt};
+use ferrolock_core::{DistMutex, DistMutexOptions};
+use ferrolock_core::{DualLock, DualLockOptions, Stage};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -4,8 +4,8 @@
 #[path = "../support/sentinel.rs"]
 mod sentinel_support;
 
-use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::{Client, ClientOptions, Error, Interrupt, SentinelOptions};
+use ferrolock_core::{DistMutex, DistMutexOptions};
 use sentinel_support::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -5,8 +5,8 @@
 use crate::support::cmd;
 use ferrolock_core::client::int;
 use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions};
-use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions, Held};
 use ferrolock_core::{Client, Error, Interrupt, Result};
+use ferrolock_core::{DistMutex, DistMutexOptions, Held};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -207,7 +207,7 @@ macro_rules! both {
         mod dist_mutex {
             $(#[test]
             fn $test() {
-                super::$test::<ferrolock_core::dist_mutex::DistMutex>()
+                super::$test::<ferrolock_core::DistMutex>()
             })*
         }
         mod concurrent_limiter {

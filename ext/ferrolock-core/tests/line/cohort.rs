@@ -5,8 +5,8 @@
 
 use crate::both::{both, queued, Lined};
 use crate::support::{cmd, commands_run, until, RedisServer};
-use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::{Client, Interrupt};
+use ferrolock_core::{DistMutex, DistMutexOptions};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};

@@ -5,8 +5,8 @@
 
 use crate::support::{cmd, until, RedisServer};
 use ferrolock_core::client::int;
-use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::{Client, Error, Interrupt};
+use ferrolock_core::{DistMutex, DistMutexOptions};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

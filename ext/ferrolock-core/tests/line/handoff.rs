@@ -5,7 +5,7 @@
 
 use crate::both::{both, exists, key, make, passer, queued, take, until_queued, Lined};
 use crate::support::{cmd, grant_keys, keys_without_ttl, RedisServer};
-use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
+use ferrolock_core::{DistMutex, DistMutexOptions};
 use ferrolock_core::{Error, Interrupt};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -6,8 +6,8 @@
 use crate::support::{cmd, contend, contend_once, until, RedisServer};
 use ferrolock_core::client::int;
 use ferrolock_core::concurrent_limiter::{ConcurrentLimiter, LimiterOptions};
-use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::{Client, ClientOptions, Interrupt};
+use ferrolock_core::{DistMutex, DistMutexOptions};
 use redis::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -257,7 +257,7 @@ fn many_threads_in_three_processes_never_exceed_the_limit_and_all_finish() {
 /// process's threads without Redis.
 #[test]
 fn many_threads_passing_slots_never_exceed_the_limit_and_all_finish() {
-    stress(ferrolock_core::line::cohort::DEFAULT_LOCAL_PASSES);
+    stress(ferrolock_core::DEFAULT_LOCAL_PASSES);
 }
 
 /// 5 threads in each of 3 processes take one limiter's 3 slots 25 times each: never more than 3

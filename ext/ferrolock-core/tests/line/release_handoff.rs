@@ -4,8 +4,8 @@
 
 use crate::support::{cmd, until, RedisServer};
 use ferrolock_core::client::int;
-use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::Interrupt;
+use ferrolock_core::{DistMutex, DistMutexOptions};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

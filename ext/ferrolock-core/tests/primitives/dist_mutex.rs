@@ -1,5 +1,5 @@
 use crate::support::{cmd, RedisServer};
-use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
+use ferrolock_core::{DistMutex, DistMutexOptions};
 use ferrolock_core::{Error, Interrupt};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

@@ -4,8 +4,8 @@
 //! Redis are measured with `local_passes: 0` (a local pass, tests/line/cohort.rs, costs none).
 
 use crate::support::{cmd, commands_run, contend_once, spawn_gated, until, Gated, RedisServer};
-use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::{Client, Interrupt};
+use ferrolock_core::{DistMutex, DistMutexOptions};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,6 @@
 use crate::support::{cmd, RedisServer};
-use ferrolock_core::dual_lock::{DualLock, DualLockOptions, Stage};
 use ferrolock_core::{Client, Error, Interrupt};
+use ferrolock_core::{DualLock, DualLockOptions, Stage};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

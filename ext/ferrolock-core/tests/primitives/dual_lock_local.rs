@@ -4,8 +4,8 @@
 //! commandstats on a server of each test's own. A client stands for a process here.
 
 use crate::support::{cmd, until, RedisServer};
-use ferrolock_core::dual_lock::{DualLock, DualLockOptions, Stage, Ticket};
 use ferrolock_core::{Client, Error, Interrupt};
+use ferrolock_core::{DualLock, DualLockOptions, Stage, Ticket};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

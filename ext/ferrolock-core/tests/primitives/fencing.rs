@@ -2,8 +2,8 @@
 //! (the counter has a TTL so Redis is left clean; Redis time takes over once it is gone).
 
 use crate::support::{cmd, RedisServer};
-use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
 use ferrolock_core::Interrupt;
+use ferrolock_core::{DistMutex, DistMutexOptions};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 

@@ -4,8 +4,8 @@
 //! let more than `count` through, and a repeated refund does nothing.
 
 use crate::support::{cmd, RedisServer};
-use ferrolock_core::rate_limiter::{Algorithm, Attempt, Grant, RateLimiter};
 use ferrolock_core::Interrupt;
+use ferrolock_core::{Algorithm, Attempt, Grant, RateLimiter};
 use std::time::{Duration, Instant};
 
 const FAR: Duration = Duration::from_secs(100);
@@ -16,11 +16,7 @@ fn limiter(server: &RedisServer, algorithm: Algorithm, count: u32, secs: u64) ->
 }
 
 /// One call with a wait of up to `wait`: its grant (made, not slept for) or None.
-fn reserve(
-    rl: &RateLimiter,
-    cost: u32,
-    wait: Duration,
-) -> (Option<Grant>, ferrolock_core::rate_limiter::Claim) {
+fn reserve(rl: &RateLimiter, cost: u32, wait: Duration) -> (Option<Grant>, ferrolock_core::Claim) {
     let mut claim = rl.claim(cost).unwrap();
     match rl.reserve(&Interrupt::new(), &mut claim, wait).unwrap() {
         Attempt::Granted(g) => (Some(g), claim),

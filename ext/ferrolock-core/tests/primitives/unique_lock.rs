@@ -1,7 +1,7 @@
 //! UniqueLock (Sidekiq uniqueness) against a real redis-server (one per test).
 
 use crate::support::{cmd, RedisServer};
-use ferrolock_core::unique_lock::UniqueLock;
+use ferrolock_core::UniqueLock;
 use ferrolock_core::{Client, Error, Interrupt};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;

@@ -216,7 +216,7 @@ pub fn contend_once(holder: &Client, waiter: &Client, ns: &str) {
 
 /// `waiter` waits 30 ms in vain for a scratch name held through `holder`.
 pub fn contend(holder: &Client, waiter: &Client) {
-    use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions};
+    use ferrolock_core::{DistMutex, DistMutexOptions};
     let intr = ferrolock_core::Interrupt::new();
     let held_by = DistMutex::new(holder, "contend-once", DistMutexOptions::default()).unwrap();
     let held = held_by.lock(&intr, &DistMutex::new_token(), None).unwrap();

@@ -1,13 +1,13 @@
 //! `Ferrolock::Native::Cohort`: the cohort hand-off's bounds from the core
 //! (ferrolock_core::line::cohort), which lib/ferrolock/cohort.rb reads instead of repeating them.
 
-use ferrolock_core::line::cohort;
+use ferrolock_core::{DEFAULT_LOCAL_PASSES, MAX_LOCAL_PASSES};
 use magnus::{prelude::*, Error, RModule, Ruby};
 
 pub fn init(_ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let module = native.define_module("Cohort")?;
     // Passes in a row at most: the fencing tokens a Redis acquisition reserves above its own.
-    module.const_set("MAX_LOCAL_PASSES", cohort::MAX_LOCAL_PASSES)?;
-    module.const_set("DEFAULT_LOCAL_PASSES", cohort::DEFAULT_LOCAL_PASSES)?;
+    module.const_set("MAX_LOCAL_PASSES", MAX_LOCAL_PASSES)?;
+    module.const_set("DEFAULT_LOCAL_PASSES", DEFAULT_LOCAL_PASSES)?;
     Ok(())
 }

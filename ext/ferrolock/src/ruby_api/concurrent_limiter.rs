@@ -1,16 +1,15 @@
 //! `Ferrolock::Native::ConcurrentLimiter` and the slot it hands out (see
 //! lib/ferrolock/concurrent_limiter.rb, which adds within_limit, OverLimit and events).
 
-use crate::errors::{core_error, deadline, seconds};
+use crate::errors::{core_error, seconds};
 use crate::guard;
 use crate::held_cell::HeldCell;
-use crate::nogvl::{acquire, release_once, run, Retry};
+use crate::nogvl::{release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
-use ferrolock_core::caller_deadline::bounded;
-use ferrolock_core::concurrent_limiter::{
-    ConcurrentLimiter, LimiterOptions, Override, OverrideAction, Slot, OVERRIDE_TTL,
-};
+use crate::wait_timeout::{acquire_until, deadline};
+use ferrolock_core::concurrent_limiter::{Override, OverrideAction, OVERRIDE_TTL};
 use ferrolock_core::replicas;
+use ferrolock_core::{ConcurrentLimiter, LimiterOptions, Slot};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 use std::time::Instant;
 
@@ -60,14 +59,15 @@ impl RbConcurrentLimiter {
         wait_timeout: f64,
     ) -> Result<Option<RbLimiterSlot>, Error> {
         // A limiter always has a finite wait; 0 gives a deadline of now: one attempt.
-        let deadline =
-            deadline(ruby, "wait_timeout", Some(wait_timeout))?.unwrap_or_else(Instant::now);
+        let deadline = deadline(ruby, Some(wait_timeout))?;
+        let ends = deadline.unwrap_or_else(Instant::now);
         let token = ConcurrentLimiter::new_token();
-        // The deadline bounds a stalled Redis too (caller_deadline.rs).
-        let slot = acquire(ruby, |intr| {
-            bounded(Some(deadline), || rb_self.0.acquire(intr, &token, deadline))
-        })
-        .inspect_err(|_| rb_self.0.abandon(&token))?;
+        let slot = acquire_until(
+            ruby,
+            deadline,
+            |intr| rb_self.0.acquire(intr, &token, ends),
+            || rb_self.0.abandon(&token),
+        )?;
         Ok(slot.map(|s| RbLimiterSlot(HeldCell::new(s))))
     }
 

@@ -1,15 +1,14 @@
 //! `Ferrolock::Native::DistMutex` and the hold it hands out (see lib/ferrolock/dist_mutex.rb,
 //! which adds Ruby Mutex's owner rules).
 
-use crate::errors::{core_error, deadline, seconds, wait};
+use crate::errors::{core_error, seconds, wait};
 use crate::guard;
 use crate::held_cell::HeldCell;
 use crate::nogvl::{acquire, release_once, release_then_sleep, run, Retry, Slept};
 use crate::ruby_api::client::RbClient;
-use ferrolock_core::caller_deadline::bounded;
-use ferrolock_core::dist_mutex::{DistMutex, DistMutexOptions, Held};
+use crate::wait_timeout::{acquire_until, deadline};
 use ferrolock_core::replicas;
-use ferrolock_core::unanswered_releases;
+use ferrolock_core::{Announced, DistMutex, DistMutexOptions, Held};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -24,7 +23,7 @@ pub struct RbMutexHold {
     /// Set once `release_and_sleep` released it: the sleep must take the lock again.
     released_by_sleep: AtomicBool,
     /// Set by `announce_release` (its owner ended): ends once `unlock` was answered.
-    announced: Mutex<Option<unanswered_releases::Announced>>,
+    announced: Mutex<Option<Announced>>,
     /// Whether `announced` was set: every `unlock` reads only this flag.
     was_announced: AtomicBool,
 }
@@ -48,7 +47,7 @@ impl RbMutexHold {
         self.released_by_sleep.load(Ordering::SeqCst)
     }
 
-    fn announce(&self, announced: unanswered_releases::Announced) {
+    fn announce(&self, announced: Announced) {
         *self.announced.lock().unwrap_or_else(|e| e.into_inner()) = Some(announced);
         self.was_announced.store(true, Ordering::SeqCst);
     }
@@ -104,13 +103,14 @@ impl RbDistMutex {
     /// Waits at most `wait_timeout` seconds (nil: as long as it takes), as DistMutex#lock's
     /// keyword says (`timeout:` there is its deprecated name).
     fn lock(ruby: &Ruby, rb_self: &Self, wait_timeout: Option<f64>) -> Result<RbMutexHold, Error> {
-        let deadline = deadline(ruby, "wait_timeout", wait_timeout)?;
+        let deadline = deadline(ruby, wait_timeout)?;
         let token = DistMutex::new_token();
-        // The deadline bounds a stalled Redis too (caller_deadline.rs).
-        let held = acquire(ruby, |intr| {
-            bounded(deadline, || rb_self.0.lock(intr, &token, deadline))
-        })
-        .inspect_err(|_| rb_self.0.abandon(&token))?;
+        let held = acquire_until(
+            ruby,
+            deadline,
+            |intr| rb_self.0.lock(intr, &token, deadline),
+            || rb_self.0.abandon(&token),
+        )?;
         Ok(RbMutexHold::new(held))
     }
 

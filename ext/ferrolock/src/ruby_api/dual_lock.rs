@@ -1,14 +1,15 @@
 //! `Ferrolock::Native::DualLock` and the ticket one duplicate holds while it waits or runs
 //! (see lib/ferrolock/dual_lock.rb, which sequences enter → wait → run → leave).
 
-use crate::errors::{core_error, deadline, seconds};
+use crate::errors::{core_error, seconds};
 use crate::guard;
 use crate::held_cell::HeldCell;
-use crate::nogvl::{acquire, release_once, run, Retry};
+use crate::nogvl::{release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
-use ferrolock_core::caller_deadline::bounded;
-use ferrolock_core::dual_lock::{DualLock, DualLockOptions, Stage, Ticket};
+use crate::wait_timeout::{acquire_until, deadline};
 use ferrolock_core::replicas;
+use ferrolock_core::wait_timeout;
+use ferrolock_core::{DualLock, DualLockOptions, Stage, Ticket};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby, Symbol};
 
 #[magnus::wrap(class = "Ferrolock::Native::DualLock", free_immediately, size)]
@@ -56,32 +57,39 @@ impl RbDualLock {
             .map_err(|e| core_error(ruby, e))
     }
 
-    /// `timeout`: the caller's time left (nil: none); it bounds a stalled Redis
-    /// (caller_deadline.rs).
-    fn enter(ruby: &Ruby, rb_self: &Self, timeout: Option<f64>) -> Result<RbDualTicket, Error> {
-        let deadline = deadline(ruby, "wait_timeout", timeout)?;
+    /// `wait_timeout`: the caller's time left (nil: none); entering does not wait for a turn,
+    /// but a stalled Redis ends it by then (wait_timeout.rs).
+    fn enter(
+        ruby: &Ruby,
+        rb_self: &Self,
+        wait_timeout: Option<f64>,
+    ) -> Result<RbDualTicket, Error> {
         let token = DualLock::new_token();
-        let ticket = acquire(ruby, |intr| {
-            bounded(deadline, || rb_self.0.enter(intr, &token))
-        })
-        .inspect_err(|_| rb_self.0.abandon(&token))?;
+        let ticket = acquire_until(
+            ruby,
+            deadline(ruby, wait_timeout)?,
+            |intr| rb_self.0.enter(intr, &token),
+            || rb_self.0.abandon(&token),
+        )?;
         Ok(RbDualTicket(HeldCell::new(ticket)))
     }
 
-    /// Waits at most `timeout` seconds (nil: as long as it takes); returns the new stage.
+    /// Waits at most `wait_timeout` seconds (nil: as long as it takes); returns the new stage.
+    /// Not an acquisition (the ticket is held already): the wait runs until the deadline as
+    /// `acquire_until` does, repeated with the same ticket after an interrupt.
     fn wait(
         ruby: &Ruby,
         rb_self: &Self,
         ticket: &RbDualTicket,
-        timeout: Option<f64>,
+        wait_timeout: Option<f64>,
     ) -> Result<Symbol, Error> {
-        let deadline = deadline(ruby, "wait_timeout", timeout)?;
+        let deadline = deadline(ruby, wait_timeout)?;
         // The ticket is updated in place, so a retry after an interruption resumes the wait
         // with the same token and deadline.
         let stage = run(ruby, Retry::Idempotent, |intr| {
             let mut guard = ticket.0.lock();
             match guard.as_mut() {
-                Some(t) => bounded(deadline, || rb_self.0.wait(intr, t, deadline)),
+                Some(t) => wait_timeout::until(deadline, || rb_self.0.wait(intr, t, deadline)),
                 None => Err(ferrolock_core::Error::argument("ticket: already left")),
             }
         })

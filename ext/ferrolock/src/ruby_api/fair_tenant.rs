@@ -6,7 +6,8 @@ use crate::errors::{core_error, seconds};
 use crate::guard;
 use crate::nogvl::{run, Retry};
 use crate::ruby_api::client::RbClient;
-use ferrolock_core::fair_tenant::{check, tag_name, Enqueue, Mode, Rule, Rules};
+use ferrolock_core::fair_tenant::{check, tag_name};
+use ferrolock_core::{Enqueue, Mode, Rule, Rules};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 
 #[magnus::wrap(class = "Ferrolock::Native::FairTenantRules", free_immediately, size)]

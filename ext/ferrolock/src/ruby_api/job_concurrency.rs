@@ -7,9 +7,8 @@ use crate::held_cell::HeldCell;
 use crate::nogvl::{release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
 use ferrolock_core::concurrent_limiter::OverrideAction;
-use ferrolock_core::job_concurrency::{
-    JobConcurrency, OnConflict, Outcome, Promoted, Request, Running,
-};
+use ferrolock_core::job_concurrency::Running;
+use ferrolock_core::{JobConcurrency, OnConflict, Outcome, Promoted, Request};
 use magnus::{function, method, prelude::*, Error, IntoValue, RArray, RModule, Ruby, Value};
 
 #[magnus::wrap(class = "Ferrolock::Native::JobConcurrency", free_immediately, size)]

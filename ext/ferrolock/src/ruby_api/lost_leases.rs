@@ -5,7 +5,8 @@
 use crate::errors::wait;
 use crate::guard;
 use crate::nogvl::{run, Retry};
-use ferrolock_core::lost_leases::{self, LostLease, Notice};
+use ferrolock_core::lost_leases;
+use ferrolock_core::{LostLease, Notice};
 use magnus::{function, Error, IntoValue, RModule, Ruby, Value};
 
 /// [primitive, name, fencing_token or nil, queue or nil]

@@ -6,7 +6,8 @@ use crate::guard;
 use crate::held_cell::HeldCell;
 use crate::nogvl::{acquire, release_once};
 use crate::ruby_api::client::RbClient;
-use ferrolock_core::message_lock::{Begin, Finish, MessageLock, MessageLockOptions, Running};
+use ferrolock_core::message_lock::Running;
+use ferrolock_core::{Begin, Finish, MessageLock, MessageLockOptions};
 use magnus::{function, method, prelude::*, Error, IntoValue, RModule, Ruby, Value};
 
 #[magnus::wrap(class = "Ferrolock::Native::MessageLock", free_immediately, size)]

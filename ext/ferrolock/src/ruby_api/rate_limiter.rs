@@ -2,12 +2,12 @@
 //! constructors, within_limit, OverLimit and events), and the definitions of the app's live
 //! RateLimiters for the operators' view.
 
-use crate::errors::{core_error, deadline, seconds};
+use crate::errors::{core_error, seconds};
 use crate::guard;
-use crate::nogvl::{acquire, run, Retry};
+use crate::nogvl::{run, Retry};
 use crate::ruby_api::client::RbClient;
-use ferrolock_core::caller_deadline::bounded;
-use ferrolock_core::rate_limiter::{Algorithm, Attempt, RateLimiter};
+use crate::wait_timeout::{acquire_until, deadline};
+use ferrolock_core::{Algorithm, Attempt, RateLimiter};
 use magnus::{function, method, prelude::*, Error, RModule, Ruby};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -160,8 +160,8 @@ impl RbRateLimiter {
         wait_timeout: f64,
     ) -> Result<magnus::RArray, Error> {
         let cost = positive_u32(ruby, "cost", cost, 1)?;
-        let deadline =
-            deadline(ruby, "wait_timeout", Some(wait_timeout))?.unwrap_or_else(Instant::now);
+        let deadline = deadline(ruby, Some(wait_timeout))?;
+        let ends = deadline.unwrap_or_else(Instant::now);
         let claim = Mutex::new(
             rb_self
                 .limiter
@@ -171,13 +171,12 @@ impl RbRateLimiter {
         let lock = || claim.lock().unwrap_or_else(|e| e.into_inner());
         // Run again after a signal or Thread#wakeup cut it short, the same claim waits for the
         // slot it already reserved.
-        // The deadline bounds a stalled Redis too (caller_deadline.rs).
-        let attempt = acquire(ruby, |intr| {
-            bounded(Some(deadline), || {
-                rb_self.limiter.acquire(intr, &mut lock(), deadline)
-            })
-        })
-        .inspect_err(|_| rb_self.limiter.refund(&lock()))?;
+        let attempt = acquire_until(
+            ruby,
+            deadline,
+            |intr| rb_self.limiter.acquire(intr, &mut lock(), ends),
+            || rb_self.limiter.refund(&lock()),
+        )?;
         let reply = ruby.ary_new();
         match attempt {
             Attempt::Granted(grant) => {

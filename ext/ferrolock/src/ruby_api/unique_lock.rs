@@ -6,7 +6,7 @@ use crate::errors::{core_error, seconds};
 use crate::guard;
 use crate::nogvl::{run, Retry};
 use crate::ruby_api::client::RbClient;
-use ferrolock_core::unique_lock::UniqueLock;
+use ferrolock_core::UniqueLock;
 use magnus::{function, method, prelude::*, Error, RClass, RModule, Ruby};
 
 #[magnus::wrap(class = "Ferrolock::Native::UniqueLock", free_immediately, size)]

@@ -2,7 +2,8 @@
 //! calling Ruby thread when a token is made (before any GVL release), and
 //! `Native::Admin.holder(token)`, the one decoder the Admin read model uses.
 
-use ferrolock_core::holder::{self, Caller};
+use ferrolock_core::holder;
+use ferrolock_core::Caller;
 use magnus::r_hash::ForEach;
 use magnus::rb_sys::{AsRawValue, FromRawValue};
 use magnus::{value::ReprValue, Error, Integer, RHash, RString, Ruby, Symbol, Value};

@@ -86,7 +86,7 @@ pub fn escape_glob(_: &Ruby, text: String) -> Result<String, Error> {
 
 /// `[job class, digest]` of a uniqueness lock's name (its digest or `<digest>:run`), or nil.
 pub fn unique_digest(_: &Ruby, name: String) -> Result<Option<(String, String)>, Error> {
-    use ferrolock_core::unique_lock::inspect as unique;
+    use ferrolock_core::unique_inspect as unique;
     Ok(unique::digest_of(&name)
         .and_then(|digest| Some((unique::job_class(digest)?.to_string(), digest.to_string()))))
 }
@@ -100,7 +100,7 @@ pub fn rate_state(
     part: String,
     definition: Option<(u32, f64, u32)>,
 ) -> Result<Option<RHash>, Error> {
-    use ferrolock_core::rate_limiter::inspect::{inspect, Definition};
+    use ferrolock_core::rate_inspect::{inspect, Definition};
     let definition = match definition {
         Some((count, interval, burst)) => Some(Definition {
             count,
@@ -118,7 +118,7 @@ pub fn rate_state(
 /// `{ key part => kind }` of the rate limiters' algorithms.
 pub fn rate_kinds(ruby: &Ruby) -> Result<RHash, Error> {
     let out = ruby.hash_new();
-    for (part, kind) in ferrolock_core::rate_limiter::inspect::parts() {
+    for (part, kind) in ferrolock_core::rate_inspect::parts() {
         out.aset(part, kind)?;
     }
     Ok(out)
@@ -155,7 +155,7 @@ pub fn tenant_prefix(_: &Ruby, job_class: String) -> Result<String, Error> {
 pub fn unique_run(_: &Ruby, digest: String) -> Result<String, Error> {
     Ok(format!(
         "{digest}{}",
-        ferrolock_core::unique_lock::inspect::RUN_SUFFIX
+        ferrolock_core::unique_inspect::RUN_SUFFIX
     ))
 }
 

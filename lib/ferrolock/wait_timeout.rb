@@ -1,0 +1,34 @@
+# frozen_string_literal: true
+
+module Ferrolock
+  # "Acquire until a deadline", the Ruby half (the binding's: ext/ferrolock/src/wait_timeout.rs,
+  # the core's: ext/ferrolock-core/src/wait_timeout.rs). `wait_timeout` is the one name of the wait
+  # from the Ruby API to the core. The core owns stall handling: a call whose Redis stalls is cut
+  # at its deadline + 0.25 s and, once the wait_timeout has run out, raised as Stalled. Here it
+  # becomes the primitive's own timeout error (TimeoutError, OverLimit), which is what callers
+  # handle; the Stalled is its `cause`. A connection error before the deadline stays a
+  # ConnectionError, and a ReplicationError (too few replicas acknowledged) is never a stall.
+  module WaitTimeout
+    # Redis did not answer before the caller's wait_timeout ran out (raised by the binding; its
+    # message names host:port, as every ConnectionError's).
+    class Stalled < ConnectionError; end
+
+    module_function
+
+    # The native acquisition (the block) made as Interrupts.acquire makes it; when Redis stalled
+    # past the wait_timeout, the exception `timed_out` builds is raised instead.
+    def acquire(timed_out, keep:, give_back:, &native)
+      Interrupts.acquire(keep: keep, give_back: give_back, &native)
+    rescue Stalled
+      raise timed_out.call
+    end
+
+    # Yields (native calls that run until a deadline, not acquisitions themselves: DualLock's wait
+    # for its turn); a stall past the wait_timeout raises what `timed_out` builds instead.
+    def within(timed_out)
+      yield
+    rescue Stalled
+      raise timed_out.call
+    end
+  end
+end
