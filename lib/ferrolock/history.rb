@@ -98,7 +98,11 @@ module Ferrolock
 
       def start_thread
         # Clean interrupt masks (an event may be counted from code that runs masked), so exit ends it at once.
-        @thread = Thread.new { Thread.handle_interrupt(Object => :immediate) { flush_loop } }
+        @thread = begin
+          Thread.new { Thread.handle_interrupt(Object => :immediate) { flush_loop } }
+        rescue ThreadError # the process is exiting (its threads' ensure blocks release): at_exit flushes
+          return
+        end
         @thread.name = "ferrolock-history"
         @thread.report_on_exception = false
         return if @at_exit
