@@ -444,7 +444,13 @@ fn eval_batch<'a>(
             Value::ServerError(e) if e.code() == "NOSCRIPT" => {
                 buf.clear();
                 call.pack_into(&mut buf, false);
-                c.request(intr, &buf)
+                match c.request(intr, &buf) {
+                    // No reply in time: one may still come. The whole batch fails, so the pool
+                    // drops this connection rather than hand that reply to its next call (its
+                    // idle check sees only a reply already arrived).
+                    Err(e) if e.is_io() => return Err(e),
+                    other => other,
+                }
             }
             Value::ServerError(e) => Err(c.server_error(&e)),
             v => Ok(v),

@@ -1,6 +1,7 @@
 use crate::support::{cmd, RedisServer};
 use ferrolock_core::client::int;
-use ferrolock_core::{lua_script, script::ScriptCall, Client, ClientOptions, Error, Interrupt};
+use ferrolock_core::script::{Script, ScriptCall};
+use ferrolock_core::{lua_script, Client, ClientOptions, Error, Interrupt};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -41,6 +42,45 @@ fn scripts_survive_script_flush() {
         .eval_many(&Interrupt::new(), &[call.clone(), call])
         .unwrap();
     assert!(many.iter().all(|r| int(r.as_ref().unwrap()).unwrap() == 1));
+}
+
+/// Never cached until it runs (no other test loads it): its EVALSHA in a batch meets NOSCRIPT,
+/// and the EVAL that follows outlasts the client's read_timeout.
+static SLOW: Script = Script::new(
+    "test/slow",
+    "local t0 = redis.call('TIME') \
+     local function ms(t) return t[1] * 1000 + math.floor(t[2] / 1000) end \
+     while ms(redis.call('TIME')) - ms(t0) < 600 do end return 'late'",
+);
+
+/// A batch's NOSCRIPT fallback that gets no reply in time leaves a reply on its way: the
+/// connection must be dropped, not handed to the next call (which would read 'late' as its own
+/// reply: a release's answer once came back as a limiter's status so). The pool's check of an
+/// idle connection (unread data: not reused) misses a reply that is still on its way.
+#[test]
+fn a_batch_whose_fallback_got_no_reply_drops_its_connection() {
+    let server = RedisServer::start();
+    let mut opts = ClientOptions::new(&server.url());
+    opts.namespace = "t".to_string();
+    opts.read_timeout = Duration::from_millis(400);
+    let c = Client::new(opts).unwrap();
+    assert_eq!(
+        cmd(&c, &["PING"]),
+        redis::Value::SimpleString("PONG".into())
+    );
+    let batch = c.eval_many(&Interrupt::new(), &[ScriptCall::new(&SLOW)]);
+    let cut = match &batch {
+        Ok(results) => matches!(results[0], Err(Error::Connection { .. })),
+        Err(Error::Connection { .. }) => true,
+        _ => false,
+    };
+    assert!(cut, "{batch:?}");
+    // At once, while the script still runs (its reply comes at 600 ms, within this read's 400 ms):
+    // a connection kept would have nothing to read yet, look healthy, and read 'late' for PONG.
+    assert_eq!(
+        cmd(&c, &["PING"]),
+        redis::Value::SimpleString("PONG".into())
+    );
 }
 
 #[test]
@@ -84,7 +124,7 @@ fn unreachable_redis_is_a_connection_error_naming_the_address() {
 fn paused_redis_times_out_within_read_timeout_and_recovers() {
     let server = RedisServer::start();
     let mut opts = ClientOptions::new(&server.url());
-    opts.read_timeout = Duration::from_millis(300);
+    opts.read_timeout = Duration::from_millis(400);
     let c = Client::new(opts).unwrap();
     cmd(&c, &["PING"]);
     server.pause();
@@ -227,7 +267,7 @@ fn signals_do_not_stretch_the_read_timeout() {
     // Ruby signals threads blocked in system calls; each EINTR must not restart the timeout.
     let server = RedisServer::start();
     let mut opts = ClientOptions::new(&server.url());
-    opts.read_timeout = Duration::from_millis(300);
+    opts.read_timeout = Duration::from_millis(400);
     let c = Client::new(opts).unwrap();
     cmd(&c, &["PING"]);
     // SAFETY: installs a no-op handler for SIGUSR2 without SA_RESTART, so recv returns EINTR.
