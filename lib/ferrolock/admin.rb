@@ -21,6 +21,8 @@ require_relative "admin/table"
 require_relative "admin/stats"
 require_relative "admin/kind_stats"
 require_relative "admin/limit_override"
+require_relative "admin/queue_paused"
+require_relative "admin/live_limits"
 
 module Ferrolock
   # What ferrolock holds in Redis, for operators (the Sidekiq Web "Locks" tab and the
@@ -37,6 +39,8 @@ module Ferrolock
   # Listing uses SCAN with MATCH on the namespace and a bounded COUNT, never KEYS. It reads the
   # one server (single node or the Sentinel primary), or every master of a Redis Cluster in turn.
   class Admin
+    include LiveLimits
+
     # The `ferrolock` command's parts' names (exe/ferrolock requires ferrolock/admin/cli) before each
     # name gave its file (0.x): kept, warning once.
     Deprecation.renamed_constants(self, %w[App Arguments NamespaceHint Options Output Password StatsCommand]
@@ -105,37 +109,8 @@ module Ferrolock
     # ConcurrentLimiters (LimiterInfo) with a live slot, a waiter or an override.
     def limiters(pattern = "*", cursor: "0", per_page: 25)
       page(pattern, cursor, per_page, Reading.parts(:concurrent_limiter)) do |name, _|
-        LimiterInfo.read(@client, name) unless name.start_with?(Reading.prefix(:limits_concurrency))
+        LimiterInfo.read(@client, name) if LimitOverride.limiter_name?(name)
       end
-    end
-
-    # A limit changed live (LimitOverride), in every process from its next attempt, until
-    # #clear_override; holders are never evicted. `kind:` :concurrent_limiter (name: the limiter's)
-    # or :limits_concurrency (name: the ActiveJob key "<group>/<key>", as #concurrency lists it).
-    # Each returns the LimitOverride::Override now in force (nil fields: none) and sends a
-    # :limit_changed event.
-    def set_limit(name, limit, kind: :concurrent_limiter)
-      override(name, kind, :set_limit, limit)
-    end
-
-    # No slot is taken or handed on until #resume: waiters wait (or reschedule), a key's jobs are
-    # blocked (whatever on_conflict says); nothing is dropped.
-    def pause(name, kind: :concurrent_limiter)
-      override(name, kind, :pause)
-    end
-
-    def resume(name, kind: :concurrent_limiter)
-      override(name, kind, :resume)
-    end
-
-    # Back to the limit the code passes (and resumed).
-    def clear_override(name, kind: :concurrent_limiter)
-      override(name, kind, :clear)
-    end
-
-    # The LimitOverride::Override in force for `name` (of `kind:`, as #set_limit takes them); nil when none.
-    def limit_override(name, kind: :concurrent_limiter)
-      LimitOverride.read(@client, @keys, LimitOverride.stored_name(Validate.name!(:name, name), kind))
     end
 
     # ActiveJob limits_concurrency keys (ConcurrencyInfo): `pattern` matches "<group>/<key>".
@@ -203,10 +178,6 @@ module Ferrolock
     end
 
     private
-
-    def override(name, kind, action, limit = nil)
-      LimitOverride.write(@client, Validate.name!(:name, name), action, limit, kind: kind)
-    end
 
     # One SCAN page of items: keys of the given parts, each (name, part) read by the block into
     # an item or nil. An item found under two keys of one page (a DualLock's exec and wait) is

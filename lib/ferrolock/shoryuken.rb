@@ -10,6 +10,7 @@ require_relative "shoryuken/placement"
 require_relative "shoryuken/idempotency_key"
 require_relative "shoryuken/resumption"
 require_relative "shoryuken/hold_time"
+require_relative "shoryuken/queue_pause"
 require_relative "shoryuken/lock_middleware"
 
 module Ferrolock

@@ -3,7 +3,8 @@
 module Ferrolock
   class Admin
     # An operator's override of a limit, live: another limit, or paused (no slot is taken or handed
-    # on), for a ConcurrentLimiter or an ActiveJob limits_concurrency key. The core owns it: the
+    # on), for a ConcurrentLimiter or an ActiveJob limits_concurrency key; or a Shoryuken queue's lock
+    # paused (Shoryuken::QueuePause reads it, about every second per process). The core owns it: the
     # limiter's and the key's own scripts write it and read it in the same atomic step as their
     # slots (ext/ferrolock-core/src/concurrent_limiter/limit_override.rs), so every process obeys
     # it from its next attempt; it survives restarts until cleared. Holders are never evicted.
@@ -14,7 +15,9 @@ module Ferrolock
       # How long an override lives without an admission reading it (seconds: the core's, 30 days).
       TTL = Native::ConcurrentLimiter::OVERRIDE_TTL
       ACTIONS = %i[set_limit pause resume clear].freeze
-      KINDS = %i[concurrent_limiter limits_concurrency].freeze
+      KINDS = %i[concurrent_limiter limits_concurrency shoryuken_lock].freeze
+      # The key part the override lives under (beside the slots it governs).
+      PART = "override"
       Override = Struct.new(:limit, :paused, keyword_init: true) do
         def to_h
           { limit: limit, paused: paused }
@@ -30,21 +33,32 @@ module Ferrolock
       def write(client, name, action, limit = nil, kind: :concurrent_limiter)
         limit = Validate.positive_integer!(:limit, limit) if action == :set_limit
         raise ArgumentError, "action: must be one of #{ACTIONS.join(", ")}" unless ACTIONS.include?(action)
+        if kind == :shoryuken_lock && action == :set_limit
+          raise ArgumentError, "a Shoryuken queue's lock has no limit to set: pause, resume or clear it"
+        end
 
         parse(backend_write(client, name, action, limit, kind)).tap do |now|
-          Ferrolock.instrument(:limit_changed, primitive: kind, name: name, action: action,
-                                               limit: now.limit, paused: now.paused)
+          payload = { primitive: kind, name: name, action: action, limit: now.limit, paused: now.paused }
+          payload[:queue] = name if kind == :shoryuken_lock # (its events are counted per queue)
+          Ferrolock.instrument(:limit_changed, payload)
         end
       end
 
       # The Override in force for `name` (a limiter's, or "concurrency:<group>/<key>"), nil when none.
-      def read(client, keys, name)
+      # keep: a pause read stays in Redis (its TTL renewed, as an admission's read renews a limiter's).
+      def read(client, keys, name, keep: false)
         return fake_read(client, name) if fake?
 
-        limit, paused = client.call("HMGET", keys.key(name, "override"), "limit", "paused")
+        key = keys.key(name, PART)
+        limit, paused, ttl = client.call("HMGET", key, "limit", "paused", "ttl")
         return nil if limit.nil? && paused.nil?
 
+        renew(client, key, ttl) if keep && paused == "1"
         Override.new(limit: limit && Integer(limit), paused: paused == "1")
+      end
+
+      def renew(client, key, ttl)
+        client.call("PEXPIRE", key, ttl) if ttl
       end
 
       # The Override after `action` on `was` (nil: none), as the core's script leaves it; nil when
@@ -60,9 +74,20 @@ module Ferrolock
         now[:limit] || now[:paused] ? Override.new(**now) : nil
       end
 
-      # The name `kind`'s override is stored under ("concurrency:<group>/<key>" for a key's).
+      # True for a limiter's name; false for a limits_concurrency key's or a Shoryuken queue's, whose
+      # overrides share the limiters' key part under their kinds' prefixes.
+      def limiter_name?(name)
+        !name.start_with?(Reading.prefix(:limits_concurrency), Reading.prefix(:shoryuken_marker))
+      end
+
+      # The name `kind`'s override is stored under ("concurrency:<group>/<key>" for a key's, the
+      # message markers' "msg:<queue>" for a Shoryuken queue's lock).
       def stored_name(name, kind)
-        kind == :limits_concurrency ? "#{Reading.prefix(:limits_concurrency)}#{name}" : name
+        case kind
+        when :limits_concurrency then "#{Reading.prefix(:limits_concurrency)}#{name}"
+        when :shoryuken_lock then "#{Reading.prefix(:shoryuken_marker)}#{name}"
+        else name
+        end
       end
 
       def fake_read(client, name)
@@ -83,6 +108,8 @@ module Ferrolock
           end
         when :limits_concurrency
           Backend.build(:JobConcurrency, client).write_override(name, action.to_s, limit)
+        when :shoryuken_lock # the limiters' override hash under the queue's name (nothing waits in its line)
+          backend_write(client, stored_name(name, kind), action, limit, :concurrent_limiter)
         else
           raise ArgumentError, "kind: must be one of #{KINDS.map(&:inspect).join(", ")} (got #{Validate.show(kind)})"
         end

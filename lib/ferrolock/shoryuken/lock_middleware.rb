@@ -15,7 +15,8 @@ module Ferrolock
     # - the job succeeds: the message is "processed" for processed_ttl;
     # - the job raises: the lease is dropped and the error re-raised (SQS redelivers it);
     # - a copy of a processed message: not run, and deleted so it stops coming back;
-    # - a copy of a message in progress: not run, left alone (if the run fails, it is the retry).
+    # - a copy of a message in progress: not run, left alone (if the run fails, it is the retry);
+    # - its queue's lock paused by an operator (QueuePause): not run, back on the queue after paused_delay.
     class LockMiddleware
       # Shoryuken's chain keeps `chain.add LockMiddleware, lease: 120` as a positional Hash and calls
       # Lock.new(hash) for every message; plain keywords work too.
@@ -60,6 +61,8 @@ module Ferrolock
 
       def process(settings, worker, sqs_msg, payload, &block)
         lock = settings.message_lock
+        return if QueuePause.held?(lock.client, sqs_msg, payload, settings.paused_delay)
+
         # The lease is recorded the moment it is granted; whatever lands after that (Thread#kill,
         # Thread#raise) before the job settled it gives the message back in the ensure below.
         held = { lease: nil, settled: false, since: nil }

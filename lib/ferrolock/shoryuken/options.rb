@@ -13,10 +13,13 @@ module Ferrolock
         processed_ttl: 3600,
         on_redis_error: :raise,
         client: nil,
-        idempotency_key: nil
+        idempotency_key: nil,
+        paused_delay: 10
       }.freeze
       KEYS = DEFAULTS.keys.freeze
       REDIS_ERROR_POLICIES = %i[raise run].freeze
+      # SQS's longest visibility timeout (12 hours), in seconds.
+      MAX_VISIBILITY = 43_200
       # Deprecated name => its new name.
       RENAMED = { lock_ttl: :lease }.freeze
 
@@ -48,8 +51,26 @@ module Ferrolock
         when :on_redis_error then redis_error_policy!(value)
         when :client then nil.equal?(value) ? nil : Validate.client!(value)
         when :idempotency_key then idempotency_key!(value)
-        else raise ArgumentError, "unknown option #{key.inspect}"
+        else later_check(key, value)
         end
+      end
+
+      # The options added since the first ones.
+      def later_check(key, value)
+        raise ArgumentError, "unknown option #{key.inspect}" unless key == :paused_delay
+
+        paused_delay!(value)
+      end
+
+      # Whole seconds a message of a paused queue stays invisible before SQS delivers it again: 1 to 12 h.
+      def paused_delay!(value)
+        case value
+        when Integer then return value if value.between?(1, MAX_VISIBILITY)
+        else raise TypeError, "paused_delay must be an Integer (seconds), got #{Validate.show(value)}"
+        end
+
+        raise ArgumentError, "paused_delay must be 1 to #{MAX_VISIBILITY} seconds (SQS's visibility timeouts), " \
+                             "got #{value}"
       end
 
       # The new name of a deprecated key (warning once), any other key as it is.

@@ -5,7 +5,7 @@ module Ferrolock
     # The options in force for one (chain, worker) pair, validated once and reused: Shoryuken
     # builds a new middleware instance per message, so nothing here may cost a round trip.
     class Settings
-      attr_reader :lease, :processed_ttl, :on_redis_error, :idempotency_key
+      attr_reader :lease, :processed_ttl, :on_redis_error, :idempotency_key, :paused_delay
 
       def initialize(options)
         options = Options::DEFAULTS.merge(options)
@@ -15,6 +15,7 @@ module Ferrolock
         @on_redis_error = options[:on_redis_error]
         @client = options[:client]
         @idempotency_key = options[:idempotency_key]
+        @paused_delay = options[:paused_delay]
         # Shared by threads; only this memo changes, and two threads building a MessageLock
         # at once is harmless (each is a thin handle on the shared client).
         @message_lock = nil

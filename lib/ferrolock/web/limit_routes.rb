@@ -2,8 +2,8 @@
 
 module Ferrolock
   module Web
-    # A ConcurrentLimiter's or a limits_concurrency key's limit changed live from the tab
-    # (Admin#set_limit, #pause, #resume, #clear_override): the limiters (or concurrency) page's form
+    # A ConcurrentLimiter's or a limits_concurrency key's limit changed live from the tab, or a Shoryuken
+    # queue's lock paused (Admin#set_limit, #pause, #resume, #clear_override): the listing page's form
     # asks for this confirmation page (GET), whose form POSTs the change; Sidekiq Web's CSRF
     # protection refuses a POST without the session's token before it gets here.
     module LimitRoutes
@@ -14,7 +14,8 @@ module Ferrolock
                   "resume" => [:resume, "Resume %s? Its waiters run."],
                   "clear" => [:clear_override, "Clear the live override of %s (the code's limit, resumed)?"] }.freeze
       # What the form's `kind` may be => the page listing it.
-      KINDS = { "concurrent_limiter" => "locks/limiters", "limits_concurrency" => "locks/concurrency" }.freeze
+      KINDS = { "concurrent_limiter" => "locks/limiters", "limits_concurrency" => "locks/concurrency",
+                "shoryuken_lock" => "locks/markers" }.freeze
 
       module_function
 
@@ -60,6 +61,12 @@ module Ferrolock
         Web.admin.public_send(method, *args, kind: kind.to_sym)
       end
 
+      def queue?(kind) = kind == "shoryuken_lock"
+
+      def queue_state(queue)
+        Web.admin.limit_override(queue, kind: :shoryuken_lock)&.paused ? "paused" : "running"
+      end
+
       def question(name, change, limit)
         format(CHANGES.fetch(change).last, name, limit)
       end
@@ -68,11 +75,13 @@ module Ferrolock
       # overridden there).
       def info(name, kind = "concurrent_limiter")
         return Routes.concurrency_info(name) if kind == "limits_concurrency"
+        return nil if queue?(kind)
 
         Web.admin.limiters(Admin::KeySpace.escape(name)).items.find { |item| item.name == name }
       end
 
-      # "Now: …" on the confirmation page: the limit in force, the holders and the waiting.
+      # "Now: …" on the confirmation page: the limit in force, the holders and the waiting (a queue:
+      # queue_state).
       def now(info, name, kind)
         return [Admin::Table.limit(info), info.in_use, info.waiting] if info && kind == "concurrent_limiter"
 

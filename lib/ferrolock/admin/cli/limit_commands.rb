@@ -5,7 +5,7 @@ module Ferrolock
     class Cli
       # `ferrolock limit NAME N` (or `--clear`), `ferrolock pause NAME`, `ferrolock resume NAME`: a
       # ConcurrentLimiter's limit changed live (Admin#set_limit, #clear_override, #pause, #resume),
-      # or with --concurrency a limits_concurrency key's.
+      # or with --concurrency a limits_concurrency key's; `pause|resume --queue QUEUE` a Shoryuken queue's lock.
       # Prints the override now in force (a table line, or JSON).
       module LimitCommands
         private
@@ -28,11 +28,14 @@ module Ferrolock
         end
 
         def kind
+          usage!("give --concurrency or --queue, not both") if @options[:concurrency] && @options[:queue]
+          return :shoryuken_lock if @options[:queue]
+
           @options[:concurrency] ? :limits_concurrency : :concurrent_limiter
         end
 
         def print_override(name, override)
-          output.override(name, override)
+          kind == :shoryuken_lock ? output.queue_pause(name, override) : output.override(name, override)
           Cli::OK
         end
       end

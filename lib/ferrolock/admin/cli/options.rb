@@ -26,7 +26,8 @@ module Ferrolock
           "limit" => ["limit NAME [N]",
                       "set ConcurrentLimiter (--concurrency: limits_concurrency key) NAME's limit to N live " \
                       "(--clear: undo)"],
-          "pause" => ["pause NAME", "NAME takes no new holder until resumed: jobs wait or are blocked, none dropped"],
+          "pause" => ["pause NAME", "NAME takes no new holder until resumed: jobs wait or are blocked " \
+                                    "(a Shoryuken queue's messages come back later), none dropped"],
           "resume" => ["resume NAME", "undo pause NAME: the waiters run, blocked jobs are enqueued"]
         }.freeze
         # What loading the app's code (--require FILE, on every command) adds beyond its configuration.
@@ -79,11 +80,7 @@ module Ferrolock
         def command_options(opts, command)
           opts.on("--force", "really release (required)") { @values[:force] = true } if command == "release"
           opts.on("--clear", "back to the limit the code passes") { @values[:clear] = true } if command == "limit"
-          if %w[limit pause resume].include?(command)
-            opts.on("--concurrency", "NAME is an ActiveJob limits_concurrency key (group/key), not a limiter") do
-              @values[:concurrency] = true
-            end
-          end
+          kind_options(opts, command)
           if command == "stats"
             opts.on("--since AGO", "how far back: 90s, 15m, 1h (default), 3d; up to 72h") do |ago|
               @values[:since] = ago
@@ -94,6 +91,20 @@ module Ferrolock
           return if %w[show release stats limit pause resume].include?(command)
 
           opts.on("--limit N", Integer, "list at most N (default 1000)") { |n| @values[:limit] = positive!(n) }
+        end
+
+        # What NAME is for limit, pause and resume (a limiter's name by default).
+        def kind_options(opts, command)
+          return unless %w[limit pause resume].include?(command)
+
+          opts.on("--concurrency", "NAME is an ActiveJob limits_concurrency key (group/key), not a limiter") do
+            @values[:concurrency] = true
+          end
+          return if command == "limit"
+
+          opts.on("--queue", "NAME is a Shoryuken queue: its LockMiddleware runs no message while paused") do
+            @values[:queue] = true
+          end
         end
 
         def global_options(opts)

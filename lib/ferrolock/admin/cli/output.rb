@@ -102,6 +102,14 @@ module Ferrolock
           @out.puts("#{Table.text(name)}: #{override.paused ? "paused, " : ""}#{limit}")
         end
 
+        # A Shoryuken queue's lock after pause/resume: "orders: paused" or "orders: running".
+        def queue_pause(queue, override)
+          paused = override&.paused || false
+          return @out.puts(JSON.generate(queue: queue, paused: paused)) if @json
+
+          @out.puts("#{Table.text(queue)}: #{paused ? "paused" : "running"}")
+        end
+
         private
 
         def locks_table(items)
