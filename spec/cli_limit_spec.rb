@@ -51,6 +51,19 @@ RSpec.describe "ferrolock limit, pause, resume" do
     expect(redis.exists("ferrolock:{concurrency:CliJob/k}:override")).to eq(0)
   end
 
+  it "pauses and resumes a Shoryuken queue's lock with --queue" do
+    redis = FerrolockTest.redis_server.redis
+    out, err, code = run_ferrolock("pause", "--queue", "cli-orders")
+    expect([out, err, code]).to eq(["cli-orders: paused\n", "", 0])
+    expect(redis.hget("ferrolock:{msg:cli-orders}:override", "paused")).to eq("1")
+    expect(Ferrolock::Admin.new.paused_queues("cli-*").items.map(&:name)).to eq(["cli-orders"])
+    out, = run_ferrolock("resume", "--queue", "cli-orders", "--json")
+    expect(JSON.parse(out)).to eq("queue" => "cli-orders", "paused" => false)
+    expect(redis.exists("ferrolock:{msg:cli-orders}:override")).to eq(0)
+    _, err, code = run_ferrolock("pause", "--queue", "--concurrency", "cli-orders")
+    expect([err, code]).to match([/not both/, 2])
+  end
+
   it "refuses a missing or bad limit with exit 2" do
     _, err, code = run_ferrolock("limit", "cli:live")
     expect(code).to eq(2)

@@ -74,6 +74,41 @@ RSpec.describe "History: hold times", time_limit: 60 do
     Ferrolock::ActiveJob::Slots.reset!
   end
 
+  # Issue 41: releases that are not the holder's own. The reaper's (a thread ended holding a DistMutex)
+  # and an operator's (Admin#force_release) report the hold where Redis or this process dates it.
+  it "sends :held for a DistMutex released by the reaper and one released by an operator (Redis' clock)" do
+    Thread.new { Ferrolock::DistMutex.new("holds:reaped").lock.then { sleep(hold) } }.join
+    wait_until(timeout: 10, what: "the reaper's release") { hold_of(:dist_mutex, "holds:reaped").any? }
+    reaped = released.find { |payload| payload[:name] == "holds:reaped" }
+    expect(reaped).to include(owner_gone: true)
+    expect(reaped[:held]).to be >= hold
+
+    holder = Thread.new do
+      Ferrolock::DistMutex.new("holds:forced").synchronize { sleep(hold * 4) until Thread.current[:stop] }
+    rescue Ferrolock::LockLost
+      nil
+    end
+    wait_until { admin.show("holds:forced").any? }
+    sleep(hold)
+    expect(admin.force_release("holds:forced").map(&:kind)).to eq([:dist_mutex])
+    holder[:stop] = true
+    holder.join
+    forced = released.select { |payload| payload[:name] == "holds:forced" && payload[:forced] }
+    expect(forced.size).to eq(1)
+    expect(forced.first[:held]).to be_a(Float).and(be >= hold)
+    limiter = Ferrolock::ConcurrentLimiter.new("holds:forced-slot", 1)
+    slot_holder = Thread.new do
+      limiter.within_limit { sleep(hold * 4) }
+    rescue Ferrolock::LockLost
+      nil
+    end
+    wait_until { limiter.status[:in_use] == 1 }
+    admin.force_release("holds:forced-slot", kind: :concurrent_limiter)
+    slot_holder.join
+    # A slot's grant is dated nowhere in Redis (its score is the lease deadline): forced, without :held.
+    expect(released.find { |p| p[:name] == "holds:forced-slot" && p[:forced] }).not_to have_key(:held)
+  end
+
   describe "in history" do
     around do |example|
       Ferrolock.configure { |c| c.history = true }

@@ -93,6 +93,32 @@ RSpec.describe "Sidekiq Web: limits changed live" do
     native.give_back("WebJob/k", "j2", 1)
   end
 
+  it "pauses a Shoryuken queue's lock from the Shoryuken page, lists it there, and resumes it" do
+    get("/locks/markers")
+    expect(last_response.body).to include("Pause queue").and include('name="kind" value="shoryuken_lock"')
+    pause = { "name" => "web-orders", "change" => "pause", "kind" => "shoryuken_lock" }
+    body = confirm(pause)
+    expect(body).to include("Pause web-orders?").and include("Now: running.")
+    post("/locks/limiters/limit", pause, fetch_metadata? ? { "HTTP_SEC_FETCH_SITE" => "cross-site" } : {})
+    expect(last_response.status).to eq(403) # no CSRF token (6.4/7), or cross-site (8): refused
+    expect(admin.paused_queues.items).to eq([])
+
+    form_post(pause, body)
+    expect(last_response.status).to eq(302)
+    expect(last_response.location).to include("locks/markers?")
+    expect(admin.limit_override("web-orders", kind: :shoryuken_lock).paused).to be(true)
+    get("/locks/markers")
+    expect(last_response.body).to include("<code>web-orders</code>: its lock is paused").and include('value="resume"')
+
+    resume = pause.merge("change" => "resume")
+    expect(confirm(resume)).to include("Now: paused.")
+    form_post(resume, confirm(resume))
+    expect(admin.paused_queues.items).to eq([])
+    get("/locks/limiters/limit", pause.merge("change" => "set_limit", "limit" => "2"))
+    form_post(pause.merge("change" => "set_limit", "limit" => "2"), last_response.body)
+    expect(last_response.status).to eq(400) # a queue has no limit
+  end
+
   it "answers 400 to a bad change or limit" do
     get("/locks/limiters/limit", "name" => "web:live", "change" => "drop")
     expect(last_response.status).to eq(400)

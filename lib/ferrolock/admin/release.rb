@@ -11,6 +11,9 @@ module Ferrolock
     # left alone. The holder itself learns at its next renewal (LockLost / :lock_lost event).
     # A uniqueness digest's push-time lock is freed by its own jid-checked release: a duplicate
     # pushed from then on is enqueued (nothing waits on it, so nothing is handed on).
+    # Each hold given up is a :released event with `forced: true`; a DistMutex's with :held, the
+    # seconds its token held the lock by Redis' clock (from its fencing token, which is Redis time at
+    # the grant). Nothing else in Redis dates a grant (Holder), so the other kinds' have no :held.
     class Release
       KINDS = %i[dist_mutex dual_lock concurrent_limiter unique_lock].freeze
       # What a uniqueness digest can hold under its own name (its run-time lock is `<digest>:run`).
@@ -51,7 +54,8 @@ module Ferrolock
         state = Reading.state(@client, :dist_mutex, name) || {}
         token ||= state[:token] or return []
         ttl = state[:ttl]&.positive? ? [state[:ttl], MIN_TTL].max : DEFAULT_TTL
-        release(:dist_mutex, name, [token], ttl)
+        held = held_since(state[:fencing_token]) if token == state[:token]
+        release(:dist_mutex, name, [token], ttl, held: held)
       end
 
       # EXEC's holder: the waiting duplicate (if any) is woken and runs.
@@ -73,9 +77,27 @@ module Ferrolock
         release(:unique_lock, name, [jid], DEFAULT_TTL)
       end
 
-      def release(kind, name, tokens, ttl, limit: 1)
+      # options: limit: (a limiter's, 1 else), held: (seconds, when known).
+      def release(kind, name, tokens, ttl, **options)
+        limit = options.fetch(:limit, 1)
         tokens.select { |t| Native::Admin.force_release(@client.native, kind.to_s, name, t, ttl, limit) }
-              .map { |t| Released.new(kind: kind, name: name, token: t) }
+              .map { |t| released(kind, name, t, options[:held]) }
+      end
+
+      def released(kind, name, token, held)
+        payload = { primitive: kind, name: name, forced: true }
+        payload[:held] = held if held
+        Ferrolock.instrument(:released, payload)
+        Released.new(kind: kind, name: name, token: token)
+      end
+
+      # Seconds since a grant whose fencing token is `fence` (Redis time in µs), by Redis' clock; nil
+      # for a counter's token.
+      def held_since(fence)
+        return nil unless fence.is_a?(Integer) && fence >= Holder::MIN_TIME_FENCE
+
+        seconds, micros = @client.call("TIME")
+        [(Integer(seconds) * 1_000_000) + Integer(micros) - fence, 0].max / 1_000_000.0
       end
     end
   end

@@ -130,6 +130,8 @@ module Ferrolock
                                 "failed (it expires after its lease): #{e.class}: #{e.message}")
         end
 
+        # :owner_gone; and :released with :held (from the grant to this release, as an unlock's) when
+        # the release found the lock still the owner's.
         def report(ownership, lost)
           name = ownership.name
           thread = ownership.thread
@@ -137,6 +139,10 @@ module Ferrolock
           Ferrolock.logger.warn("ferrolock: DistMutex #{name.inspect} released: " \
                                 "its owner #{owner} ended without unlocking")
           Ferrolock.instrument(:owner_gone, primitive: :dist_mutex, name: name, lost: lost)
+          return if lost
+
+          Ferrolock.instrument(:released, primitive: :dist_mutex, name: name, owner_gone: true,
+                                          held: Ferrolock.monotonic - ownership.since)
         end
       end
     end

@@ -40,7 +40,7 @@ module Ferrolock
           true
         end
 
-        # Forgets every reading (tests, and Ferrolock::Testing's mode switches).
+        # Forgets every reading (tests).
         def reset!
           @lock.synchronize { @readings = {}.compare_by_identity }
         end
