@@ -23,7 +23,7 @@ RSpec.describe "ActiveJob limits_concurrency changed live in Solid Queue process
   let(:redis) { FerrolockTest.redis_server.redis }
   let(:console) { run.console }
 
-  def admin(call) = console.evaluate("Ferrolock::Admin.new.#{call}.to_h.inspect")
+  def admin(call) = console.evaluate("Ferrolock::Admin.new.#{call}.to_h")
 
   def nums(list, key)
     redis.lrange(list, 0, -1).map(&:split).select { |k, _, _| k == key }.map { |_, num, _| Integer(num) }
@@ -38,7 +38,7 @@ RSpec.describe "ActiveJob limits_concurrency changed live in Solid Queue process
     run.supervisor(workers: 2, threads: 5)
 
     # Paused: every job is blocked in Redis; the timers visit the key (every 0.2 s) and promote nobody.
-    expect(admin('pause("SqFerrolockLimitJob/held", kind: :limits_concurrency)')).to include("paused: true")
+    expect(admin(%(pause("SqFerrolockLimitJob/held", kind: :limits_concurrency)))).to include("paused" => true)
     enqueue("held", 12)
     expect(redis.llen("ferrolock:{concurrency:SqFerrolockLimitJob/held}:blocked")).to eq(12)
     sleep 1.5
@@ -78,5 +78,26 @@ RSpec.describe "ActiveJob limits_concurrency changed live in Solid Queue process
     %w[held mid low].each do |key|
       admin(%(clear_override("SqFerrolockLimitJob/#{key}", kind: :limits_concurrency))) if @run
     end
+  end
+
+  # Under a limit set live (3; the code's is 1): a job that fails before its perform gives its slot back
+  # at once (else the key would stall for the 30 s lease), a job that raises in its perform too, and each
+  # retry takes a slot again under the live limit.
+  it "keeps a live limit through failures before perform and retries, each job done once" do
+    run.supervisor(workers: 2, threads: 5)
+    admin('set_limit("SqLiveRetryJob/retry", 3, kind: :limits_concurrency)')
+    modes = (0...12).to_h { |num| [num, %w[before perform ok ok][num % 4]] }
+    console.evaluate("#{modes.to_a.inspect}.each { |num, mode| SqLiveRetryJob.perform_later('retry', num, mode) }")
+    started = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+    run.wait_for("12 jobs done (well within the 30 s lease)", timeout: 25) { nums("sq:done", "retry").size >= 12 }
+    took = Process.clock_gettime(Process::CLOCK_MONOTONIC) - started
+    starts = nums("sq:started", "retry").tally
+    puts "\n  solid_queue live limit, failures: jobs=12 max=#{max("retry")} seconds=#{took.round(1)} " \
+         "performs=#{starts.values.sum}"
+    expect(nums("sq:done", "retry")).to match_array(0...12) # each once
+    expect(starts).to eq(modes.transform_values { |mode| mode == "perform" ? 2 : 1 })
+    expect(max("retry")).to eq(3)
+  ensure
+    admin('clear_override("SqLiveRetryJob/retry", kind: :limits_concurrency)') if @run
   end
 end
