@@ -6,9 +6,10 @@ module Ferrolock
     # `ferrolock pause --queue`, the Web tab's Shoryuken page). Message markers are hash-tagged per
     # message, so the queue's pause cannot be read in the same script as a message's lease: each
     # process keeps what it last read per (client, queue) and reads it again once it is REFRESH old,
-    # on the thread of the message that finds it so (one HMGET a second per queue and process; other
-    # threads go on with the value they have meanwhile). A message costs a Hash lookup and a clock
-    # read; a pause or resume reaches every process within about REFRESH.
+    # on the thread of the message that finds it so (one HMGET a second per queue and process). A
+    # reading older than REFRESH is never used: threads that find it so meanwhile wait for the read (a
+    # stale "not paused" would let their messages run after the pause). A message costs a Hash lookup
+    # and a clock read; a message that starts REFRESH after a pause or resume in any process obeys it.
     module QueuePause
       # Seconds a read is used before the next message reads it again.
       REFRESH = 1.0
@@ -25,7 +26,7 @@ module Ferrolock
           reading = @readings[client]&.[](queue)
           return reading.paused if reading && Ferrolock.monotonic - reading.read_at < REFRESH
 
-          refresh(client, queue, reading)
+          @lock.synchronize { refresh_locked(client, queue) }
         end
 
         # True when payload[:queue]'s lock is paused and sqs_msg was so held: neither run nor deleted, SQS
@@ -47,27 +48,18 @@ module Ferrolock
 
         private
 
-        # One thread reads Redis; the others keep the reading they have (the first read of a queue
-        # waits for it).
-        def refresh(client, queue, reading)
-          return reading.paused if reading && !@lock.try_lock
-          return @lock.synchronize { refresh_locked(client, queue) } unless reading
-
-          begin
-            refresh_locked(client, queue)
-          ensure
-            @lock.unlock
-          end
-        end
-
+        # One thread reads Redis; the others waiting here then find its fresh reading.
         def refresh_locked(client, queue)
           queues = (@readings[client] ||= {})
           current = queues[queue]
           return current.paused if current && Ferrolock.monotonic - current.read_at < REFRESH
 
+          # Dated before the read: Redis answers for a moment after it, so REFRESH after a change no
+          # reading from before it is used.
+          asked = Ferrolock.monotonic
           paused = read_or_keep(client, queue, current)
           queues.clear if queues.size >= MAX_QUEUES && !current
-          queues[queue] = Reading.new(paused, Ferrolock.monotonic)
+          queues[queue] = Reading.new(paused, asked)
           paused
         end
 
