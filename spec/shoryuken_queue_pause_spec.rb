@@ -62,7 +62,11 @@ RSpec.describe "pausing a Shoryuken queue's lock" do
       end
       puts JSON.generate(reads: reads.call - before, calls: calls, paused: pause.paused?(client, "orders"))
       $stdin.gets # the parent paused the queue, then waited REFRESH
-      puts JSON.generate(paused: pause.paused?(client, "orders"))
+      # A batch's threads all at once: the one re-reading must not leave the others the stale reading.
+      gate = Queue.new
+      threads = Array.new(8) { Thread.new { gate.pop; pause.paused?(client, "orders") } }
+      8.times { gate << true }
+      puts JSON.generate(paused: threads.map(&:value).uniq)
     RUBY
     env = { "REDIS_URL" => FerrolockTest.redis_server.url }
     IO.popen(env, [RbConfig.ruby, "-I", FerrolockTest::LIB, "-e", code], "r+") do |child|
@@ -75,7 +79,7 @@ RSpec.describe "pausing a Shoryuken queue's lock" do
       paused_at = Ferrolock.monotonic
       sleep 0.01 while Ferrolock.monotonic - paused_at < Ferrolock::Shoryuken::QueuePause::REFRESH
       child.puts("go")
-      expect(JSON.parse(Timeout.timeout(30) { child.gets })).to eq("paused" => true)
+      expect(JSON.parse(Timeout.timeout(30) { child.gets })).to eq("paused" => [true])
     end
   end
 
