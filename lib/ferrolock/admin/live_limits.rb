@@ -7,7 +7,8 @@ module Ferrolock
     module LiveLimits
       # A limit changed live (LimitOverride), in every process from its next attempt, until
       # #clear_override; holders are never evicted. `kind:` :concurrent_limiter (name: the limiter's)
-      # or :limits_concurrency (name: the ActiveJob key "<group>/<key>", as #concurrency lists it).
+      # or :limits_concurrency (name: the ActiveJob key "<group>/<key>", as #concurrency lists it); a
+      # Shoryuken queue's lock (:shoryuken_lock, name: the queue) is only paused, resumed or cleared.
       # Each returns the LimitOverride::Override now in force (nil fields: none) and sends a
       # :limit_changed event.
       def set_limit(name, limit, kind: :concurrent_limiter)
