@@ -139,6 +139,24 @@ RSpec.describe "History: hold times", time_limit: 60 do
       expect(fields).to include(match(/\Adist_mutex\|h\d+\|holds:history\z/), "dist_mutex|released|holds:history")
     end
 
+    it "counts the holds of a reaped and a force-released DistMutex" do
+      Thread.new { Ferrolock::DistMutex.new("holds:others").lock }.join
+      wait_until(timeout: 10, what: "the reaper's release") { hold_of(:dist_mutex, "holds:others").any? }
+      holder = Thread.new do
+        Ferrolock::DistMutex.new("holds:others").synchronize { sleep(hold) until Thread.current[:stop] }
+      rescue Ferrolock::LockLost
+        nil
+      end
+      wait_until { admin.show("holds:others").any? }
+      admin.force_release("holds:others")
+      holder[:stop] = true
+      holder.join
+      Ferrolock::History.flush!
+      stats = admin.stats("holds:others", since: "1h")[:primitives]["dist_mutex"]
+      expect(stats[:counts]).to include("owner_gone" => 1, "released" => 2)
+      expect(stats[:holds][:samples]).to eq(2)
+    end
+
     it "leaves hold steps out of a kind's busiest names (events only)" do
       Ferrolock::DistMutex.new("holds:kind").synchronize { nil }
       Ferrolock::History.flush!
