@@ -166,6 +166,18 @@ RSpec.describe Ferrolock::DistMutex do
       overlapping = spans.each_cons(2).count { |(_, end1), (start2, _)| start2 < end1 }
       expect(overlapping).to be > 0
     end
+
+    # Why the spacing above holds on a loaded server: the lock's expiry counts from the Redis time
+    # its fencing token was read at, not from the earlier instant Redis took as its script began
+    # (PX), which once put two starts 0.192 s apart for expire: 0.2.
+    it "sets each hold's expiry n after its fencing token (PEXPIRETIME, Redis' clock)" do
+      5.times do |i|
+        m = mutex("crawl-expiry-#{i}", expire: 0.2, auto_release: false)
+        m.lock
+        expires_us = redis.call("PEXPIRETIME", "ferrolock:{crawl-expiry-#{i}}:lock") * 1000
+        expect(expires_us).to be >= m.fencing_token - 15 + 200_000 # a token is rounded up to 16 µs
+      end
+    end
   end
 
   describe "processes" do

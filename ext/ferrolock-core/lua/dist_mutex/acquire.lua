@@ -36,9 +36,12 @@ local inbox = ARGV[8]
 local function block(n)
   return n + (16 - n % 16) % 16
 end
-local function issue()
+local function time_us()
   local t = redis.call('TIME')
-  local now = block(tonumber(t[1]) * 1000000 + tonumber(t[2]))
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local function issue(now_us)
+  local now = block(now_us)
   -- One round trip to the counter in the usual case: write Redis time, read what was there.
   -- %d keeps every digit (a plain number argument would be sent as "%.17g").
   local last = tonumber(redis.call('SET', KEYS[2], string.format('%d', now), 'PX', fence_ttl_ms, 'GET') or 0) or 0
@@ -50,11 +53,17 @@ local function issue()
   return fence
 end
 
-if redis.call('SET', KEYS[1], token, 'NX', 'PX', lease_ms) then
+-- The lease ends lease_ms after the Redis time read here (PXAT, rounded up to the next ms), not
+-- after the time Redis took when this script started (what PX counts from): Redis may have
+-- waited for a CPU between the two, and the next holder's grant must come at least lease_ms
+-- after this one's fencing token on the clock TIME reads (the spacer's promise, expire: n).
+local now_us = time_us()
+local lease_until_ms = math.floor((now_us + 999) / 1000) + tonumber(lease_ms)
+if redis.call('SET', KEYS[1], token, 'NX', 'PXAT', string.format('%d', lease_until_ms)) then
   if queued ~= '' then
     redis.call('LREM', KEYS[3], 1, queued)
   end
-  return {1, issue()}
+  return {1, issue(now_us)}
 end
 -- Only a caller that may hold it already asks (a first attempt by a fresh token cannot).
 if maybe_ours == '1' and redis.call('GET', KEYS[1]) == token then
@@ -71,7 +80,7 @@ if maybe_ours == '1' and redis.call('GET', KEYS[1]) == token then
   -- as this token is the latest holder.
   local fence = tonumber(redis.call('GET', KEYS[2]) or 0) or 0
   if fence == 0 then
-    fence = issue()
+    fence = issue(now_us)
   end
   return {1, fence}
 end
@@ -81,8 +90,7 @@ if wait_ms <= 0 then
 end
 -- The entry's deadline (Redis time) is when this caller stops waiting for this turn: a release
 -- skips entries past it, so a waiter that died is never handed the lock later than that.
-local t = redis.call('TIME')
-local now_ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now_ms = math.floor(now_us / 1000)
 local entry = token .. '|' .. string.format('%d', now_ms + wait_ms)
 if inbox and inbox ~= '' then
   entry = entry .. '|@' .. inbox

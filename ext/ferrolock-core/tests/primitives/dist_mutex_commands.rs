@@ -41,7 +41,7 @@ fn an_uncontended_lock_and_unlock_cost_seven_commands() {
         let held = m.lock(&intr, &DistMutex::new_token(), None).unwrap();
         m.unlock(&intr, held).unwrap();
     }
-    // Acquire: EVALSHA, SET NX, TIME, SET (fence). Release: EVALSHA, LPOP, GETDEL.
+    // Acquire: EVALSHA, TIME, SET NX PXAT, SET (fence). Release: EVALSHA, LPOP, GETDEL.
     assert_eq!(commands_run(&client), 7 * rounds);
 }
 
@@ -72,7 +72,7 @@ fn a_contended_hand_off_costs_twelve_commands() {
     m.unlock(&intr, held).unwrap();
     let entered = waiter.join().unwrap();
     // Everything but the polling LLENs (and the SUBSCRIBE of the process's grant inbox, once):
-    // the waiter's attempt (EVALSHA, SET NX, PTTL, TIME, RPUSH, PEXPIRE), the release
+    // the waiter's attempt (EVALSHA, TIME, SET NX, PTTL, RPUSH, PEXPIRE), the release
     // (EVALSHA, LPOP, TIME, SET lock GET, SET fence, PUBLISH to the waiter's inbox). A second
     // thread of the waiter's process would not run an attempt: see the tests below.
     let (section, stats) = section_commands(&client, 1);
