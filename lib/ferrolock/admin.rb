@@ -135,7 +135,7 @@ module Ferrolock
 
     # The LimitOverride::Override in force for `name` (of `kind:`, as #set_limit takes them); nil when none.
     def limit_override(name, kind: :concurrent_limiter)
-      LimitOverride.read(@client, @keys, LimitOverride.stored_name(Validate.name!(:name, name), kind))
+      LimitOverride.read(@client, LimitOverride.stored_name(Validate.name!(:name, name), kind))
     end
 
     # ActiveJob limits_concurrency keys (ConcurrencyInfo): `pattern` matches "<group>/<key>".

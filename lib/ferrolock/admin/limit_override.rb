@@ -37,14 +37,13 @@ module Ferrolock
         end
       end
 
-      # The Override in force for `name` (a limiter's, or "concurrency:<group>/<key>"), nil when none.
-      def read(client, keys, name)
+      # The Override in force for `name` (a limiter's, or "concurrency:<group>/<key>"), nil when none
+      # (read by the core: concurrent_limiter/limit_override.rs).
+      def read(client, name)
         return fake_read(client, name) if fake?
 
-        limit, paused = client.call("HMGET", keys.key(name, "override"), "limit", "paused")
-        return nil if limit.nil? && paused.nil?
-
-        Override.new(limit: limit && Integer(limit), paused: paused == "1")
+        reply = Native::ConcurrentLimiter.read_override(client.native, name)
+        reply && parse(reply)
       end
 
       # The Override after `action` on `was` (nil: none), as the core's script leaves it; nil when

@@ -111,6 +111,20 @@ impl RbConcurrentLimiter {
         Ok((now.limit, now.paused))
     }
 
+    /// Native::ConcurrentLimiter.read_override(client, name): the override stored under `name`
+    /// (a limiter's, or a limits_concurrency key's "concurrency:<key>") as [limit or nil, paused],
+    /// or nil when there is none.
+    fn read_override(
+        ruby: &Ruby,
+        client: &RbClient,
+        name: String,
+    ) -> Result<Option<(Option<u32>, bool)>, Error> {
+        let now = run(ruby, Retry::Idempotent, |intr| {
+            ConcurrentLimiter::read_override(&client.0, intr, &name)
+        })?;
+        Ok(now.map(|o| (o.limit, o.paused)))
+    }
+
     fn limit(&self) -> u32 {
         self.0.limit()
     }
@@ -138,6 +152,10 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     class.define_singleton_method(
         "write_override",
         function!(guard::f4(RbConcurrentLimiter::write_override), 4),
+    )?;
+    class.define_singleton_method(
+        "read_override",
+        function!(guard::f2(RbConcurrentLimiter::read_override), 2),
     )?;
     class.define_method("status", method!(guard::f1(RbConcurrentLimiter::status), 0))?;
     class.define_method(
