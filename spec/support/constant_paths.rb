@@ -19,8 +19,9 @@ module FerrolockTest
     NOT_YET = {
       "ferrolock/web/tab.rb" => "defines Ferrolock::Web (web.rb is the require entry point)"
     }.freeze
-    # Zeitwerk's inflections for a gem: version.rb holds VERSION.
-    INFLECTIONS = { "rspec" => "RSpec", "version" => "VERSION" }.freeze
+    # Zeitwerk's inflections for a gem: version.rb holds VERSION, configuration/fair_tenant_modes.rb the
+    # deprecated Configuration::FAIR_TENANT_MODES.
+    INFLECTIONS = { "rspec" => "RSpec", "version" => "VERSION", "fair_tenant_modes" => "FAIR_TENANT_MODES" }.freeze
 
     module_function
 

@@ -2,7 +2,7 @@
 
 require "json"
 require_relative "reading"
-require_relative "slot_info"
+require_relative "lease_info"
 
 module Ferrolock
   class Admin
@@ -30,7 +30,7 @@ module Ferrolock
       def self.read(client, name)
         state = Reading.state(client, :limits_concurrency, name) or return nil
         new(name: name, key: state[:key], limit: state[:limit],
-            holders: state[:holders].map { |slot| SlotInfo.from(slot, holder: false) }, blocked: state[:blocked],
+            holders: state[:holders].map { |slot| LeaseInfo.from(slot, holder: false) }, blocked: state[:blocked],
             oldest_job_id: state[:oldest_job_id], blocked_jobs: state[:blocked_jobs],
             oldest_age: state[:oldest_job_id] && age(client, state[:oldest_payload]))
       end
