@@ -62,7 +62,8 @@ RSpec.describe "ferrolock limit, pause, resume" do
     run_ferrolock("limit", "--concurrency", "CliJob/shown", "1")
     run_ferrolock("pause", "--concurrency", "CliJob/shown")
     out, = run_ferrolock("concurrency", "CliJob/*")
-    expect(out.lines.find { |line| line.start_with?("CliJob/shown") }).to include("paused (1 (set live; code: #{none}))")
+    row = out.lines.find { |line| line.start_with?("CliJob/shown") }
+    expect(row).to include("paused (1 (set live; code: #{none}))")
     out, = run_ferrolock("concurrency", "CliJob/*", "--json")
     expect(JSON.parse(out).first).to include("key" => "CliJob/shown", "override" => { "limit" => 1, "paused" => true })
 

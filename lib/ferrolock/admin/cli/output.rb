@@ -26,8 +26,9 @@ module Ferrolock
         def concurrency(items)
           emit(items) do
             rows = items.map do |c|
-              [c.key, Table.overridden(Table.text(c.limit), c.override), c.holders.map { |h| "#{h.token} (#{h.ttl.round(1)} s)" }.join(" "), c.blocked,
-               c.oldest_job_id, c.oldest_age&.round(1)]
+              holders = c.holders.map { |h| "#{h.token} (#{h.ttl.round(1)} s)" }.join(" ")
+              [c.key, Table.overridden(Table.text(c.limit), c.override), holders, c.blocked, c.oldest_job_id,
+               c.oldest_age&.round(1)]
             end
             Table.render(%w[KEY LIMIT HOLDERS BLOCKED OLDEST_BLOCKED OLDEST_AGE], rows)
           end
