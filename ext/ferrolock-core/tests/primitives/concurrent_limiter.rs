@@ -293,15 +293,30 @@ fn an_operators_override_is_read_back_as_written_and_none_once_cleared() {
     assert_eq!(read("x"), None);
     let write = |action| ConcurrentLimiter::write_override(&client, &intr, "x", action).unwrap();
     let set = write(OverrideAction::SetLimit(4));
-    assert_eq!(set, Override { limit: Some(4), paused: false });
+    assert_eq!(
+        set,
+        Override {
+            limit: Some(4),
+            paused: false
+        }
+    );
     assert_eq!(read("x"), Some(set));
     write(OverrideAction::Pause);
-    assert_eq!(read("x"), Some(Override { limit: Some(4), paused: true }));
+    assert_eq!(
+        read("x"),
+        Some(Override {
+            limit: Some(4),
+            paused: true
+        })
+    );
     // Only an admission refreshes its TTL: a read leaves it as it was.
     cmd(&client, &["PEXPIRE", "t:{x}:override", "60000"]);
     read("x");
     let ttl = cmd(&client, &["PTTL", "t:{x}:override"]);
-    assert!(matches!(ttl, redis::Value::Int(ms) if ms <= 60_000), "{ttl:?}");
+    assert!(
+        matches!(ttl, redis::Value::Int(ms) if ms <= 60_000),
+        "{ttl:?}"
+    );
     write(OverrideAction::Clear);
     assert_eq!(read("x"), None);
     // A limits_concurrency key's override, by its stored name.
