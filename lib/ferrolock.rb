@@ -128,8 +128,8 @@ module Ferrolock
   autoload :ActiveJob, File.join(__dir__, "ferrolock", "active_job")
   # The operators' read model and force release (Sidekiq Web tab, `ferrolock` command).
   autoload :Admin, File.join(__dir__, "ferrolock", "admin")
-  # The Sidekiq Web tab's module (registered with Sidekiq Web by `require "ferrolock/web"`).
-  autoload :Web, File.join(__dir__, "ferrolock", "web", "tab")
+  # The Sidekiq Web tab (`require "ferrolock/web"`, or its first use: either loads Sidekiq Web and registers it).
+  autoload :Web, File.join(__dir__, "ferrolock", "web")
 end
 
 # History counts events from here on when configured on (c.history = true, or FERROLOCK_HISTORY=1).

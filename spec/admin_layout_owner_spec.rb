@@ -8,10 +8,8 @@ require "spec_helper"
 # Native::Admin hands them: none of them reads a key or spells its shape.
 RSpec.describe "the operators' view holds no key layout" do
   lib = File.expand_path("../lib/ferrolock", __dir__)
-  # The override's write is moving into the core (lua/concurrent_limiter/override.lua) in its own
-  # change; until it lands, limit_override.rb is the one exception.
-  files = (Dir[File.join(lib, "admin{.rb,/**/*.rb}")] + Dir[File.join(lib, "web{.rb,/**/*.{rb,erb}}")] +
-           [File.join(lib, "concurrent_limiter.rb")]).reject { |f| f.end_with?("admin/limit_override.rb") }
+  files = Dir[File.join(lib, "admin{.rb,/**/*.rb}")] + Dir[File.join(lib, "web{.rb,/**/*.{rb,erb}}")] +
+          [File.join(lib, "concurrent_limiter.rb")]
   # Commands that read or write a key (TIME, SCAN through Native::Admin.scan and the scripts' own calls
   # are not here).
   key_commands = /\.call\(\s*"(?:GET|PTTL|TTL|TYPE|EXISTS|ZRANGE\w*|ZSCORE|ZCOUNT|ZCARD|HGET\w*|HMGET|HLEN|

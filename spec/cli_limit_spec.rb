@@ -64,6 +64,29 @@ RSpec.describe "ferrolock limit, pause, resume" do
     expect([err, code]).to match([/not both/, 2])
   end
 
+  it "shows a limits_concurrency key's override where `ferrolock concurrency` shows its limit" do
+    native = Ferrolock::Native::JobConcurrency.new(Ferrolock.client.native)
+    native.admit("CliJob/shown", "j1", "{}", false, [2, 30.0, "block", 0]) # holds a slot: the key is listed
+    out, = run_ferrolock("concurrency", "CliJob/*")
+    row = out.lines.find { |line| line.start_with?("CliJob/shown") }
+    none = Ferrolock::Admin::Table::NONE
+    expect(row.split[1]).to eq(none) # no job blocked yet, so no limit stored, and no override
+
+    run_ferrolock("limit", "--concurrency", "CliJob/shown", "1")
+    run_ferrolock("pause", "--concurrency", "CliJob/shown")
+    out, = run_ferrolock("concurrency", "CliJob/*")
+    row = out.lines.find { |line| line.start_with?("CliJob/shown") }
+    expect(row).to include("paused (1 (set live; code: #{none}))")
+    out, = run_ferrolock("concurrency", "CliJob/*", "--json")
+    expect(JSON.parse(out).first).to include("key" => "CliJob/shown", "override" => { "limit" => 1, "paused" => true })
+
+    run_ferrolock("limit", "--concurrency", "CliJob/shown", "--clear")
+    out, = run_ferrolock("concurrency", "CliJob/*", "--json")
+    expect(JSON.parse(out).first).to include("override" => nil)
+  ensure
+    native&.give_back("CliJob/shown", "j1", 1)
+  end
+
   it "refuses a missing or bad limit with exit 2" do
     _, err, code = run_ferrolock("limit", "cli:live")
     expect(code).to eq(2)

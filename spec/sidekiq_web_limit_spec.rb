@@ -43,8 +43,7 @@ RSpec.describe "Sidekiq Web: limits changed live" do
       # No token (6.4/7), or a cross-site request (8): refused, nothing changed.
       post("/locks/limiters/limit", form, fetch_metadata? ? { "HTTP_SEC_FETCH_SITE" => "cross-site" } : {})
       expect(last_response.status).to eq(403)
-      expect(Ferrolock::Admin::LimitOverride.read(admin.client, Ferrolock::Admin::KeySpace.new("ferrolock"),
-                                                  "web:live")).to be_nil
+      expect(Ferrolock::Admin::LimitOverride.read(admin.client, "web:live")).to be_nil
 
       form_post(form, body)
       expect(last_response.status).to eq(302)

@@ -122,7 +122,7 @@ module Ferrolock
     def override
       return nil if Backend.factory&.disabled?
 
-      Admin::LimitOverride.read(@client, Admin::KeySpace.new(@client.namespace), @name)
+      Admin::LimitOverride.read(@client, @name)
     end
 
     # :waited, as DistMutex and DualLock send it; :duration is its deprecated old name.

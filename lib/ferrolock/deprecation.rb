@@ -8,7 +8,11 @@ module Ferrolock
     # The default of a keyword that has an old name too: tells "not given" from any value (nil included).
     UNSET = Object.new.freeze
 
+    # Where a constant's file is found from its name (see renamed_constants).
+    LIB = File.expand_path("..", __dir__)
+    private_constant :LIB
     @warned = {}
+    @renamed = {}.freeze
     @lock = Mutex.new
 
     class << self
@@ -35,18 +39,35 @@ module Ferrolock
         Ferrolock.logger.warn("ferrolock: #{owner}: #{old} is deprecated, use #{new} (same meaning)")
       end
 
-      # Keeps a namespace's renamed constants working: `namespace::Old` answers the constant named
-      # renamed[:Old] (a String, resolved on use so nothing loads early), warning once. The old names
-      # are not constants (const_missing answers them), so each name has one file (spec/constant_paths_spec.rb).
+      # Keeps a namespace's renamed constants working: `namespace::Old` is autoloaded from the file
+      # its name gives (Ferrolock::Sidekiq::UniqueLock from lib/ferrolock/sidekiq/unique_lock.rb),
+      # which sets it to the constant renamed[:Old] names (a String) through `renamed`, warning once.
+      # So nothing loads before an old name is used, and `defined?(namespace::Old)` is truthful.
       def renamed_constants(namespace, renamed)
-        renamed = renamed.dup.freeze
-        namespace.define_singleton_method(:const_missing) do |name|
-          new_name = renamed[name] or return super(name)
-
-          Deprecation.warn_once(self.name, name, new_name)
-          Object.const_get(new_name)
+        renamed.each do |old, new|
+          full = "#{namespace.name}::#{old}"
+          @lock.synchronize { @renamed = @renamed.merge(full => new).freeze }
+          namespace.autoload(old, File.join(LIB, *full.split("::").map { |part| file_name(part) }))
         end
       end
+
+      # The constant `namespace::old` now names, warning once (each old name's file calls it).
+      def renamed(namespace, old)
+        new = @renamed.fetch("#{namespace.name}::#{old}")
+        warn_once(namespace.name, old, new)
+        Object.const_get(new)
+      end
+
+      # Every deprecated constant name => the name it stands for.
+      def renamed_names
+        @renamed
+      end
+
+      # "UniqueLock" => "unique_lock", "FAIR_TENANT_MODES" => "fair_tenant_modes" (Zeitwerk's rule).
+      def file_name(constant)
+        constant.gsub(/([a-z\d])([A-Z])/, '\\1_\\2').downcase
+      end
+      private :file_name
 
       # Forgets which warnings were logged (for tests).
       def reset!

@@ -17,6 +17,16 @@ module Ferrolock
                            "#{unknown.map { |key| Validate.show(key) }.join(", ")} (known: #{known.join(", ")})"
     end
 
+    # The member of `allowed` (Symbols) that `value` names: a Symbol, or a String compared by name
+    # (not converted with to_sym, which raises EncodingError on bytes that are not UTF-8); nil
+    # for anything else.
+    def symbol_in(value, allowed)
+      case value
+      when Symbol then value if allowed.include?(value)
+      when String then allowed.find { |known| known.name == value }
+      end
+    end
+
     # The block's value. Its ArgumentError or TypeError is raised again with `prefix` (the owner and
     # the option) before its message, as raise_as (default: its own class).
     def value(prefix, raise_as: nil)

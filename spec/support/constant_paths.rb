@@ -11,16 +11,14 @@ module FerrolockTest
     # Files that name no constant: require entry points, each doing one thing when required.
     ENTRY_POINTS = {
       "ferrolock/native_library.rb" => "loads the compiled library, which defines Ferrolock::Native",
-      "ferrolock/testing/rspec.rb" => "`require \"ferrolock/testing/rspec\"` configures RSpec",
-      "ferrolock/web.rb" => "`require \"ferrolock/web\"` registers the tab (Ferrolock::Web is web/tab.rb's)"
+      "ferrolock/testing/rspec.rb" => "`require \"ferrolock/testing/rspec\"` configures RSpec"
     }.freeze
     # Files not yet laid out so (issue 40, item 6 left them), each with why; the spec fails once one
     # of them is fixed, so that it leaves this list.
-    NOT_YET = {
-      "ferrolock/web/tab.rb" => "defines Ferrolock::Web (web.rb is the require entry point)"
-    }.freeze
-    # Zeitwerk's inflections for a gem: version.rb holds VERSION.
-    INFLECTIONS = { "rspec" => "RSpec", "version" => "VERSION" }.freeze
+    NOT_YET = {}.freeze
+    # Zeitwerk's inflections for a gem: version.rb holds VERSION, configuration/fair_tenant_modes.rb the
+    # deprecated Configuration::FAIR_TENANT_MODES.
+    INFLECTIONS = { "rspec" => "RSpec", "version" => "VERSION", "fair_tenant_modes" => "FAIR_TENANT_MODES" }.freeze
 
     module_function
 

@@ -1,11 +1,11 @@
 # frozen_string_literal: true
 
 require_relative "reading"
-require_relative "stage"
+require_relative "lease_info"
 
 module Ferrolock
   class Admin
-    # A DualLock as Redis has it: each stage (Stage), or nil when free.
+    # A DualLock as Redis has it: each stage (LeaseInfo), or nil when free.
     DualLockInfo = Struct.new(:name, :exec, :wait, keyword_init: true) do
       def kind
         :dual_lock
@@ -22,7 +22,7 @@ module Ferrolock
       # nil when neither stage is held.
       def self.read(client, name)
         state = Reading.state(client, :dual_lock, name) or return nil
-        new(name: name, exec: Stage.from(state[:exec]), wait: Stage.from(state[:wait]))
+        new(name: name, exec: LeaseInfo.from(state[:exec]), wait: LeaseInfo.from(state[:wait]))
       end
     end
   end

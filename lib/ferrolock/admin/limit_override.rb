@@ -44,21 +44,14 @@ module Ferrolock
         end
       end
 
-      # The Override in force for `name` (a limiter's, or "concurrency:<group>/<key>"), nil when none.
-      # keep: a pause read stays in Redis (its TTL renewed, as an admission's read renews a limiter's).
-      def read(client, keys, name, keep: false)
+      # The Override in force for `name` (a limiter's, "concurrency:<group>/<key>" or "msg:<queue>"),
+      # nil when none (read by the core: concurrent_limiter/limit_override.rs). keep: a pause read
+      # stays in Redis (its TTL renewed, as an admission's read renews a limiter's).
+      def read(client, name, keep: false)
         return fake_read(client, name) if fake?
 
-        key = keys.key(name, PART)
-        limit, paused, ttl = client.call("HMGET", key, "limit", "paused", "ttl")
-        return nil if limit.nil? && paused.nil?
-
-        renew(client, key, ttl) if keep && paused == "1"
-        Override.new(limit: limit && Integer(limit), paused: paused == "1")
-      end
-
-      def renew(client, key, ttl)
-        client.call("PEXPIRE", key, ttl) if ttl
+        reply = Native::ConcurrentLimiter.read_override(client.native, name, keep)
+        reply && parse(reply)
       end
 
       # The Override after `action` on `was` (nil: none), as the core's script leaves it; nil when

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "reading"
-require_relative "slot_info"
+require_relative "lease_info"
 
 module Ferrolock
   class Admin
@@ -36,7 +36,7 @@ module Ferrolock
         state = Reading.state(client, :concurrent_limiter, name) or return nil
         over = state[:override]
         new(name: name, limit: state[:limit], local_limit: ConcurrentLimiter::LocalLimits[client.namespace, name],
-            slots: state[:slots].map { |slot| SlotInfo.from(slot) }, waiting: state[:waiting],
+            slots: state[:slots].map { |slot| LeaseInfo.from(slot) }, waiting: state[:waiting],
             override: over && LimitOverride::Override.new(**over))
       end
     end

@@ -33,7 +33,7 @@ module Ferrolock
 
       # The LimitOverride::Override in force for `name` (of `kind:`, as #set_limit takes them); nil when none.
       def limit_override(name, kind: :concurrent_limiter)
-        LimitOverride.read(@client, @keys, LimitOverride.stored_name(Validate.name!(:name, name), kind))
+        LimitOverride.read(@client, LimitOverride.stored_name(Validate.name!(:name, name), kind))
       end
 
       # Shoryuken queues whose lock is paused (#pause(queue, kind: :shoryuken_lock)): their names, one SCAN

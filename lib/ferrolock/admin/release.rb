@@ -36,12 +36,8 @@ module Ferrolock
       end
 
       def self.kind!(value)
-        kind = case value # not value.respond_to?: a BasicObject has none (Validate's rule)
-               when Symbol then value
-               # By name: to_sym raises on bytes that are not UTF-8.
-               when String then KINDS.find { |known| known.name == value }
-               end
-        return kind if KINDS.include?(kind)
+        kind = OptionCheck.symbol_in(value, KINDS)
+        return kind if kind
 
         raise ArgumentError, "kind must be one of #{KINDS.map(&:inspect).join(", ")}, got #{Validate.show(value)}"
       end

@@ -1,7 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "reading"
-require_relative "stage"
+require_relative "lease_info"
 
 module Ferrolock
   class Admin
@@ -10,7 +10,7 @@ module Ferrolock
     #   queued, scheduled or waiting for its retry; until_executed also keeps it while the job
     #   runs, renewed as a lease), with its TTL;
     # - the run-time lock on `<digest>:run`: a DistMutex (while_executing; stage :running) or a
-    #   DualLock (until_and_while_executing; :running for EXEC, :waiting for WAIT), each a Stage
+    #   DualLock (until_and_while_executing; :running for EXEC, :waiting for WAIT), each a LeaseInfo
     #   (owner token, TTL, Holder: the job class and jid when taken inside the Sidekiq job).
     # `lock_type` is the job class's `lock` option when the class is loaded in this process, else
     # what the run-time lock's primitive tells (nil with only a push-time lock): Redis does not
@@ -62,8 +62,8 @@ module Ferrolock
         job_class = state[:job_class]
         type = lock_types.fetch(job_class) { lock_types[job_class] = configured_lock(job_class) }
         new(digest: digest, key: state[:key], job_class: job_class, lock_type: type || run_lock(state[:primitive]),
-            jid: state[:jid], ttl: state[:ttl], running: Stage.from(state[:running]),
-            waiting: Stage.from(state[:waiting]))
+            jid: state[:jid], ttl: state[:ttl], running: LeaseInfo.from(state[:running]),
+            waiting: LeaseInfo.from(state[:waiting]))
       end
 
       # The class's `lock` sidekiq_option (a Symbol), or nil when the class is not loaded here or

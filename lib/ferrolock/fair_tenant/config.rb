@@ -12,14 +12,14 @@ module Ferrolock
       # A mode given as a Symbol or String (sidekiq_options survive JSON as Strings). Compared, not
       # converted with to_sym (which raises EncodingError on invalid UTF-8).
       def self.mode!(arg, value)
-        mode = case value
-               when Symbol then value
-               when String then MODES.find { |known| known.name == value }
-               else raise TypeError, "#{arg} must be :exact or :bounded, got #{Validate.show(value)}"
-               end
-        return mode if MODES.include?(mode)
+        mode = OptionCheck.symbol_in(value, MODES)
+        return mode if mode
 
-        raise ArgumentError, "#{arg} must be :exact or :bounded, got #{Validate.show(value)}"
+        message = "#{arg} must be :exact or :bounded, got #{Validate.show(value)}"
+        case value
+        when Symbol, String then raise ArgumentError, message
+        else raise TypeError, message
+        end
       end
 
       # :exact (default): a sorted set of jids per (job class, tenant), exact counts.

@@ -98,11 +98,8 @@ module Ferrolock
       # :raise or :run, given as a Symbol or String (compared by name: a String's to_sym raises
       # on bytes that are not UTF-8).
       def redis_error_policy!(value)
-        policy = case value
-                 when Symbol then value
-                 when String then REDIS_ERROR_POLICIES.find { |known| known.name == value }
-                 end
-        return policy if REDIS_ERROR_POLICIES.include?(policy)
+        policy = OptionCheck.symbol_in(value, REDIS_ERROR_POLICIES)
+        return policy if policy
 
         raise ArgumentError, "on_redis_error must be :raise or :run, got #{Validate.show(value)}"
       end

@@ -73,7 +73,7 @@ module Ferrolock
 
         def read(client, queue)
           name = Admin::LimitOverride.stored_name(queue, :shoryuken_lock)
-          override = Admin::LimitOverride.read(client, Admin::KeySpace.new(client.namespace), name, keep: true)
+          override = Admin::LimitOverride.read(client, name, keep: true)
           override&.paused || false
         end
       end

@@ -9,19 +9,16 @@
 -- prefix. Who waits is read here, as release.lua does, so their grant lists are not in KEYS.
 -- Returns {limit or false, 1 paused / 0}: the override now in force.
 
--- The arguments by name (their slots are listed above).
-local action = ARGV[1]
-local limit = ARGV[2]
-local ttl_ms = ARGV[3]
+-- The arguments past apply_override's three, by name.
 local grant_prefix = ARGV[4]
 local inbox_prefix = ARGV[5]
 
-local refused = write_override(KEYS[1], action, limit, ttl_ms)
-if refused then
-  return refused
+local reply = apply_override(KEYS[1])
+if reply.err then
+  return reply
 end
 -- (An older version kept a sorted set of waiters elsewhere; the line is a list.)
-if action ~= 'pause' and redis.call('TYPE', KEYS[2]).ok == 'list' then
+if ARGV[1] ~= 'pause' and redis.call('TYPE', KEYS[2]).ok == 'list' then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   for _, entry in ipairs(redis.call('LRANGE', KEYS[2], 0, 999)) do
@@ -31,4 +28,4 @@ if action ~= 'pause' and redis.call('TYPE', KEYS[2]).ok == 'list' then
     end
   end
 end
-return override_reply(KEYS[1])
+return reply

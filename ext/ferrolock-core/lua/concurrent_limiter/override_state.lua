@@ -1,4 +1,4 @@
--- Shared by concurrent_limiter/override.lua and job_concurrency/{override,admit,release}.lua
+-- Shared by concurrent_limiter/{override,override_read}.lua and job_concurrency/{override,admit,release}.lua
 -- (declared with this file in front of them: Lua scripts cannot require): the operators' override
 -- of a limit, live. A hash: 'limit' (another limit), 'paused' ('1': no slot is taken or handed on)
 -- and 'ttl' (ms: it expires only after that long unread; every reader in force refreshes it, so it
@@ -30,6 +30,14 @@ end
 local function override_reply(key)
   local state = redis.call('HMGET', key, 'limit', 'paused')
   return {state[1] or false, state[2] == '1' and 1 or 0}
+end
+
+-- The step both override scripts (concurrent_limiter/override.lua, job_concurrency/override.lua)
+-- begin with: ARGV[1] the action, ARGV[2] its limit (set_limit), ARGV[3] the TTL (ms), as
+-- OverrideAction::args sends them, applied to the override at `key`. Returns the reply
+-- {limit or false, 1 paused / 0} now in force, or an error reply (`.err`) for an unknown action.
+local function apply_override(key)
+  return write_override(key, ARGV[1], ARGV[2], ARGV[3]) or override_reply(key)
 end
 
 -- The limit in force for a caller whose code says `configured`: 0 while paused, else the

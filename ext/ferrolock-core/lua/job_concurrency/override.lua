@@ -9,15 +9,9 @@
 -- ARGV[3] the override's TTL (ms).
 -- Returns {limit or false, 1 paused / 0, blocked count}.
 
--- The arguments by name (their slots are listed above).
-local action = ARGV[1]
-local limit = ARGV[2]
-local ttl_ms = ARGV[3]
-
-local refused = write_override(KEYS[1], action, limit, ttl_ms)
-if refused then
-  return refused
+local reply = apply_override(KEYS[1])
+if reply.err then
+  return reply
 end
-local reply = override_reply(KEYS[1])
 reply[3] = redis.call('LLEN', KEYS[2])
 return reply

@@ -3,10 +3,11 @@
 //! beside the slots it governs: a ConcurrentLimiter's (lua/concurrent_limiter/override.lua writes
 //! it and wakes the waiters in line; acquire.lua and release.lua read it) and a `limits_concurrency`
 //! key's (`JobConcurrency::write_override`, lua/job_concurrency/override.lua; admit.lua and
-//! release.lua read it). The hash's layout is lua/concurrent_limiter/override_state.lua's, put in
-//! front of every script that writes or reads it through `limit_in_force`. It survives restarts
-//! until cleared, and expires only after `OVERRIDE_TTL` without an admission reading it. Holders
-//! are never evicted.
+//! release.lua read it); operators read it with `read_override` (override_read.lua). The hash's
+//! layout is lua/concurrent_limiter/override_state.lua's, put in front of every script that writes
+//! or reads it, with the write step both override scripts share (`apply_override`). It survives
+//! restarts until cleared, and expires only after `OVERRIDE_TTL` without an admission reading it.
+//! Holders are never evicted.
 
 use super::ConcurrentLimiter;
 use crate::client::{int, Client};
@@ -19,6 +20,7 @@ use std::time::Duration;
 
 lua_script!(WRITE = "concurrent_limiter/override",
     after "concurrent_limiter/override_state", "concurrent_limiter/line_entry");
+lua_script!(READ = "concurrent_limiter/override_read", after "concurrent_limiter/override_state");
 
 /// How long an override lives without an admission reading it (30 days).
 pub const OVERRIDE_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
@@ -133,6 +135,27 @@ impl ConcurrentLimiter {
             .arg(crate::inbox::Inbox::channel(client.namespace(), ""));
         Override::from_reply("concurrent_limiter/override", &client.eval(intr, &call)?)
     }
+
+    /// The override stored under `name` (a limiter's name, or a limits_concurrency key's
+    /// `concurrency:<key>`), None when there is none. `keep`: a reader that obeys a pause (a
+    /// Shoryuken queue's) keeps one it finds alive, refreshing its TTL as an admission does; an
+    /// operator's look (false) leaves the TTL as it was.
+    pub fn read_override(
+        client: &Client,
+        intr: &Interrupt,
+        name: &str,
+        keep: bool,
+    ) -> Result<Option<Override>> {
+        let keys = client.keys(name)?;
+        let call = ScriptCall::new(&READ)
+            .key(keys.part("override"))
+            .flag(keep);
+        let now = Override::from_reply(
+            "concurrent_limiter/override_read",
+            &client.eval(intr, &call)?,
+        )?;
+        Ok((now != Override::default()).then_some(now))
+    }
 }
 
 #[cfg(test)]
@@ -144,12 +167,14 @@ mod tests {
         let source = WRITE.source;
         for function in [
             "local function write_override(",
+            "local function apply_override(",
             "local function parse(",
             "local function tell(",
         ] {
             assert_eq!(source.matches(function).count(), 1, "{function}");
         }
         assert!(source.ends_with(include_str!("../../lua/concurrent_limiter/override.lua")));
+        assert!(READ.source.contains("local function override_reply("));
     }
 
     #[test]

@@ -282,3 +282,49 @@ fn bad_options_are_rejected() {
         Err(Error::Argument(_))
     ));
 }
+
+#[test]
+fn an_operators_override_is_read_back_as_written_and_none_once_cleared() {
+    use ferrolock_core::concurrent_limiter::{Override, OverrideAction};
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let intr = Interrupt::new();
+    let read = |name: &str| ConcurrentLimiter::read_override(&client, &intr, name, false).unwrap();
+    assert_eq!(read("x"), None);
+    let write = |action| ConcurrentLimiter::write_override(&client, &intr, "x", action).unwrap();
+    let set = write(OverrideAction::SetLimit(4));
+    assert_eq!(
+        set,
+        Override {
+            limit: Some(4),
+            paused: false
+        }
+    );
+    assert_eq!(read("x"), Some(set));
+    write(OverrideAction::Pause);
+    assert_eq!(
+        read("x"),
+        Some(Override {
+            limit: Some(4),
+            paused: true
+        })
+    );
+    // An operator's read leaves its TTL as it was; a reader that obeys the pause keeps it.
+    cmd(&client, &["PEXPIRE", "t:{x}:override", "60000"]);
+    read("x");
+    let ttl = cmd(&client, &["PTTL", "t:{x}:override"]);
+    assert!(
+        matches!(ttl, redis::Value::Int(ms) if ms <= 60_000),
+        "{ttl:?}"
+    );
+    ConcurrentLimiter::read_override(&client, &intr, "x", true).unwrap();
+    let ttl = cmd(&client, &["PTTL", "t:{x}:override"]);
+    assert!(
+        matches!(ttl, redis::Value::Int(ms) if ms > 60_000),
+        "{ttl:?}"
+    );
+    write(OverrideAction::Clear);
+    assert_eq!(read("x"), None);
+    // A limits_concurrency key's override, by its stored name.
+    assert_eq!(read("concurrency:g/k"), None);
+}

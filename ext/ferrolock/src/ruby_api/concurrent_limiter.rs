@@ -111,6 +111,22 @@ impl RbConcurrentLimiter {
         Ok((now.limit, now.paused))
     }
 
+    /// Native::ConcurrentLimiter.read_override(client, name, keep): the override stored under
+    /// `name` (a limiter's, a limits_concurrency key's "concurrency:<key>" or a Shoryuken queue's
+    /// "msg:<queue>") as [limit or nil, paused], or nil when there is none; `keep`: a pause found
+    /// stays (its TTL refreshed).
+    fn read_override(
+        ruby: &Ruby,
+        client: &RbClient,
+        name: String,
+        keep: bool,
+    ) -> Result<Option<(Option<u32>, bool)>, Error> {
+        let now = run(ruby, Retry::Idempotent, |intr| {
+            ConcurrentLimiter::read_override(&client.0, intr, &name, keep)
+        })?;
+        Ok(now.map(|o| (o.limit, o.paused)))
+    }
+
     fn limit(&self) -> u32 {
         self.0.limit()
     }
@@ -138,6 +154,10 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     class.define_singleton_method(
         "write_override",
         function!(guard::f4(RbConcurrentLimiter::write_override), 4),
+    )?;
+    class.define_singleton_method(
+        "read_override",
+        function!(guard::f3(RbConcurrentLimiter::read_override), 3),
     )?;
     class.define_method("status", method!(guard::f1(RbConcurrentLimiter::status), 0))?;
     class.define_method(

@@ -21,12 +21,14 @@ module Ferrolock
           emit(items) { limiters_table(items) }
         end
 
-        # limits_concurrency keys: the jobs holding slots (job_id and lease left) and the line.
+        # limits_concurrency keys: the limit (an operator's override first, as limiters'), the jobs
+        # holding slots (job_id and lease left) and the line.
         def concurrency(items)
           emit(items) do
             rows = items.map do |c|
-              [c.key, c.limit, c.holders.map { |h| "#{h.token} (#{h.ttl.round(1)} s)" }.join(" "), c.blocked,
-               c.oldest_job_id, c.oldest_age&.round(1)]
+              holders = c.holders.map { |h| "#{h.token} (#{h.ttl.round(1)} s)" }.join(" ")
+              [c.key, Table.overridden(Table.text(c.limit), c.override), holders, c.blocked, c.oldest_job_id,
+               c.oldest_age&.round(1)]
             end
             Table.render(%w[KEY LIMIT HOLDERS BLOCKED OLDEST_BLOCKED OLDEST_AGE], rows)
           end

@@ -140,11 +140,8 @@ module Ferrolock
 
         # A String is compared, not converted with to_sym (which raises EncodingError on invalid UTF-8).
         def one_of(name, value, allowed)
-          symbol = case value
-                   when Symbol then value
-                   when String then allowed.find { |known| known.name == value }
-                   end
-          return symbol if allowed.include?(symbol)
+          symbol = OptionCheck.symbol_in(value, allowed)
+          return symbol if symbol
 
           raise ArgumentError, "#{@class_name}: #{source(name)} #{name}: must be one of " \
                                "#{allowed.map(&:inspect).join(", ")}, got #{Validate.show(value)}"
