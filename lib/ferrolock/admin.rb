@@ -4,8 +4,7 @@ require_relative "admin/key_space"
 require_relative "admin/scanner"
 require_relative "admin/reading"
 require_relative "admin/holder"
-require_relative "admin/stage"
-require_relative "admin/slot_info"
+require_relative "admin/lease_info"
 require_relative "admin/mutex_info"
 require_relative "admin/dual_lock_info"
 require_relative "admin/limiter_info"
@@ -45,6 +44,8 @@ module Ferrolock
     # name gave its file (0.x): kept, warning once.
     Deprecation.renamed_constants(self, %w[App Arguments NamespaceHint Options Output Password StatsCommand]
                                           .to_h { |part| [:"Cli#{part}", "Ferrolock::Admin::Cli::#{part}"] })
+    # LeaseInfo's names before a limiter's slot and a DualLock's stage were one struct.
+    Deprecation.renamed_constants(self, SlotInfo: "Ferrolock::Admin::LeaseInfo", Stage: "Ferrolock::Admin::LeaseInfo")
 
     attr_reader :client
 

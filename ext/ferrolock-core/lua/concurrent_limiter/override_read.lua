@@ -3,10 +3,11 @@
 -- obeys a pause (Shoryuken::QueuePause): a pause it finds stays (its TTL refreshed, as an
 -- admission's read refreshes a limiter's); '0' (an operator's look) leaves the TTL alone.
 -- Returns {limit or false, 1 paused / 0}: {false, 0} when there is none.
-if ARGV[1] == '1' then
-  local state = redis.call('HMGET', KEYS[1], 'paused', 'ttl')
-  if state[1] == '1' and state[2] then
-    redis.call('PEXPIRE', KEYS[1], state[2])
-  end
+if ARGV[1] ~= '1' then
+  return override_reply(KEYS[1])
 end
-return override_reply(KEYS[1])
+local state = redis.call('HMGET', KEYS[1], 'limit', 'paused', 'ttl')
+if state[2] == '1' and state[3] then
+  redis.call('PEXPIRE', KEYS[1], state[3])
+end
+return {state[1] or false, state[2] == '1' and 1 or 0}

@@ -147,9 +147,7 @@ impl ConcurrentLimiter {
         keep: bool,
     ) -> Result<Option<Override>> {
         let keys = client.keys(name)?;
-        let call = ScriptCall::new(&READ)
-            .key(keys.part("override"))
-            .flag(keep);
+        let call = ScriptCall::new(&READ).key(keys.part("override")).flag(keep);
         let now = Override::from_reply(
             "concurrent_limiter/override_read",
             &client.eval(intr, &call)?,
