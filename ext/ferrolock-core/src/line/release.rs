@@ -80,9 +80,10 @@ impl Line {
     /// Redis round trip) when its cohort may pass on once more: true when passed (`hold` is then
     /// an empty shell: its token and lease went to the waiter).
     fn pass_locally<P: Primitive>(&self, hold: &mut Hold) -> bool {
-        let next = hold
-            .cohort
-            .and_then(|c| c.next(self.local_passes, self.cohort_window));
+        let next = hold.cohort.and_then(|c| {
+            c.next(self.local_passes, self.cohort_window)
+                .or_else(|| self.renew_unfenced::<P>(c))
+        });
         let Some(next) = next else {
             return false;
         };
@@ -93,9 +94,22 @@ impl Line {
         self.pass_on_with::<P>(hold, next)
     }
 
-    /// Passes `hold` to the oldest live local waiter as the holder of `next` in its cohort.
+    /// Unfair mode, a primitive without fencing (a limiter's slot): a cohort that may pass no
+    /// more starts another one in place, with no Redis call (there is no token block to renew;
+    /// its lease renews as before), while its process's slice lasts.
+    fn renew_unfenced<P: Primitive>(&self, cohort: Cohort) -> Option<Cohort> {
+        let slice = self.unfair_slice.filter(|_| P::SLOTS)?;
+        (cohort.slice_age() < slice)
+            .then(|| cohort.renewed_unfenced())
+            .and_then(|c| c.next(self.local_passes, self.cohort_window))
+    }
+
+    /// Passes `hold` to the oldest live local waiter as the holder of `next` in its cohort;
+    /// in unfair mode it parks it instead (local/parked.rs): the first thread of the process to
+    /// ask takes it, with no wake-up.
     fn pass_on_with<P: Primitive>(&self, hold: &mut Hold, next: Cohort) -> bool {
-        local::pass_on(&mut hold.member, self.ahead_of_redis_waiter::<P>(), || {
+        let ahead = self.ahead_of_redis_waiter::<P>();
+        let mut baton = || -> local::Baton {
             Box::new(Hold {
                 token: std::mem::take(&mut hold.token),
                 fencing_token: next.fencing_token(),
@@ -103,7 +117,11 @@ impl Line {
                 member: None,
                 cohort: Some(next),
             })
-        })
+        };
+        if self.unfair_slice.is_some() && local::park(&mut hold.member, ahead, &mut baton) {
+            return true;
+        }
+        local::pass_on(&mut hold.member, ahead, baton)
     }
 
     /// A pass may go ahead of the process's waiter in the Redis line: a limiter's slots (that

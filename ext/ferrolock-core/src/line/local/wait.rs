@@ -71,6 +71,24 @@ impl LocalWaiter {
                     } else {
                         None
                     };
+                    // A parked hold nobody running took within a tick, or one that would
+                    // be left with nobody to take it: this waiter takes it (parked.rs).
+                    let tick = line.park_tick.unwrap_or(PARK_TICK);
+                    let parked_due = line.parked.front().is_some_and(|p| {
+                        left.is_some() || now.saturating_duration_since(p.at) >= tick
+                    });
+                    if parked_due {
+                        let parked = line.parked.pop_front().expect("looked at above");
+                        line.waiting.retain(|id| *id != self.id);
+                        line.slots.remove(&self.id);
+                        line.wakes.remove(&self.id);
+                        let member = Member {
+                            key: self.key.clone(),
+                            generation: self.generation,
+                            role: Role::Holding,
+                        };
+                        return Ok((Turn::Handed(parked.baton), member));
+                    }
                     if let Some(why) = left {
                         line.waiting.retain(|id| *id != self.id);
                         line.slots.remove(&self.id);
@@ -105,6 +123,9 @@ impl LocalWaiter {
                         return Ok((Turn::Attempt { uncertain: false }, member));
                     }
                     slice = slice.min(recheck - waited);
+                    if line.park_tick.is_some() && line.waiting.front() == Some(&self.id) {
+                        slice = slice.min(tick);
+                    }
                     if let Some(l) = unqueued_left {
                         slice = slice.min(l);
                     }
