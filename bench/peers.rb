@@ -122,8 +122,8 @@ module PeersBench
        ->((m, io)) { m.synchronize { body.call(io) } }]
     else
       [lambda do
-        [Ferrolock::ConcurrentLimiter.new("peers:limiter:#{key}", LIMIT, wait_timeout: 60, lease: LEASE_MS / 1000,
-                                                                   fair: fair),
+        [Ferrolock::ConcurrentLimiter.new("peers:limiter:#{key}", LIMIT, wait_timeout: 60,
+                                                                         lease: LEASE_MS / 1000, fair: fair),
          io_setup.call]
       end,
        ->((limiter, io)) { limiter.within_limit { body.call(io) } }]
@@ -235,7 +235,8 @@ module PeersBench
       ours_label = kind == :mutex ? "ferrolock DistMutex" : "ferrolock ConcurrentLimiter(3)"
       ceiling = section == :io ? [[CEILING, [workers, processes], measure_ceiling(workers, processes)]] : []
       unfair = if workers > 1
-                 [[UNFAIR.fetch(kind), [workers, processes], measure_ours(kind, section, workers, processes, fair: false)]]
+                 [[UNFAIR.fetch(kind), [workers, processes],
+                   measure_ours(kind, section, workers, processes, fair: false)]]
                end
       [[ours_label, [workers, processes], measure_ours(kind, section, workers, processes)], *unfair] +
         peers.map { |peer| [peer.label, [workers, processes], peer_result(peer, section, workers, processes)] } +

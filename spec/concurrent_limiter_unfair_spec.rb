@@ -90,7 +90,8 @@ RSpec.describe "ConcurrentLimiter fair: false" do
     pid = fork_child do
       reader.close
       client = Ferrolock::Client.new(url: server.url, namespace: "ul")
-      limiter = Ferrolock::ConcurrentLimiter.new("killed", limit, lease: 1, wait_timeout: 30, client: client, fair: false)
+      limiter = Ferrolock::ConcurrentLimiter.new("killed", limit, lease: 1, wait_timeout: 30, client: client,
+                                                                  fair: false)
       blocks = Queue.new
       # More threads than slots, each releasing and asking again at once: slots are parked and
       # retaken all the time.
@@ -130,7 +131,8 @@ RSpec.describe "ConcurrentLimiter fair: false" do
   end
 
   it "names fair: when it is not true or false" do
-    expect { Ferrolock::ConcurrentLimiter.new("x", 2, fair: "no") }.to raise_error(TypeError, /fair must be true or false/)
+    expect { Ferrolock::ConcurrentLimiter.new("x", 2, fair: "no") }
+      .to raise_error(TypeError, /fair must be true or false/)
     expect { Ferrolock::ConcurrentLimiter.new("x", 2, fair: nil) }.to raise_error(TypeError, /fair/)
   end
 

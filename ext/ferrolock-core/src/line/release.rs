@@ -80,18 +80,21 @@ impl Line {
     /// Redis round trip) when its cohort may pass on once more: true when passed (`hold` is then
     /// an empty shell: its token and lease went to the waiter).
     fn pass_locally<P: Primitive>(&self, hold: &mut Hold) -> bool {
+        // A pass within the cohort may be parked (a retake); a renewed cohort's first goes to
+        // the oldest waiter, so threads of the process take turns every cohort.
         let next = hold.cohort.and_then(|c| {
             c.next(self.local_passes, self.cohort_window)
-                .or_else(|| self.renew_unfenced::<P>(c))
+                .map(|n| (n, true))
+                .or_else(|| self.renew_unfenced::<P>(c).map(|n| (n, false)))
         });
-        let Some(next) = next else {
+        let Some((next, may_park)) = next else {
             return false;
         };
         // An operator force-released it: the release through Redis reports it lost.
         if self.client.inbox().was_revoked(&hold.token) {
             return false;
         }
-        self.pass_on_with::<P>(hold, next)
+        self.pass_on_with::<P>(hold, next, may_park)
     }
 
     /// Unfair mode, a primitive without fencing (a limiter's slot): a cohort that may pass no
@@ -105,9 +108,9 @@ impl Line {
     }
 
     /// Passes `hold` to the oldest live local waiter as the holder of `next` in its cohort;
-    /// in unfair mode it parks it instead (local/parked.rs): the first thread of the process to
-    /// ask takes it, with no wake-up.
-    fn pass_on_with<P: Primitive>(&self, hold: &mut Hold, next: Cohort) -> bool {
+    /// in unfair mode, `may_park`, it parks it instead (local/parked.rs): the first thread of
+    /// the process to ask takes it, with no wake-up.
+    fn pass_on_with<P: Primitive>(&self, hold: &mut Hold, next: Cohort, may_park: bool) -> bool {
         let ahead = self.ahead_of_redis_waiter::<P>();
         let mut baton = || -> local::Baton {
             Box::new(Hold {
@@ -118,7 +121,10 @@ impl Line {
                 cohort: Some(next),
             })
         };
-        if self.unfair_slice.is_some() && local::park(&mut hold.member, ahead, &mut baton) {
+        if may_park
+            && self.unfair_slice.is_some()
+            && local::park(&mut hold.member, ahead, &mut baton)
+        {
             return true;
         }
         local::pass_on(&mut hold.member, ahead, baton)
@@ -156,7 +162,7 @@ impl Line {
             _ => return false,
         };
         match cohort.renewed(fence) {
-            Some(next) => self.pass_on_with::<P>(hold, next),
+            Some(next) => self.pass_on_with::<P>(hold, next, false),
             None => false,
         }
     }

@@ -139,6 +139,9 @@ struct Line {
     /// Unfair mode: holds a holder of this process released to whichever of its threads asks
     /// first (parked.rs), oldest first.
     parked: VecDeque<parked::Parked>,
+    /// Parked holds in a row a waiter had to take (nobody running asked in time), and how many
+    /// releases still pass on directly because of them (parked.rs `Backoff`).
+    park_backoff: parked::Backoff,
     /// A line of an unfair primitive: its oldest local waiter looks for parked holds this
     /// often (`PARK_TICK` but in tests).
     park_tick: Option<Duration>,
@@ -479,6 +482,7 @@ pub fn join(
         line.park_tick = park_tick;
     }
     if let Some(parked) = line.parked.pop_front() {
+        line.park_backoff.hit();
         // The holding count stayed with the parked hold: it is ours now, no wake-up.
         let role = Role::Holding;
         let member = Member {

@@ -43,7 +43,10 @@ pub fn park(
     let Some(line) = lines.0.get_mut(&holder.key) else {
         return false;
     };
-    if (line.in_redis > 0 && !ahead_of_redis_waiter) || line.first_live_waiter().is_none() {
+    if (line.in_redis > 0 && !ahead_of_redis_waiter)
+        || line.first_live_waiter().is_none()
+        || line.park_backoff.skip()
+    {
         return false;
     }
     line.parked.push_back(Parked {
@@ -54,6 +57,33 @@ pub fn park(
     // Its holding count stays with the parked hold.
     std::mem::forget(member.take());
     true
+}
+
+/// Parking bets that a thread of the process asks again within `PARK_TICK`; when nobody did, the
+/// hold idled up to a tick, and the next `skip` releases (2, 4, ... 64 after misses in a row)
+/// wake their waiter at once instead; a parked hold a running thread took resets it.
+#[derive(Default)]
+pub(super) struct Backoff {
+    misses: u32,
+    skip: u32,
+}
+
+impl Backoff {
+    pub fn hit(&mut self) {
+        self.misses = 0;
+    }
+
+    pub fn missed(&mut self) {
+        self.misses = (self.misses + 1).min(6);
+        self.skip = 1 << self.misses;
+    }
+
+    /// Whether this release passes on directly (counting it).
+    fn skip(&mut self) -> bool {
+        let skip = self.skip > 0;
+        self.skip = self.skip.saturating_sub(1);
+        skip
+    }
 }
 
 /// Holds parked in this process for one name (tests).

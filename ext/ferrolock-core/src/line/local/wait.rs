@@ -79,6 +79,9 @@ impl LocalWaiter {
                     });
                     if parked_due {
                         let parked = line.parked.pop_front().expect("looked at above");
+                        if left.is_none() {
+                            line.park_backoff.missed();
+                        }
                         line.waiting.retain(|id| *id != self.id);
                         line.slots.remove(&self.id);
                         line.wakes.remove(&self.id);
