@@ -22,6 +22,7 @@ pub struct RbLimiterSlot(HeldCell<Slot>);
 impl RbConcurrentLimiter {
     // Native::ConcurrentLimiter.new's positional arguments (lib/ferrolock/concurrent_limiter.rb
     // validates them).
+    #[allow(clippy::too_many_arguments)]
     fn new(
         ruby: &Ruby,
         client: &RbClient,
