@@ -233,3 +233,36 @@ fn an_unfair_lock_stays_exclusive_across_threads_and_processes() {
 fn an_unfair_limiter_never_exceeds_its_limit() {
     count_unfair::<ferrolock_core::concurrent_limiter::ConcurrentLimiter>(3, 150);
 }
+
+/// A limiter's process holding two slots with one thread waiting here: the first release parks
+/// its slot for that waiter; the second may neither park another (one waiter takes one) nor pass
+/// its slot to that waiter (the parked one would be left with nobody to take it): it goes back
+/// through Redis. Every slot is free at the end; a stranded parked slot would stay held, renewed.
+#[test]
+fn a_parked_slot_is_never_left_without_a_waiter_to_take_it() {
+    use ferrolock_core::concurrent_limiter::ConcurrentLimiter;
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let p = Arc::new(ConcurrentLimiter::unfair(
+        &client,
+        "two",
+        2,
+        Some(Duration::from_secs(600)),
+    ));
+    let intr = Interrupt::new();
+    let (a, b) = (take(&*p), take(&*p));
+    let (entered, threads) = local_waiter(&p, &client, "two", Some(Duration::from_millis(500)));
+    p.leave(&intr, a).unwrap();
+    assert_eq!(p.parked_holds(), 1);
+    p.leave(&intr, b).unwrap();
+    assert_eq!(p.parked_holds(), 1, "one parked slot for one waiter");
+    assert_eq!(p.local_waiters(), 1, "the waiter stays to take it");
+    for _ in &threads {
+        assert!(entered.recv_timeout(Duration::from_secs(20)).unwrap());
+    }
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    assert_eq!(p.parked_holds(), 0);
+    until("every slot free", || {
+        p.status(&Interrupt::new()).unwrap().in_use == 0
+    });
+}

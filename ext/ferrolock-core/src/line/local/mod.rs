@@ -190,6 +190,12 @@ impl Line {
         Wake(self.wakes.get(&id).cloned())
     }
 
+    /// Each parked hold is taken by a waiter of this line (parked.rs): waiters are not passed
+    /// on, queued or sent to Redis while that would leave fewer than the parked holds.
+    fn keeps_last_waiter(&self) -> bool {
+        !self.parked.is_empty() && self.waiting.len() <= self.parked.len()
+    }
+
     fn is_unused(&self) -> bool {
         self.in_redis == 0
             && self.holding == 0
@@ -215,6 +221,9 @@ impl Line {
     /// The oldest local waiter attempts on its own now (it then counts as a waiter in Redis):
     /// its wake-up, None when nobody waits here.
     fn send_oldest_to_redis(&mut self) -> Option<Wake> {
+        if self.keeps_last_waiter() {
+            return None;
+        }
         let id = self.waiting.pop_front()?;
         self.slots
             .insert(id, Slot::Told(Turn::Attempt { uncertain: false }));
@@ -322,6 +331,9 @@ impl Member {
         }
         let line = lines.0.get_mut(&self.key)?;
         if line.in_redis > 0 && !ahead_of_redis_waiter {
+            return None;
+        }
+        if line.keeps_last_waiter() {
             return None;
         }
         let at = line.first_live_waiter()?;

@@ -8,7 +8,9 @@
 //! look (it looks every `PARK_TICK` in an unfair line); a waiter that leaves (timeout,
 //! interrupt) while a hold is parked takes it as it goes (held past its deadline, or given back
 //! by the binding as any acquisition that raced an interrupt), so a hold is parked only while a
-//! waiter is there to take it. A process that exits or is killed leaves it to its lease.
+//! waiter is there to take it: there are never more parked holds than waiters, and no waiter is
+//! passed on, queued or sent to Redis while that would leave fewer (`keeps_last_waiter`). A
+//! process that exits or is killed leaves it to its lease.
 //! Holds are parked only by holders that came through the line (`Member`), so a parked hold
 //! counts as held (`holding`) until taken.
 
@@ -45,6 +47,7 @@ pub fn park(
     };
     if (line.in_redis > 0 && !ahead_of_redis_waiter)
         || line.first_live_waiter().is_none()
+        || line.waiting.len() <= line.parked.len()
         || line.park_backoff.skip()
     {
         return false;
