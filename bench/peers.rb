@@ -112,8 +112,8 @@ module PeersBench
      end]
   end
 
-  # The contended mutex's second row: the unfair mode (DistMutex.new(name, fair: false)).
-  UNFAIR = "ferrolock DistMutex fair: false"
+  # The contended rows' second: the unfair mode (DistMutex / ConcurrentLimiter .new(…, fair: false)).
+  UNFAIR = { mutex: "ferrolock DistMutex fair: false", semaphore: "ferrolock ConcurrentLimiter(3) fair: false" }.freeze
 
   def ours(kind, section, key, fair)
     io_setup, body = section_body(section, "section:#{key}")
@@ -122,7 +122,8 @@ module PeersBench
        ->((m, io)) { m.synchronize { body.call(io) } }]
     else
       [lambda do
-        [Ferrolock::ConcurrentLimiter.new("peers:limiter:#{key}", LIMIT, wait_timeout: 60, lease: LEASE_MS / 1000),
+        [Ferrolock::ConcurrentLimiter.new("peers:limiter:#{key}", LIMIT, wait_timeout: 60,
+                                                                         lease: LEASE_MS / 1000, fair: fair),
          io_setup.call]
       end,
        ->((limiter, io)) { limiter.within_limit { body.call(io) } }]
@@ -233,8 +234,9 @@ module PeersBench
     configs(section).flat_map do |workers, processes|
       ours_label = kind == :mutex ? "ferrolock DistMutex" : "ferrolock ConcurrentLimiter(3)"
       ceiling = section == :io ? [[CEILING, [workers, processes], measure_ceiling(workers, processes)]] : []
-      unfair = if kind == :mutex && workers > 1
-                 [[UNFAIR, [workers, processes], measure_ours(kind, section, workers, processes, fair: false)]]
+      unfair = if workers > 1
+                 [[UNFAIR.fetch(kind), [workers, processes],
+                   measure_ours(kind, section, workers, processes, fair: false)]]
                end
       [[ours_label, [workers, processes], measure_ours(kind, section, workers, processes)], *unfair] +
         peers.map { |peer| [peer.label, [workers, processes], peer_result(peer, section, workers, processes)] } +

@@ -76,7 +76,7 @@ module PeersBench
       parts = []
       if (fastest = peers.max_by { |_, _, r| r[:sections] })
         parts << format("ours / fastest peer (%s): %.2fx", fastest[0], ours[:sections] / fastest[2][:sections])
-        unfair = rows.find { |label, _, r| label == PeersBench::UNFAIR && !r.is_a?(String) }
+        unfair = rows.find { |label, _, r| label == PeersBench::UNFAIR.fetch(kind) && !r.is_a?(String) }
         parts << format("fair: false / that peer: %.2fx", unfair[2][:sections] / fastest[2][:sections]) if unfair
       end
       if ceiling

@@ -10,7 +10,9 @@ module Chaos
         super
         @limiter = Ferrolock::ConcurrentLimiter.new(Settings::LIMITER_NAME, Settings::LIMIT,
                                                     wait_timeout: Settings::WAIT_TIMEOUT,
-                                                    lock_timeout: Settings::LEASE, client: @client)
+                                                    lock_timeout: Settings::LEASE, client: @client,
+                                                    # FERROLOCK_CHAOS_FAIR=false: unfair mode (issue 43).
+                                                    fair: ENV.fetch("FERROLOCK_CHAOS_FAIR", "true") != "false")
       end
 
       def prim = "limiter"

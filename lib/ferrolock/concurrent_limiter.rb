@@ -19,9 +19,10 @@ module Ferrolock
     # min_replicas_acked: replicas each slot grant must reach before the block runs (nil: the
     # configured default). local_passes: times in a row a release may pass its slot to a waiting
     # thread of its own process without Redis (within 10 ms of the slot's Redis acquisition, as
-    # DistMutex's cohort hand-off); 0: every slot goes back through Redis.
+    # DistMutex's cohort hand-off); 0: every slot goes back through Redis. fair: false: a released
+    # slot is kept for this process's next running thread, up to 50 ms in a row (doc/BEHAVIOUR.md).
     def initialize(name, count, wait_timeout: 5, lease: Deprecation::UNSET, client: nil, min_replicas_acked: nil, # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
-                   local_passes: Cohort::LOCAL_PASSES, lock_timeout: Deprecation::UNSET)
+                   local_passes: Cohort::LOCAL_PASSES, lock_timeout: Deprecation::UNSET, fair: true)
       given, lease = Deprecation.rename("Ferrolock::ConcurrentLimiter.new", :lock_timeout, :lease,
                                         [lock_timeout, lease], 30)
       @name = Validate.own_name!(:name, name)
@@ -30,7 +31,8 @@ module Ferrolock
       @lease = Validate.seconds!(given, lease)
       @client = Validate.client!(client)
       @native = Backend.build(:ConcurrentLimiter, @client, @name, @count, @lease,
-                              Ferrolock.min_replicas_acked!(min_replicas_acked), Cohort.local_passes!(local_passes))
+                              Ferrolock.min_replicas_acked!(min_replicas_acked), Cohort.local_passes!(local_passes),
+                              Validate.boolean!(:fair, fair))
       LocalLimits.record(@client.namespace, @name, @count)
       # Made once: every acquisition passes it to Interrupts.acquire.
       @give_back = ->(slot) { @native.release(slot) if slot }

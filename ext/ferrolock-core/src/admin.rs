@@ -119,6 +119,7 @@ pub fn release_call(
                 limit: params.limit.max(1),
                 lease: params.ttl,
                 local_passes: 0,
+                fair: true,
             };
             ConcurrentLimiter::new(client, name, opts)?.release_call(token, false)
         }

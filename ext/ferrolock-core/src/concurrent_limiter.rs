@@ -107,6 +107,10 @@ pub struct LimiterOptions {
     /// Cohort hand-offs in a row (0..=cohort::MAX_LOCAL_PASSES; 0: every slot goes back
     /// through Redis).
     pub local_passes: u32,
+    /// False: unfair mode: a releasing holder parks its slot for a running thread of its process
+    /// (line/local/parked.rs), and its process keeps the slot among its threads for up to
+    /// `cohort::unfair_slice(lease)` before it goes back through Redis.
+    pub fair: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,7 +150,7 @@ impl ConcurrentLimiter {
         cohort::check_local_passes(opts.local_passes)?;
         // The longest a waiter blocks between two attempts: its entry must cover that.
         let max_block = opts.lease.max(MIN_RECHECK);
-        let line = Line::new(
+        let mut line = Line::new(
             client,
             name,
             keys.part("slots"),
@@ -155,6 +159,9 @@ impl ConcurrentLimiter {
             max_block,
             opts.local_passes,
         );
+        if !opts.fair {
+            line.unfair_slice = Some(cohort::unfair_slice(opts.lease));
+        }
         Ok(ConcurrentLimiter {
             line,
             // Not "waiters": older versions keep a sorted set there, DistMutex a list.
@@ -202,6 +209,21 @@ impl ConcurrentLimiter {
     /// Threads of this process waiting for this name behind the one in Redis (for tests).
     pub fn local_waiters(&self) -> usize {
         self.line.local_waiters()
+    }
+
+    /// Holds a releasing holder of this process parked for its next thread (unfair mode; for
+    /// tests).
+    #[doc(hidden)]
+    pub fn parked_holds(&self) -> usize {
+        self.line.parked_holds()
+    }
+
+    /// Tests: how long a parked hold waits for a running thread (a slow test machine may
+    /// stall a thread longer than the default between its release and its next call).
+    #[doc(hidden)]
+    pub fn with_park_tick(mut self, tick: Duration) -> Self {
+        self.line.park_tick = tick;
+        self
     }
 
     /// The TTL every writer gives the line: twice the longest entry a waiter of this name plans

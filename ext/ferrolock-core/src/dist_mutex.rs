@@ -224,6 +224,21 @@ impl DistMutex {
         self.line.local_waiters()
     }
 
+    /// Holds a releasing holder of this process parked for its next thread (unfair mode; for
+    /// tests).
+    #[doc(hidden)]
+    pub fn parked_holds(&self) -> usize {
+        self.line.parked_holds()
+    }
+
+    /// Tests: how long a parked hold waits for a running thread (a slow test machine may
+    /// stall a thread longer than the default between its release and its next call).
+    #[doc(hidden)]
+    pub fn with_park_tick(mut self, tick: Duration) -> Self {
+        self.line.park_tick = tick;
+        self
+    }
+
     /// Tests: forget when this process last set the line's TTL (its next queueing release sets
     /// it again).
     #[doc(hidden)]

@@ -164,6 +164,15 @@ impl Cohort {
         })
     }
 
+    /// A new cohort of the same unbroken hold of a primitive without fencing (unfair mode, a
+    /// limiter's slot: release.rs `renew_unfenced`).
+    pub fn renewed_unfenced(&self) -> Cohort {
+        Cohort {
+            slice_started: self.slice_started,
+            ..Cohort::unfenced(Instant::now())
+        }
+    }
+
     /// How long its process has held the lock without giving it back through Redis.
     pub fn slice_age(&self) -> Duration {
         self.slice_started.elapsed()

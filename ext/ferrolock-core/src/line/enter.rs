@@ -117,9 +117,12 @@ impl Line {
             &self.key,
             token,
             deadline,
-            self.unfair_slice.is_some(),
+            self.unfair_slice.map(|_| self.park_tick),
+            P::SLOTS,
         ) {
             Joined::Active(member) => (Turn::Attempt { uncertain: false }, member),
+            // Unfair mode: a hold a holder of this process parked (local/parked.rs).
+            Joined::Parked(baton, member) => (Turn::Handed(baton), member),
             // Holders renew, so nobody but a release passes a local waiter on within a
             // lease; a slot freed by another process's release while none of this one
             // waits in Redis is found within UNQUEUED_GRACE (the oldest then attempts).

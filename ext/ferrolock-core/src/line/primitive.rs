@@ -151,6 +151,9 @@ pub(crate) struct Line {
     /// Unfair mode (release.rs `pass_unfairly`): how long the process may keep the hold among
     /// its own threads; None (fair, the default): a cohort's end gives it back through Redis.
     pub unfair_slice: Option<Duration>,
+    /// Unfair mode: how long a parked hold waits for a running thread of the process before
+    /// the oldest local waiter takes it (local/parked.rs; longer in tests).
+    pub park_tick: Duration,
     /// Tokens of calls cut short (interrupted, Redis unreachable), with their place in line if
     /// any: a retry with the same token checks whether the hold is already its own and takes
     /// its place back instead of queueing twice; `abandon` drops it.
@@ -178,6 +181,7 @@ impl Line {
             local_passes,
             cohort_window: super::cohort::window(lease),
             unfair_slice: None,
+            park_tick: super::local::PARK_TICK,
             cut_short: CutShort::default(),
         }
     }
@@ -214,6 +218,11 @@ impl Line {
     /// Threads of this process waiting for this name behind the one in Redis (for tests).
     pub fn local_waiters(&self) -> usize {
         super::local::local_waiters(self.client.identity(), &self.key)
+    }
+
+    /// Holds parked in this process for this name (unfair mode; for tests).
+    pub fn parked_holds(&self) -> usize {
+        super::local::parked_holds(self.client.identity(), &self.key)
     }
 
     /// Tests: forget when this process last set the line's TTL.

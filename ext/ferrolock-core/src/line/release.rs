@@ -80,22 +80,39 @@ impl Line {
     /// Redis round trip) when its cohort may pass on once more: true when passed (`hold` is then
     /// an empty shell: its token and lease went to the waiter).
     fn pass_locally<P: Primitive>(&self, hold: &mut Hold) -> bool {
-        let next = hold
-            .cohort
-            .and_then(|c| c.next(self.local_passes, self.cohort_window));
-        let Some(next) = next else {
+        // A pass within the cohort may be parked (a retake); a renewed cohort's first goes to
+        // the oldest waiter, so threads of the process take turns every cohort.
+        let next = hold.cohort.and_then(|c| {
+            c.next(self.local_passes, self.cohort_window)
+                .map(|n| (n, true))
+                .or_else(|| self.renew_unfenced::<P>(c).map(|n| (n, false)))
+        });
+        let Some((next, may_park)) = next else {
             return false;
         };
         // An operator force-released it: the release through Redis reports it lost.
         if self.client.inbox().was_revoked(&hold.token) {
             return false;
         }
-        self.pass_on_with::<P>(hold, next)
+        self.pass_on_with::<P>(hold, next, may_park)
     }
 
-    /// Passes `hold` to the oldest live local waiter as the holder of `next` in its cohort.
-    fn pass_on_with<P: Primitive>(&self, hold: &mut Hold, next: Cohort) -> bool {
-        local::pass_on(&mut hold.member, self.ahead_of_redis_waiter::<P>(), || {
+    /// Unfair mode, a primitive without fencing (a limiter's slot): a cohort that may pass no
+    /// more starts another one in place, with no Redis call (there is no token block to renew;
+    /// its lease renews as before), while its process's slice lasts.
+    fn renew_unfenced<P: Primitive>(&self, cohort: Cohort) -> Option<Cohort> {
+        let slice = self.unfair_slice.filter(|_| P::SLOTS)?;
+        (cohort.slice_age() < slice)
+            .then(|| cohort.renewed_unfenced())
+            .and_then(|c| c.next(self.local_passes, self.cohort_window))
+    }
+
+    /// Passes `hold` to the oldest live local waiter as the holder of `next` in its cohort;
+    /// in unfair mode, `may_park`, it parks it instead (local/parked.rs): the first thread of
+    /// the process to ask takes it, with no wake-up.
+    fn pass_on_with<P: Primitive>(&self, hold: &mut Hold, next: Cohort, may_park: bool) -> bool {
+        let ahead = self.ahead_of_redis_waiter::<P>();
+        let mut baton = || -> local::Baton {
             Box::new(Hold {
                 token: std::mem::take(&mut hold.token),
                 fencing_token: next.fencing_token(),
@@ -103,7 +120,14 @@ impl Line {
                 member: None,
                 cohort: Some(next),
             })
-        })
+        };
+        if may_park
+            && self.unfair_slice.is_some()
+            && local::park(&mut hold.member, ahead, &mut baton)
+        {
+            return true;
+        }
+        local::pass_on(&mut hold.member, ahead, baton)
     }
 
     /// A pass may go ahead of the process's waiter in the Redis line: a limiter's slots (that
@@ -138,7 +162,7 @@ impl Line {
             _ => return false,
         };
         match cohort.renewed(fence) {
-            Some(next) => self.pass_on_with::<P>(hold, next),
+            Some(next) => self.pass_on_with::<P>(hold, next, false),
             None => false,
         }
     }

@@ -130,6 +130,7 @@ fn every_primitive_works_on_every_master() {
             limit: 2,
             lease: Duration::from_secs(5),
             local_passes: 0,
+            fair: true,
         };
         let l = ConcurrentLimiter::new(&cl, name, opts).unwrap();
         let s1 = l.acquire(&intr, &ConcurrentLimiter::new_token(), Instant::now());

@@ -34,6 +34,11 @@ pub trait Lined: Send + Sync + Sized + 'static {
     fn leave(&self, intr: &Interrupt, hold: Self::Hold) -> Result<()>;
     fn abandon(&self, token: &str);
     fn local_waiters(&self) -> usize;
+    /// `fair: false` (a limiter: `limit` slots; a lock: one), a 30 s lease, 8 local passes, a
+    /// cohort window no slow machine can miss;
+    /// `tick`: how long a parked hold waits for a running thread (None: the default).
+    fn unfair(client: &Client, name: &str, limit: u32, tick: Option<Duration>) -> Self;
+    fn parked_holds(&self) -> usize;
     /// Whether anyone holds it now.
     fn held(&self) -> bool;
     /// A lock's fencing token (a slot has none).
@@ -79,6 +84,22 @@ impl Lined for DistMutex {
     fn local_waiters(&self) -> usize {
         DistMutex::local_waiters(self)
     }
+    fn unfair(client: &Client, name: &str, _limit: u32, tick: Option<Duration>) -> Self {
+        let opts = DistMutexOptions {
+            fair: false,
+            ..DistMutexOptions::default()
+        };
+        let m = DistMutex::new(client, name, opts)
+            .unwrap()
+            .with_cohort_window(Duration::from_secs(60));
+        match tick {
+            Some(t) => m.with_park_tick(t),
+            None => m,
+        }
+    }
+    fn parked_holds(&self) -> usize {
+        DistMutex::parked_holds(self)
+    }
     fn held(&self) -> bool {
         self.is_locked(&Interrupt::new()).unwrap()
     }
@@ -97,6 +118,7 @@ impl Lined for ConcurrentLimiter {
             limit: 1,
             lease: Duration::from_millis(lease_ms),
             local_passes,
+            fair: true,
         };
         let l = ConcurrentLimiter::new(client, name, opts)?;
         Ok(l.with_cohort_window(Duration::from_secs(60)))
@@ -121,6 +143,24 @@ impl Lined for ConcurrentLimiter {
     }
     fn local_waiters(&self) -> usize {
         ConcurrentLimiter::local_waiters(self)
+    }
+    fn unfair(client: &Client, name: &str, limit: u32, tick: Option<Duration>) -> Self {
+        let opts = LimiterOptions {
+            limit,
+            lease: Duration::from_secs(30),
+            local_passes: 8,
+            fair: false,
+        };
+        let l = ConcurrentLimiter::new(client, name, opts)
+            .unwrap()
+            .with_cohort_window(Duration::from_secs(60));
+        match tick {
+            Some(t) => l.with_park_tick(t),
+            None => l,
+        }
+    }
+    fn parked_holds(&self) -> usize {
+        ConcurrentLimiter::parked_holds(self)
     }
     fn held(&self) -> bool {
         self.status(&Interrupt::new()).unwrap().in_use > 0

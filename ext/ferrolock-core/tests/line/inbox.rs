@@ -98,6 +98,7 @@ fn a_limiter_slot_is_granted_through_the_inbox_too() {
         limit: 1,
         lease: Duration::from_secs(30),
         local_passes: 0,
+        fair: true,
     };
     let la = ConcurrentLimiter::new(&a, "slots", opts()).unwrap();
     let lb = Arc::new(ConcurrentLimiter::new(&b, "slots", opts()).unwrap());

@@ -21,6 +21,7 @@ fn limiter(client: &Client, name: &str, limit: u32, lease_ms: u64) -> Concurrent
         limit,
         lease: Duration::from_millis(lease_ms),
         local_passes: 0,
+        fair: true,
     };
     ConcurrentLimiter::new(client, name, opts).unwrap()
 }

@@ -18,6 +18,7 @@ fn limiter(client: &Client, name: &str, limit: u32) -> Arc<ConcurrentLimiter> {
         limit,
         lease: Duration::from_secs(30),
         local_passes: 0,
+        fair: true,
     };
     Arc::new(ConcurrentLimiter::new(client, name, opts).unwrap())
 }
@@ -275,6 +276,7 @@ fn stress(local_passes: u32) {
             limit: limit as u32,
             lease: Duration::from_millis(3_000),
             local_passes,
+            fair: true,
         };
         let l = Arc::new(ConcurrentLimiter::new(&client, "stress", opts).unwrap());
         for _ in 0..5 {

@@ -14,4 +14,5 @@ mod inbox;
 mod limiter_handoff;
 mod limiter_local_line;
 mod local_line;
+mod parked;
 mod release_handoff;

@@ -10,6 +10,7 @@ fn limiter(client: &Client, name: &str, limit: u32, lease_ms: u64) -> Concurrent
         limit,
         lease: Duration::from_millis(lease_ms),
         local_passes: 0,
+        fair: true,
     };
     ConcurrentLimiter::new(client, name, opts).unwrap()
 }
@@ -260,6 +261,7 @@ fn bad_options_are_rejected() {
         limit: 0,
         lease: Duration::from_secs(1),
         local_passes: 0,
+        fair: true,
     };
     assert!(
         matches!(ConcurrentLimiter::new(&client, "x", zero), Err(Error::Argument(m)) if m.contains("count"))
@@ -268,6 +270,7 @@ fn bad_options_are_rejected() {
         limit: 1,
         lease: Duration::ZERO,
         local_passes: 0,
+        fair: true,
     };
     assert!(
         matches!(ConcurrentLimiter::new(&client, "x", no_lease), Err(Error::Argument(m)) if m.contains("lease"))
@@ -276,6 +279,7 @@ fn bad_options_are_rejected() {
         limit: 1,
         lease: Duration::from_secs(1),
         local_passes: 0,
+        fair: true,
     };
     assert!(matches!(
         ConcurrentLimiter::new(&client, "", ok),

@@ -26,6 +26,7 @@ fn limiter(client: &Client, name: &str, limit: u32) -> ConcurrentLimiter {
         limit,
         lease: Duration::from_secs(60),
         local_passes: 0,
+        fair: true,
     };
     ConcurrentLimiter::new(client, name, opts).unwrap()
 }
@@ -74,6 +75,7 @@ fn a_free_slot_attempt_drops_expired_slots_and_keeps_the_longest_lease() {
             limit: 3,
             lease: Duration::from_secs(secs),
             local_passes: 0,
+            fair: true,
         };
         ConcurrentLimiter::new(&client, "mixed", opts).unwrap()
     };

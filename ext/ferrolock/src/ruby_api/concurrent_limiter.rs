@@ -22,6 +22,7 @@ pub struct RbLimiterSlot(HeldCell<Slot>);
 impl RbConcurrentLimiter {
     // Native::ConcurrentLimiter.new's positional arguments (lib/ferrolock/concurrent_limiter.rb
     // validates them).
+    #[allow(clippy::too_many_arguments)]
     fn new(
         ruby: &Ruby,
         client: &RbClient,
@@ -30,6 +31,7 @@ impl RbConcurrentLimiter {
         lease: f64,
         min_replicas_acked: i64,
         local_passes: i64,
+        fair: bool,
     ) -> Result<Self, Error> {
         let acks = replicas::check(min_replicas_acked).map_err(|e| core_error(ruby, e))?;
         let limit = u32::try_from(limit)
@@ -46,6 +48,7 @@ impl RbConcurrentLimiter {
             lease: seconds(ruby, "lease", lease)?,
             // Out of range: the core's ArgumentError names the bound.
             local_passes: u32::try_from(local_passes).unwrap_or(u32::MAX),
+            fair,
         };
         ConcurrentLimiter::new(&client.0, &name, opts)
             .map(|l| RbConcurrentLimiter(l.with_min_replicas_acked(acks)))
@@ -140,7 +143,7 @@ impl RbLimiterSlot {
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("ConcurrentLimiter", ruby.class_object())?;
-    class.define_singleton_method("new", function!(guard::f6(RbConcurrentLimiter::new), 6))?;
+    class.define_singleton_method("new", function!(guard::f7(RbConcurrentLimiter::new), 7))?;
     class.define_method(
         "acquire",
         method!(guard::f2(RbConcurrentLimiter::acquire), 1),

@@ -29,7 +29,7 @@ module Ferrolock
 
         attr_reader :limit
 
-        def initialize(store, client, name, limit, _lease, _min_replicas_acked, _local_passes) # rubocop:disable Metrics/ParameterLists -- Native::ConcurrentLimiter.new's
+        def initialize(store, client, name, limit, _lease, _min_replicas_acked, _local_passes, _fair) # rubocop:disable Metrics/ParameterLists -- Native::ConcurrentLimiter.new's
           @store = store
           @place = Fake.place(client, name)
           @name = name

@@ -94,10 +94,12 @@ use std::sync::{Arc, Condvar, LazyLock, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 mod line_ttl;
+mod parked;
 mod wait;
 
 pub(crate) use line_ttl::line_refresh_needed;
 pub use line_ttl::{forget_line_refresh, line_refreshed};
+pub use parked::{park, parked_holds, PARK_TICK};
 pub use wait::{Left, LocalWaiter};
 
 /// How often a local waiter looks at its interrupt (a condition variable cannot be woken by
@@ -134,6 +136,15 @@ struct Line {
     /// When this process sent the last write (its reply came back) that set the Redis line's
     /// TTL: taken before sending, so the line lives at least a line TTL past it.
     line_refreshed: Option<Instant>,
+    /// Unfair mode: holds a holder of this process released to whichever of its threads asks
+    /// first (parked.rs), oldest first.
+    parked: VecDeque<parked::Parked>,
+    /// Parked holds in a row a waiter had to take (nobody running asked in time), and how many
+    /// releases still pass on directly because of them (parked.rs `Backoff`).
+    park_backoff: parked::Backoff,
+    /// A line of an unfair primitive: its oldest local waiter looks for parked holds this
+    /// often (`PARK_TICK` but in tests).
+    park_tick: Option<Duration>,
 }
 
 enum Slot {
@@ -179,8 +190,18 @@ impl Line {
         Wake(self.wakes.get(&id).cloned())
     }
 
+    /// Each parked hold is taken by a waiter of this line (parked.rs): waiters are not passed
+    /// on, queued or sent to Redis while that would leave fewer than the parked holds.
+    fn keeps_last_waiter(&self) -> bool {
+        !self.parked.is_empty() && self.waiting.len() <= self.parked.len()
+    }
+
     fn is_unused(&self) -> bool {
-        self.in_redis == 0 && self.holding == 0 && self.waiting.is_empty() && self.slots.is_empty()
+        self.in_redis == 0
+            && self.holding == 0
+            && self.waiting.is_empty()
+            && self.slots.is_empty()
+            && self.parked.is_empty()
     }
 
     /// A member left its role. Invariant: local waiters wait only while a member will pass them
@@ -200,6 +221,9 @@ impl Line {
     /// The oldest local waiter attempts on its own now (it then counts as a waiter in Redis):
     /// its wake-up, None when nobody waits here.
     fn send_oldest_to_redis(&mut self) -> Option<Wake> {
+        if self.keeps_last_waiter() {
+            return None;
+        }
         let id = self.waiting.pop_front()?;
         self.slots
             .insert(id, Slot::Told(Turn::Attempt { uncertain: false }));
@@ -307,6 +331,9 @@ impl Member {
         }
         let line = lines.0.get_mut(&self.key)?;
         if line.in_redis > 0 && !ahead_of_redis_waiter {
+            return None;
+        }
+        if line.keeps_last_waiter() {
             return None;
         }
         let at = line.first_live_waiter()?;
@@ -442,23 +469,43 @@ pub enum Joined {
     Active(Member),
     /// Wait here with [`LocalWaiter::wait`].
     Local(LocalWaiter),
+    /// A hold a holder of this process parked (unfair mode): held from now on.
+    Parked(Baton, Member),
 }
 
-/// Joins the line for `lock_key` of `client_id`. `unfair`: while a thread of the process holds
-/// through the line, a newcomer waits here for its pass (barging ahead of other processes)
-/// instead of queueing in Redis.
+/// Joins the line for `lock_key` of `client_id`. `park_tick` (unfair mode, see parked.rs): a
+/// hold parked by a holder of the process is taken at once, and (unless `slots`: a limiter's
+/// newcomer may find a free slot) while a thread of the process holds, a newcomer waits here
+/// for its pass (barging ahead of other processes) instead of queueing in Redis.
 pub fn join(
     client_id: usize,
     lock_key: &str,
     token: &str,
     deadline: Option<Instant>,
-    unfair: bool,
+    park_tick: Option<Duration>,
+    slots: bool,
 ) -> Joined {
+    let unfair = park_tick.is_some();
     let key = (client_id, lock_key.to_string());
     let generation = crate::fork::generation();
     let mut lines = lines();
     let line = lines.0.entry(key.clone()).or_default();
-    if line.in_redis == 0 && line.waiting.is_empty() && !(unfair && line.holding > 0) {
+    if park_tick.is_some() {
+        line.park_tick = park_tick;
+    }
+    if let Some(parked) = line.parked.pop_front() {
+        line.park_backoff.hit();
+        // The holding count stayed with the parked hold: it is ours now, no wake-up.
+        let role = Role::Holding;
+        let member = Member {
+            key,
+            generation,
+            role,
+        };
+        return Joined::Parked(parked.baton, member);
+    }
+    let barge = unfair && !slots && line.holding > 0;
+    if line.in_redis == 0 && line.waiting.is_empty() && !barge {
         line.in_redis = 1;
         let role = Role::InRedis;
         return Joined::Active(Member {

@@ -71,7 +71,8 @@ impl LocalWaiter {
                     } else {
                         None
                     };
-                    if let Some(why) = left {
+                    let timed_out = left.is_some();
+                    if let Some(why) = left.filter(|_| line.parked.is_empty()) {
                         line.waiting.retain(|id| *id != self.id);
                         line.slots.remove(&self.id);
                         line.wakes.remove(&self.id);
@@ -90,7 +91,33 @@ impl LocalWaiter {
                     };
                     let unqueued_left =
                         first_unqueued.map(|limit| limit.saturating_sub(now - since));
-                    if waited >= recheck || unqueued_left.is_some_and(|l| l.is_zero()) {
+                    // A parked hold nobody running took within a tick, or one that would
+                    // be left with nobody to take it (this waiter leaves, or goes to Redis
+                    // alone): this waiter takes it (parked.rs).
+                    let tick = line.park_tick.unwrap_or(PARK_TICK);
+                    let going_alone =
+                        waited >= recheck || unqueued_left.is_some_and(|l| l.is_zero());
+                    let leaving = timed_out || going_alone;
+                    let parked_due = line
+                        .parked
+                        .front()
+                        .is_some_and(|p| leaving || now.saturating_duration_since(p.at) >= tick);
+                    if parked_due {
+                        let parked = line.parked.pop_front().expect("looked at above");
+                        if !leaving {
+                            line.park_backoff.missed();
+                        }
+                        line.waiting.retain(|id| *id != self.id);
+                        line.slots.remove(&self.id);
+                        line.wakes.remove(&self.id);
+                        let member = Member {
+                            key: self.key.clone(),
+                            generation: self.generation,
+                            role: Role::Holding,
+                        };
+                        return Ok((Turn::Handed(parked.baton), member));
+                    }
+                    if going_alone {
                         // Nobody passed it on within a lock TTL (or, first in line, within
                         // `unqueued` while nobody of the process was in Redis): go alone.
                         line.waiting.retain(|id| *id != self.id);
@@ -105,6 +132,9 @@ impl LocalWaiter {
                         return Ok((Turn::Attempt { uncertain: false }, member));
                     }
                     slice = slice.min(recheck - waited);
+                    if line.park_tick.is_some() && line.waiting.front() == Some(&self.id) {
+                        slice = slice.min(tick);
+                    }
                     if let Some(l) = unqueued_left {
                         slice = slice.min(l);
                     }
