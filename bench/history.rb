@@ -5,16 +5,18 @@ require_relative "support/pinning"
 # What Ferrolock::History costs on the hot path (issue 41: within 3 % of history off): an uncontended
 # DistMutex lock+unlock and ConcurrentLimiter#within_limit, with history on and off in one process on
 # one Redis, pinned as `bin/bench peers` pins (redis-server on one CPU, this process on the others;
-# undone at the end). ROUNDS rounds; in each, every case runs on and off back to back, the order
-# alternating from round to round, so a burst of load from elsewhere mostly hits both: the figure is
-# the median of the rounds' on/off ratios (best rates beside it). Then the per-event costs
+# undone at the end). The finest alternation: history is switched on or off before each cycle (outside
+# its timing), CYCLES cycles each side, so load from elsewhere hits both sides alike (an A/A run of this
+# reads 0.996-0.999 on a loaded machine); the figures are the on/off rate ratios of the median cycle and
+# of the mean of the middle 80 %. Then the per-event costs
 # (thread CPU): Ferrolock.instrument with a payload, and the History::Counter a DistMutex counts in
 # when History is its only listener. The flush thread writes every FLUSH_EVERY seconds meanwhile.
 module HistoryBench
-  ROUNDS = 20
-  OPS = 3_000
+  CYCLES = 20_000
   EVENTS = 200_000
   CASES = { mutex: "DistMutex lock+unlock", limiter: "ConcurrentLimiter(10) within_limit" }.freeze
+  # History on or off for cycle i: on, off, off, on, on, off ... (neither side always follows the other).
+  ORDER = ->(i) { (i + (i / 2)).even? }
 
   module_function
 
@@ -22,18 +24,20 @@ module HistoryBench
     Ferrolock.configure { |c| c.history = enabled }
   end
 
-  # { case => { true => [cycles/s per round], false => [...] } }
-  def rounds(cases)
-    rates = cases.transform_values { { true => [], false => [] } }
-    ROUNDS.times do |round|
+  # { case => { true => [seconds per cycle], false => [...] } }, CYCLES per side, each timed alone.
+  def cycles(cases)
+    cases.each_value { |op| 1_000.times(&op) } # scripts loaded, connections made
+    times = cases.transform_values { { true => [], false => [] } }
+    (2 * CYCLES).times do |i|
+      on = ORDER.call(i)
+      Ferrolock::History.apply(on) # what Ferrolock.configure { |c| c.history = on } calls, without the rest
       cases.each do |name, op|
-        (round.even? ? [true, false] : [false, true]).each do |enabled|
-          history(enabled)
-          rates[name][enabled] << Bench.ops_per_second(ops: OPS, &op)
-        end
+        started = Bench.monotonic
+        op.call
+        times[name][on] << (Bench.monotonic - started)
       end
     end
-    rates
+    times
   ensure
     Ferrolock::History.flush!
   end
@@ -54,21 +58,25 @@ module HistoryBench
     Ferrolock::History.flush!
   end
 
+  # The median cycle and the mean of the middle 80 % per side; the rate ratios on/off of both.
   def row(label, with, without)
-    ratios = with.zip(without).map { |a, b| a / b }.sort
-    format("| %<label>s | %<on>s | %<off>s | %<best>.3f | %<median>.3f (%<low>.3f–%<high>.3f) |",
-           label: label, on: Bench.number(with.max), off: Bench.number(without.max), best: with.max / without.max,
-           median: Bench.median(ratios), low: Bench.percentile(ratios, 0.25), high: Bench.percentile(ratios, 0.75))
+    on, off = [with, without].map(&:sort)
+    trimmed = ->(list) { list[(list.size / 10)...(list.size - (list.size / 10))].then { |mid| mid.sum / mid.size } }
+    format("| %<label>s | %<on>.1f | %<off>.1f | %<median>.3f | %<on_mean>.1f | %<off_mean>.1f | %<mean>.3f |",
+           label: label, on: Bench.median(on) * 1e6, off: Bench.median(off) * 1e6,
+           median: Bench.median(off) / Bench.median(on), on_mean: trimmed.call(on) * 1e6,
+           off_mean: trimmed.call(off) * 1e6, mean: trimmed.call(off) / trimmed.call(on))
   end
 
   def load
     File.read("/proc/loadavg").split.first(3).join(" ")
   end
 
-  def table(rates)
-    lines = ["| uncontended, 1 thread (#{ROUNDS} alternating rounds of #{OPS}) | history on, best cycles/s | " \
-             "off, best | on/off, best | on/off per round, median (quartiles) |", "|---|---:|---:|---:|---:|"]
-    CASES.each { |name, label| lines << row(label, rates[name][true], rates[name][false]) }
+  def table(times)
+    lines = ["| uncontended, 1 thread (#{CYCLES} cycles each side, interleaved) | history on, median µs | " \
+             "off | on/off rate by median | on, mean of middle 80 % µs | off | on/off rate by it |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    CASES.each { |name, label| lines << row(label, times[name][true], times[name][false]) }
     lines
   end
 
@@ -94,9 +102,9 @@ Bench.define("history") do
   mutex = Ferrolock::DistMutex.new("bench:history")
   limiter = Ferrolock::ConcurrentLimiter.new("bench:history-limiter", 10)
   before = HistoryBench.load
-  rates = HistoryBench.rounds(mutex: proc { mutex.synchronize { nil } }, limiter: proc { limiter.within_limit { nil } })
+  times = HistoryBench.cycles(mutex: proc { mutex.synchronize { nil } }, limiter: proc { limiter.within_limit { nil } })
   [pinning, "load average #{before} before, #{HistoryBench.load} after (#{cpus} CPUs)", "",
-   *HistoryBench.table(rates), "", HistoryBench.per_event].join("\n")
+   *HistoryBench.table(times), "", HistoryBench.per_event].join("\n")
 ensure
   Bench::Pinning.stop(Bench.redis_url)
   Ferrolock.configure do |c|
