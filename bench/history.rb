@@ -6,9 +6,9 @@ require_relative "support/pinning"
 # DistMutex lock+unlock and ConcurrentLimiter#within_limit, with history on and off in one process on
 # one Redis, pinned as `bin/bench peers` pins (redis-server on one CPU, this process on the others;
 # undone at the end). The finest alternation: history is switched on or off before each cycle (outside
-# its timing), CYCLES cycles each side, so load from elsewhere hits both sides alike (an A/A run of this
-# reads 0.996-0.999 on a loaded machine); the figures are the on/off rate ratios of the median cycle and
-# of the mean of the middle 80 %. Then the per-event costs
+# its timing), CYCLES cycles each side, so load from elsewhere hits both sides alike (an A/A run of this,
+# FERROLOCK_HISTORY_AA=1, reads 0.996-1.002 on a loaded machine); the figures are the on/off rate
+# ratios of the median cycle and of the mean of the middle 80 %. Then the per-event costs
 # (thread CPU): Ferrolock.instrument with a payload, and the History::Counter a DistMutex counts in
 # when History is its only listener. The flush thread writes every FLUSH_EVERY seconds meanwhile.
 module HistoryBench
@@ -17,6 +17,8 @@ module HistoryBench
   CASES = { mutex: "DistMutex lock+unlock", limiter: "ConcurrentLimiter(10) within_limit" }.freeze
   # History on or off for cycle i: on, off, off, on, on, off ... (neither side always follows the other).
   ORDER = ->(i) { (i + (i / 2)).even? }
+  # FERROLOCK_HISTORY_AA=1: history on for both sides (an A/A run: what the method reads with no difference).
+  AA = ENV["FERROLOCK_HISTORY_AA"] == "1"
 
   module_function
 
@@ -30,7 +32,7 @@ module HistoryBench
     times = cases.transform_values { { true => [], false => [] } }
     (2 * CYCLES).times do |i|
       on = ORDER.call(i)
-      Ferrolock::History.apply(on) # what Ferrolock.configure { |c| c.history = on } calls, without the rest
+      Ferrolock::History.apply(AA || on) # what Ferrolock.configure { |c| c.history = on } calls, without the rest
       cases.each do |name, op|
         started = Bench.monotonic
         op.call
@@ -103,7 +105,8 @@ Bench.define("history") do
   limiter = Ferrolock::ConcurrentLimiter.new("bench:history-limiter", 10)
   before = HistoryBench.load
   times = HistoryBench.cycles(mutex: proc { mutex.synchronize { nil } }, limiter: proc { limiter.within_limit { nil } })
-  [pinning, "load average #{before} before, #{HistoryBench.load} after (#{cpus} CPUs)", "",
+  aa = HistoryBench::AA ? ["A/A run (FERROLOCK_HISTORY_AA=1): history on for both sides"] : []
+  [pinning, *aa, "load average #{before} before, #{HistoryBench.load} after (#{cpus} CPUs)", "",
    *HistoryBench.table(times), "", HistoryBench.per_event].join("\n")
 ensure
   Bench::Pinning.stop(Bench.redis_url)
