@@ -1,7 +1,8 @@
 # frozen_string_literal: true
 
 # Where Ferrolock::History's per-event cost goes: thread CPU ns per call of Ferrolock.instrument with
-# history off and on, of History.record and Tally#add alone, and of the pieces they are made of
+# history off and on, of the History::Counter a DistMutex or ConcurrentLimiter counts in when History
+# alone listens, of History.record and Tally#add alone (every other event), and of the pieces they are made of
 # (the clock read, the flush thread's check). ROUNDS rounds, each part measured once per round in
 # turn (so a burst of load from elsewhere hits every part alike); the median round and the best,
 # and the objects each call allocates (GC.stat; the payloads are made once, outside the loop).
@@ -27,12 +28,16 @@ module HistoryPartsBench
     payload = { primitive: :dist_mutex, name: "bench:history", waited: 0.0001 }
     released = { primitive: :dist_mutex, name: "bench:history", held: 0.0002 }
     tally = Ferrolock::History::Tally.new
+    counter = Ferrolock::History::Counter.new(:dist_mutex, "bench:history")
     thread = Thread.new { sleep }
     {
       "Ferrolock.instrument(:acquired), history off" => [false, -> { Ferrolock.instrument(:acquired, payload) }],
       "Ferrolock.instrument(:acquired), history on" => [true, -> { Ferrolock.instrument(:acquired, payload) }],
       "Ferrolock.instrument(:released, held:), history on" => [true, -> { Ferrolock.instrument(:released, released) }],
       "Ferrolock.listening?(:released), history off" => [false, -> { Ferrolock.listening?(:released) }],
+      "History::Counter#acquired, history on (History alone listens)" =>
+        [true, -> { counter.acquired(0.0001) { payload } }],
+      "Ferrolock.subscribed?(:acquired)" => [true, -> { Ferrolock.subscribed?(:acquired) }],
       "History.record" => [true, -> { Ferrolock::History.record(:acquired, payload) }],
       "Tally#add" => [true, -> { tally.add(:acquired, payload, 1_764_338_400) }],
       "Tally.take of 1 name (per flush)" => [true, lambda {

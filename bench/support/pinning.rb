@@ -30,10 +30,25 @@ module Bench
     def server(url)
       return unless @server_cpu
 
+      taskset("-a", "-p", "-c", @server_cpu.to_s, server_pid(url).to_s)
+    end
+
+    # Undoes start and server(url) (for a benchmark run among others by bin/bench): this process and
+    # that redis-server may use every CPU they could before.
+    def stop(url)
+      return unless @server_cpu
+
+      cpus = "#{@server_cpu},#{@client_cpus}"
+      taskset("-a", "-p", "-c", cpus, Process.pid.to_s)
+      taskset("-a", "-p", "-c", cpus, server_pid(url).to_s)
+      @server_cpu = nil
+    end
+
+    def server_pid(url)
       redis = Redis.new(url: url)
-      pid = redis.info("server").fetch("process_id")
-      redis.close
-      taskset("-a", "-p", "-c", @server_cpu.to_s, pid.to_s)
+      redis.info("server").fetch("process_id")
+    ensure
+      redis&.close
     end
 
     # The CPUs this process may run on, or why that is unknown.

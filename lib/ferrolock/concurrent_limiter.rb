@@ -36,6 +36,7 @@ module Ferrolock
       LocalLimits.record(@client.namespace, @name, @count)
       # Made once: every acquisition passes it to Interrupts.acquire.
       @give_back = ->(slot) { @native.release(slot) if slot }
+      @history = History::Counter.new(:concurrent_limiter, @name)
     end
 
     # Runs the block in a slot and returns its value. Waits up to wait_timeout seconds for a slot
@@ -90,7 +91,10 @@ module Ferrolock
       raise over_limit(wait_timeout, started, "all #{@count} slots stayed busy") unless slot
 
       since = Ferrolock.monotonic
-      instrument(:acquired, **waited_payload(since - started))
+      if Ferrolock.listening?(:acquired)
+        waited = since - started
+        @history.acquired(waited) { payload(**waited_payload(waited)) }
+      end
       since
     end
 
@@ -104,7 +108,10 @@ module Ferrolock
     # for :released's :held.
     def release(slot, since, finished:)
       @native.release(slot)
-      instrument(:released, held: Ferrolock.monotonic - since) if since && Ferrolock.listening?(:released)
+      if since && Ferrolock.listening?(:released)
+        held = Ferrolock.monotonic - since
+        @history.released(held) { payload(held: held) }
+      end
     rescue LockLost
       instrument(:lock_lost, detected: :release)
       raise if finished
@@ -132,8 +139,12 @@ module Ferrolock
       { waited: waited, duration: waited }
     end
 
-    def instrument(event, **payload)
-      Ferrolock.instrument(event, primitive: :concurrent_limiter, name: @name, limit: @count, **payload)
+    def instrument(event, **extra)
+      Ferrolock.instrument(event, payload(**extra))
+    end
+
+    def payload(**extra)
+      { primitive: :concurrent_limiter, name: @name, limit: @count, **extra }
     end
   end
 end

@@ -146,8 +146,9 @@ module Ferrolock
     end
     alias to_s inspect
 
-    # Off unless FERROLOCK_HISTORY=1 (or true, on): with it on, an uncontended DistMutex measured 5-10 %
-    # slower (an event now has a subscriber), over the 3 % that history may cost by default.
+    # Off unless FERROLOCK_HISTORY=1 (or true, on): with it on, an uncontended DistMutex measured 3-5 %
+    # slower on a loaded machine (doc/BENCHMARKS.md, history), not yet within the 3 % that history may
+    # cost by default.
     def self.default_history = %w[1 true on].include?(ENV.fetch("FERROLOCK_HISTORY", "").downcase)
 
     def self.default_redis_url

@@ -55,6 +55,7 @@ module Ferrolock
       # next call on the lock, or at the reaper's next tick.
       @key = Owners.key(@client.redacted_url, @client.namespace, @name)
       @tick = [(expire || lease) / 3.0, Reaper::LONGEST_TICK].min
+      @history = History::Counter.new(:dist_mutex, @name)
       # Made once: every lock passes them to Interrupts.acquire.
       @remember = method(:remember)
       @give_back = @native.method(:unlock)
@@ -206,7 +207,8 @@ module Ferrolock
         end
       end
       if listening
-        Ferrolock.instrument(:acquired, primitive: :dist_mutex, name: @name, waited: Ferrolock.monotonic - started)
+        waited = Ferrolock.monotonic - started
+        @history.acquired(waited) { { primitive: :dist_mutex, name: @name, waited: waited } }
       end
       self
     end

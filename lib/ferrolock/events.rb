@@ -57,7 +57,7 @@ module Ferrolock
       # (Symbol === event: Module#===, BasicObject-safe; saves a call per event on the hot path.)
       event = event_symbol!("instrument: event", "a Symbol", event) unless Symbol === event # rubocop:disable Style/CaseEquality
       recorder = @recorder
-      subscribed = !@subscribers.empty? || Notifications.listening?(event)
+      subscribed = subscribed?(event)
       # Nobody listens (the usual case on a hot path): no interrupt mask to enter and leave.
       return nil unless subscribed || recorder
 
@@ -73,6 +73,13 @@ module Ferrolock
       return true unless @recorder.nil?
 
       @subscribers.any? { |subscription| subscription.match?(event) } || Notifications.listening?(event)
+    end
+
+    # True when a subscriber or an ActiveSupport::Notifications listener may receive event (History
+    # aside): a DistMutex or ConcurrentLimiter that only History listens to counts its :acquired and
+    # :released in its History::Counter, with no payload built.
+    def subscribed?(event)
+      !@subscribers.empty? || Notifications.listening?(event)
     end
 
     # History.apply's switch (internal): recorder.record(event, payload) sees every event, or nil.

@@ -3,11 +3,14 @@
 require_relative "history/buckets"
 require_relative "history/tally"
 require_relative "history/store"
+require_relative "history/counter"
+require_relative "history/counters"
 
 module Ferrolock
   # Per-minute history of every event, by primitive and name, in Redis (Buckets): off unless
   # `c.history = true` (or FERROLOCK_HISTORY=1). Every event is counted in this
-  # process (Tally: no Redis on the hot path); one thread writes them every FLUSH_EVERY seconds as one
+  # process (no Redis on the hot path: a DistMutex's and a ConcurrentLimiter's :acquired and
+  # :released in their Counter, every other event in the Tally); one thread writes them every FLUSH_EVERY seconds as one
   # script (Store), and once more at exit, so a process that dies loses at most one flush. Read
   # back with Ferrolock::Admin#stats and `ferrolock stats NAME`. Not with Ferrolock::Testing
   # installed: an app's test suite writes no history.
@@ -18,6 +21,7 @@ module Ferrolock
 
     @enabled = false
     @tally = Tally.new
+    @counters = Counters.new
     @thread = nil
     @generation = nil
     @flush_every = FLUSH_EVERY
@@ -43,16 +47,27 @@ module Ferrolock
 
       # Counts one event.
       def record(event, payload)
-        return if Backend.factory || !(Hash === payload) # rubocop:disable Style/CaseEquality -- BasicObject-safe
+        return if !@enabled || Backend.factory || !(Hash === payload) # rubocop:disable Style/CaseEquality -- BasicObject-safe
 
         ensure_flushing unless @thread&.alive?
         @tally.add(event, payload, Process.clock_gettime(Process::CLOCK_REALTIME, :second))
       end
 
+      # The Array counter (a Counter) counts in from now (whole seconds since the epoch), or nil when it
+      # may not: History off, under Testing, Counters full, or no flush thread (the process exits).
+      def counts_for(counter, now)
+        return nil if !@enabled || Backend.factory
+
+        ensure_flushing
+        thread = @thread
+        @counters.enter(counter, now - (now % Buckets::MINUTE.seconds), thread) if thread&.alive?
+      end
+
       # Writes what was counted since the last flush, in one round trip; the number of fields written.
       # Redis down: those counts are dropped (logged), the next flush starts afresh.
       def flush!
-        counts = @tally.take
+        now = Process.clock_gettime(Process::CLOCK_REALTIME, :second)
+        counts = @counters.collect(@tally.take, now - (now % Buckets::MINUTE.seconds))
         return 0 if counts.empty?
 
         Store.write(Ferrolock.client, counts)
@@ -78,7 +93,7 @@ module Ferrolock
 
       # When the flush thread is not alive (record asks only that on every event: a forked child's
       # copy of it is dead). A forked child starts its own thread and drops the counts it inherited
-      # (its parent flushes those).
+      # (its parent flushes those); its Counters start empty, so each Counter enters afresh.
       def ensure_flushing
         return if flushing?
 
@@ -86,7 +101,10 @@ module Ferrolock
           next if flushing?
 
           generation = Native.fork_generation
-          @tally = Tally.new unless @generation == generation
+          unless @generation == generation
+            @tally = Tally.new
+            @counters = Counters.new
+          end
           @generation = generation
           start_thread
         end

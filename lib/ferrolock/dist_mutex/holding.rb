@@ -51,7 +51,7 @@ module Ferrolock
         return unless @auto_release && Ferrolock.listening?(:released)
 
         held = (ended || Ferrolock.monotonic) - ownership.since
-        Ferrolock.instrument(:released, primitive: :dist_mutex, name: @name, held: held)
+        @history.released(held) { { primitive: :dist_mutex, name: @name, held: held } }
       end
 
       # Before waiting: fails like Ruby's Mutex when the calling fiber holds the lock, or a live

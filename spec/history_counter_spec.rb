@@ -1,0 +1,89 @@
+# frozen_string_literal: true
+
+# History::Counter and Counters: a DistMutex's and a ConcurrentLimiter's :acquired and :released
+# counted with no payload built when History alone listens, per minute, read by the flush as what
+# grew since the last one, at most Counters::MAX at once.
+RSpec.describe Ferrolock::History::Counter, time_limit: 60 do
+  let(:redis) { FerrolockTest.redis_server.redis }
+  let(:admin) { Ferrolock::Admin.new }
+  let(:minute) { 1_764_000_000 - (1_764_000_000 % 60) }
+  let(:slots) { described_class }
+
+  around do |example|
+    Ferrolock.configure { |c| c.history = true }
+    Ferrolock::History.flush!
+    redis.keys("ferrolock:{history}:*").each { |key| redis.del(key) }
+    example.run
+  ensure
+    Ferrolock.configure { |c| c.history = false }
+  end
+
+  def counts_of(name, primitive)
+    admin.stats(name, since: 60)[:primitives].dig(primitive, :counts)
+  end
+
+  def allocations_per_cycle(cycles)
+    cycles.call # warm: scripts loaded, the Counter entered
+    before = GC.stat(:total_allocated_objects)
+    50.times { cycles.call }
+    (GC.stat(:total_allocated_objects) - before) / 50.0
+  end
+
+  it "builds no payload for the events History alone counts: a cycle allocates what it does with history off" do
+    mutex = Ferrolock::DistMutex.new("counter:alloc")
+    limiter = Ferrolock::ConcurrentLimiter.new("counter:alloc", 2)
+    { mutex => -> { mutex.synchronize { nil } }, limiter => -> { limiter.within_limit { nil } } }.each do |_, cycle|
+      on = allocations_per_cycle(cycle)
+      Ferrolock.configure { |c| c.history = false }
+      off = allocations_per_cycle(cycle)
+      Ferrolock.configure { |c| c.history = true }
+      # A payload per event would be two objects a cycle more; the flush thread may allocate meanwhile.
+      expect(on).to be < off + 0.5
+    end
+    Ferrolock::History.flush!
+    # The cycles with history on only.
+    expect(counts_of("counter:alloc", "dist_mutex")).to eq("acquired" => 51, "released" => 51)
+    expect(counts_of("counter:alloc", "concurrent_limiter")).to eq("acquired" => 51, "released" => 51)
+  end
+
+  it "counts the same fields through Ferrolock.instrument when someone subscribed" do
+    subscription = Ferrolock.subscribe(:acquired) { nil }
+    mutex = Ferrolock::DistMutex.new("counter:both")
+    2.times { mutex.synchronize { nil } }
+    Ferrolock.unsubscribe(subscription)
+    mutex.synchronize { nil }
+    Ferrolock::History.flush!
+    expect(counts_of("counter:both", "dist_mutex")).to eq("acquired" => 3, "released" => 3)
+    expect(admin.stats("counter:both", since: 60)[:primitives]["dist_mutex"][:waits][:samples]).to eq(3)
+  end
+
+  it "counts through History.record beyond Counters::MAX, by name while the Tally has room" do
+    Ferrolock::DistMutex.new("counter:max:first").synchronize { nil } # the flush thread runs, with its Counters
+    counters = Ferrolock::History.instance_variable_get(:@counters)
+    stub_const("Ferrolock::History::Counters::MAX", counters.size + 2) # (earlier examples' stay for a minute)
+    mutexes = Array.new(4) { |i| Ferrolock::DistMutex.new("counter:max:#{i}") }
+    2.times { mutexes.each { |mutex| mutex.synchronize { nil } } }
+    expect(counters.size).to eq(Ferrolock::History::Counters::MAX)
+    Ferrolock::History.flush!
+    4.times { |i| expect(counts_of("counter:max:#{i}", "dist_mutex")).to eq("acquired" => 2, "released" => 2) }
+  end
+
+  it "keeps a minute's counts until flushed when it moves on (a late count too), and leaves after an idle minute" do
+    counters = Ferrolock::History::Counters.new
+    counter = described_class.new(:dist_mutex, "n")
+    counts = counters.enter(counter, minute, Thread.current)
+    2.times { counts[slots::ACQUIRED] += 1 }
+    expect(counters.collect({}, minute)).to eq([minute, "dist_mutex|acquired|n"] => 2)
+    expect(counters.collect({}, minute)).to eq({})
+    later = counters.enter(counter, minute + 60, Thread.current)
+    counts[slots::ACQUIRED] += 1 # read the clock in the minute before, counted after the move
+    later[slots::HOLDS + 3] += 1
+    expect(counters.collect({}, minute + 60))
+      .to eq([minute, "dist_mutex|acquired|n"] => 1, [minute + 60, "dist_mutex|h3|n"] => 1)
+    expect(counters.collect({}, minute + 120)).to eq({})
+    expect(counters.size).to eq(1) # counted in the minute before
+    expect(counters.collect({}, minute + 180)).to eq({})
+    expect(counters.size).to eq(0)
+    expect(counters.enter(counter, minute + 180, Thread.current)).to eq(Array.new(slots::SIZE, 0))
+  end
+end
