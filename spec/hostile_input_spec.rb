@@ -390,7 +390,7 @@ RSpec.describe "hostile input" do
 
     it "is checked again by the native layer, naming the argument" do
       native = Ferrolock.client.native
-      expect { Ferrolock::Native::ConcurrentLimiter.new(native, "n", 1, 1e30, 0, 0) }
+      expect { Ferrolock::Native::ConcurrentLimiter.new(native, "n", 1, 1e30, 0, 0, true) }
         .to raise_error(ArgumentError, /\Alease: .*315360000 seconds \(10 years\), got 1e30\z/)
       expect { Ferrolock::Native::MessageLock.new(native, 60.0, 0.0001) }
         .to raise_error(ArgumentError, /\Aprocessed_ttl: must be at least 0.001/)

@@ -364,7 +364,7 @@ RSpec.describe "interrupt atomicity" do
       when "DistMutex#try_lock" then [native_mutex(client), :try_lock]
       when "DistMutex#lock" then [native_mutex(client), :lock, 1.0]
       when "ConcurrentLimiter#acquire"
-        [Ferrolock::Native::ConcurrentLimiter.new(client, "pending", 1, 5.0, 0, 0), :acquire, 1.0]
+        [Ferrolock::Native::ConcurrentLimiter.new(client, "pending", 1, 5.0, 0, 0, true), :acquire, 1.0]
       when "DualLock#enter" then [Ferrolock::Native::DualLock.new(client, "pending", 5.0, 5.0, 0), :enter]
       else [Ferrolock::Native::MessageLock.new(client, 5.0, 60.0), :begin_message, "q", "m"]
       end
