@@ -2,6 +2,7 @@
 
 require "redis"
 require_relative "support/testing_scenarios"
+require_relative "support/unfair_run"
 
 # ConcurrentLimiter.new(name, count, fair: false) (issue 43 item 4, ext/ferrolock-core/src/line/local/parked.rs):
 # a releasing holder whose process has a thread waiting parks its slot for the next thread of the
@@ -16,19 +17,7 @@ RSpec.describe "ConcurrentLimiter fair: false" do
   let(:slice) { 0.05 } # cohort::UNFAIR_SLICE
   let(:window) { 0.01 } # cohort::WINDOW
 
-  def enter_script
-    <<~LUA
-      local n = redis.call('INCR', KEYS[1])
-      if n > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], n) end
-      redis.call('RPUSH', KEYS[3], ARGV[1] .. '|' .. ARGV[2])
-      return n
-    LUA
-  end
-
-  def redis_ms(raw)
-    seconds, micros = raw.time
-    (seconds * 1000) + (micros / 1000.0)
-  end
+  include FerrolockTest::UnfairRun
 
   # One thread: blocks until the key "stop" exists; the blocks it ran.
   def worker(client, process, fair)
@@ -38,7 +27,7 @@ RSpec.describe "ConcurrentLimiter fair: false" do
     until raw.exists?("stop")
       asked = redis_ms(raw)
       limiter.within_limit do
-        raw.eval(enter_script, keys: %w[inside max log], argv: [process, redis_ms(raw) - asked])
+        log_entry(raw, process, redis_ms(raw) - asked)
         raw.incr("ran")
         raw.decr("inside")
       end
@@ -47,20 +36,8 @@ RSpec.describe "ConcurrentLimiter fair: false" do
     done
   end
 
-  # processes x threads run for `seconds`; the log of blocks, in the order they started.
-  def run_processes(fair:, processes: 2, threads: 5, seconds: 1.5)
-    redis.del("stop", "ran", "inside", "max", "log", "done")
-    pids = Array.new(processes) do |p|
-      fork_child do
-        client = Ferrolock::Client.new(url: server.url, namespace: "ul")
-        counts = Array.new(threads) { Thread.new { worker(client, p, fair) } }.map(&:value)
-        Redis.new(url: server.url).incrby("done", counts.sum)
-      end
-    end
-    sleep seconds
-    redis.set("stop", "1")
-    expect_children_succeed(pids, timeout: 60)
-    redis.lrange("log", 0, -1).map { |line| line.split("|").map { |f| Float(f) } }
+  def run_processes(fair:)
+    super(fair: fair, namespace: "ul", threads: 5, also_clear: ["ran"])
   end
 
   it "never lets more than count in, runs every block and serves the other process within the bound",

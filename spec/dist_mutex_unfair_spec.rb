@@ -2,6 +2,7 @@
 
 require "redis"
 require_relative "support/testing_scenarios"
+require_relative "support/unfair_run"
 
 # DistMutex.new(name, fair: false) (issue 43, ext/ferrolock-core/src/line/release.rs, pass_unfairly): a
 # holder's process keeps the lock among its own threads (a new cohort, a fresh fencing block from
@@ -16,19 +17,7 @@ RSpec.describe "DistMutex fair: false" do
   let(:slice) { 0.05 } # cohort::UNFAIR_SLICE
   let(:window) { 0.01 } # cohort::WINDOW
 
-  def enter_script
-    <<~LUA
-      local n = redis.call('INCR', KEYS[1])
-      if n > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], n) end
-      redis.call('RPUSH', KEYS[3], ARGV[1] .. '|' .. ARGV[2] .. '|' .. ARGV[3])
-      return n
-    LUA
-  end
-
-  def redis_ms(raw)
-    seconds, micros = raw.time
-    (seconds * 1000) + (micros / 1000.0)
-  end
+  include FerrolockTest::UnfairRun
 
   # One thread: sections until the key "stop" exists; the sections it ran.
   def worker(client, process, fair)
@@ -38,7 +27,7 @@ RSpec.describe "DistMutex fair: false" do
     until raw.exists?("stop")
       asked = redis_ms(raw)
       mutex.synchronize(wait_timeout: 30) do
-        raw.eval(enter_script, keys: %w[inside max log], argv: [process, mutex.fencing_token, redis_ms(raw) - asked])
+        log_entry(raw, process, mutex.fencing_token, redis_ms(raw) - asked)
         raw.set("counter", raw.get("counter").to_i + 1) # lost if another holder was inside
         raw.decr("inside")
       end
@@ -47,20 +36,8 @@ RSpec.describe "DistMutex fair: false" do
     done
   end
 
-  # processes x threads run for `seconds`; the log of sections, in the order they ran.
-  def run_processes(fair:, processes: 2, threads: 4, seconds: 1.5)
-    redis.del("stop", "counter", "inside", "max", "log", "done")
-    pids = Array.new(processes) do |p|
-      fork_child do
-        client = Ferrolock::Client.new(url: server.url, namespace: "uf")
-        counts = Array.new(threads) { Thread.new { worker(client, p, fair) } }.map(&:value)
-        Redis.new(url: server.url).incrby("done", counts.sum)
-      end
-    end
-    sleep seconds
-    redis.set("stop", "1")
-    expect_children_succeed(pids, timeout: 60)
-    redis.lrange("log", 0, -1).map { |line| line.split("|").map { |f| Float(f) } }
+  def run_processes(fair:)
+    super(fair: fair, namespace: "uf", threads: 4, also_clear: ["counter"])
   end
 
   def longest_run(log)
