@@ -71,7 +71,9 @@ module FerrolockTest
     INSTRUMENT_EVENT = table(T, **STRINGS.to_h { |s| [s, :ok] }, **NOT_UTF8.to_h { |s| [s, A] })
     SUBSCRIBE_EVENT = table(T, **STRINGS.to_h { |s| [s, A] })
     # An operator's glob on names: any String of valid UTF-8 (nil and "" mean "*").
-    PATTERN = INSTRUMENT_EVENT.merge("nil" => :ok)
+    # A name pattern: up to 4 x MAX_NAME_BYTES (every SCAN call sends it again).
+    PATTERN = INSTRUMENT_EVENT.merge("nil" => :ok, "10 MB string" => A)
+    PATTERN_BOUND = "4096 bytes"
     # A SCAN cursor: digits, as a String or an Integer ("" and nil: the start).
     CURSOR = table(A, "nil" => :ok, "0" => :ok, "1" => :ok, "MAX_SECONDS" => :ok, "MAX_SECONDS + 1" => :ok,
                       "\"5\"" => :ok, "empty string" => :ok, "BasicObject" => A, "Proc" => A)
@@ -124,11 +126,11 @@ module FerrolockTest
       "Ferrolock.instrument(event)" => [:events, "event", INSTRUMENT_EVENT, nil],
       "Ferrolock.subscribe(event)" => [:events, "event", SUBSCRIBE_EVENT, nil],
       "Admin.new(client:)" => [:admin, "client", OPTIONAL_CLIENT, nil],
-      "Admin#locks(pattern)" => [:admin, "pattern", PATTERN, nil],
-      "Admin#uniques(pattern)" => [:admin, "pattern", PATTERN, nil],
-      "Admin#rate_limiters(pattern)" => [:admin, "pattern", PATTERN, nil],
-      "Admin#limiters(pattern)" => [:admin, "pattern", PATTERN, nil],
-      "Admin#markers(queue_pattern)" => [:admin, "pattern", PATTERN, nil],
+      "Admin#locks(pattern)" => [:admin, "pattern", PATTERN, PATTERN_BOUND],
+      "Admin#uniques(pattern)" => [:admin, "pattern", PATTERN, PATTERN_BOUND],
+      "Admin#rate_limiters(pattern)" => [:admin, "pattern", PATTERN, PATTERN_BOUND],
+      "Admin#limiters(pattern)" => [:admin, "pattern", PATTERN, PATTERN_BOUND],
+      "Admin#markers(queue_pattern)" => [:admin, "pattern", PATTERN, PATTERN_BOUND],
       "Admin#tenants(job_class)" => [:admin, "job_class", NAME.merge("nil" => :ok), NAME_BOUND],
       "Admin#tenants(queue:)" => [:admin, "queue", NAME.merge("nil" => :ok), NAME_BOUND],
       "Admin#locks(cursor:)" => [:admin, "cursor", CURSOR, nil],

@@ -6,6 +6,10 @@ module Ferrolock
     # and the (name, part) of a key found. The layout is the core's (ext/ferrolock-core's
     # admin/layout.rs, through Native::Admin); this only binds it to the namespace.
     class KeySpace
+      # The longest name pattern taken: a name is at most MAX_NAME_BYTES, and every SCAN call sends
+      # the pattern again (and Redis' glob matching slows with a pattern's length and stars).
+      MAX_PATTERN_BYTES = 4 * MAX_NAME_BYTES
+
       def initialize(namespace)
         @namespace = namespace
       end
@@ -38,6 +42,10 @@ module Ferrolock
         when String then nil
         else raise TypeError, "pattern must be a String, got #{Validate.show(value)}"
         end
+        if value.bytesize > MAX_PATTERN_BYTES
+          raise ArgumentError, "pattern must be at most #{MAX_PATTERN_BYTES} bytes, got #{value.bytesize} bytes"
+        end
+
         value = Validate.utf8!(:pattern, value)
         raise ArgumentError, "pattern must not contain '{' or '}' (got #{Validate.show(value)})" if value.match?(/[{}]/)
 
