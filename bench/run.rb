@@ -17,9 +17,11 @@ end
 
 redis = Demo::ThrowawayRedis.new.start
 Bench.redis_url = redis.url
-Ferrolock.configure { |c| c.redis_url = redis.url }
 puts "ferrolock #{Ferrolock::VERSION} benchmarks: #{Bench.machine}; redis-server on loopback"
 Bench.benchmarks.each do |name, block|
+  # Each starts from the same configuration: one may change it (fair_tenant's modes) and reset it.
+  Ferrolock.reset_config!
+  Ferrolock.configure { |c| c.redis_url = redis.url }
   puts
   puts "### #{name}"
   puts
