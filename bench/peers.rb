@@ -21,7 +21,8 @@ require_relative "peers/toolchains"
 # Redis through that language's usual client (redis-rb, ioredis, redis-py, the `redis` crate), so
 # every section does the same work; beside the peers, the same section with no lock at all (the
 # ceiling, same workers and processes) and the ratios ours / fastest peer and ours / (ceiling ×
-# slots / workers). The io section runs the contended configurations only.
+# slots / workers), and the same section run back to back by one worker with no lock (a mutex cannot pass
+# more sections than that with redis-rb sections). The io section runs the contended configurations only.
 #
 # Pinned like a deployment (bench/support/pinning.rb): the redis-servers on one CPU, every client
 # process on the others. Per implementation: the rate; how long a worker waited for the lock (p50,
@@ -51,6 +52,8 @@ module PeersBench
   KINDS = ENV.fetch("FERROLOCK_PEERS_KINDS", "mutex,semaphore").split(",").map { |k| k.strip.to_sym }.freeze
   ONLY_PEERS = ENV["FERROLOCK_PEERS_ONLY"]&.split(",")&.map(&:strip)
   CEILING = "the same section, no lock (ceiling)"
+  # One worker running the io section back to back: the most a mutex can pass with redis-rb sections.
+  SERIAL = "the same section, no lock, one worker in series"
 
   # kind: :mutex or :semaphore (limit LIMIT); lang: which Toolchains method starts its driver.
   Peer = Struct.new(:label, :lang, :impl, :kind)
@@ -233,7 +236,12 @@ module PeersBench
     peers = PEERS.select { |peer| peer.kind == kind && (ONLY_PEERS.nil? || ONLY_PEERS.include?(peer.impl)) }
     configs(section).flat_map do |workers, processes|
       ours_label = kind == :mutex ? "ferrolock DistMutex" : "ferrolock ConcurrentLimiter(3)"
-      ceiling = section == :io ? [[CEILING, [workers, processes], measure_ceiling(workers, processes)]] : []
+      ceiling = if section == :io
+                  [[CEILING, [workers, processes], measure_ceiling(workers, processes)],
+                   [SERIAL, [workers, processes], measure_ceiling(1, 1)]]
+                else
+                  []
+                end
       unfair = if workers > 1
                  [[UNFAIR.fetch(kind), [workers, processes],
                    measure_ours(kind, section, workers, processes, fair: false)]]

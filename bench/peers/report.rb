@@ -29,7 +29,8 @@ module PeersBench
         "to another process": the share of hand-offs whose next holder is another worker / in another process.
       - Empty sections: two timestamps. io sections: INCR then DECR of one key on a second Redis, through each
         language's client (redis-rb, ioredis, redis-py, the redis crate), one connection per worker (node: per
-        process); the ceiling runs the same redis-rb section with no lock. "Redis commands" counts every
+        process); the ceiling runs the same redis-rb section with no lock, and "in series" one worker running
+        it back to back (what `slots` holders running redis-rb sections can pass). "Redis commands" counts every
         command the lock's Redis ran (INFO commandstats, inside scripts too; the second Redis is not counted),
         "client commands" those the clients sent (EVALSHA, SET, ...: the slow log, logging every command for
         the run, tells them from those run inside scripts), "Redis CPU" is its INFO cpu (sys + user), all per
@@ -70,9 +71,10 @@ module PeersBench
     def ratios(kind, workers, rows)
       ours = rows.first[2]
       peers = rows.drop(1).reject do |label, _, r|
-        label == CEILING || label.start_with?("ferrolock") || r.is_a?(String)
+        [CEILING, SERIAL].include?(label) || label.start_with?("ferrolock") || r.is_a?(String)
       end
       ceiling = rows.find { |label, _, _| label == CEILING }&.last
+      serial = rows.find { |label, _, r| label == SERIAL && !r.is_a?(String) }&.last
       parts = []
       if (fastest = peers.max_by { |_, _, r| r[:sections] })
         parts << format("ours / fastest peer (%s): %.2fx", fastest[0], ours[:sections] / fastest[2][:sections])
@@ -84,7 +86,19 @@ module PeersBench
         parts << format("ceiling × %d / %d = %s/s; ours: %.0f %% of it", PeersBench.slots(kind), workers,
                         Bench.number(bound), 100 * ours[:sections] / bound)
       end
+      parts << serial_share(kind, rows, serial) if serial
       "Ratios: #{parts.join("; ")}."
+    end
+
+    # ours and unfair against one worker's sections in series × slots (the bound of `slots` holders, each
+    # running redis-rb sections back to back).
+    def serial_share(kind, rows, serial)
+      bound = serial[:sections] * PeersBench.slots(kind)
+      shares = rows.filter_map do |label, _, r|
+        format("%s %.0f %%", label, 100 * r[:sections] / bound) if label.start_with?("ferrolock") && !r.is_a?(String)
+      end
+      format("one worker in series × %d = %s/s; of it: %s", PeersBench.slots(kind), Bench.number(bound),
+             shares.join(", "))
     end
 
     def table(unit, section, workers, processes, rows)
