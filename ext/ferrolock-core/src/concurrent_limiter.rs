@@ -186,6 +186,8 @@ impl ConcurrentLimiter {
         self.limit
     }
 
+    crate::line::primitive::line_test_hooks!();
+
     /// A fresh slot token (uuid v4).
     pub fn new_token() -> String {
         crate::token::new_token()
@@ -206,47 +208,12 @@ impl ConcurrentLimiter {
             .map(Slot))
     }
 
-    /// Threads of this process waiting for this name behind the one in Redis (for tests).
-    pub fn local_waiters(&self) -> usize {
-        self.line.local_waiters()
-    }
-
-    /// Holds a releasing holder of this process parked for its next thread (unfair mode; for
-    /// tests).
-    #[doc(hidden)]
-    pub fn parked_holds(&self) -> usize {
-        self.line.parked_holds()
-    }
-
-    /// Tests: how long a parked hold waits for a running thread (a slow test machine may
-    /// stall a thread longer than the default between its release and its next call).
-    #[doc(hidden)]
-    pub fn with_park_tick(mut self, tick: Duration) -> Self {
-        self.line.park_tick = tick;
-        self
-    }
-
     /// The TTL every writer gives the line: twice the longest entry a waiter of this name plans
     /// (its longest block + 1 s), so a process that set it at T may queue entries without
     /// setting it again until that long after T (see `local::line_refresh_needed`,
     /// lua/concurrent_limiter/acquire.lua).
     pub fn line_ttl(&self) -> Duration {
         self.line.line_ttl()
-    }
-
-    /// Tests: another cohort window (a slow test machine may take longer than the default
-    /// between an acquisition and the release it checks).
-    #[doc(hidden)]
-    pub fn with_cohort_window(mut self, window: Duration) -> Self {
-        self.line.cohort_window = window;
-        self
-    }
-
-    /// Tests: forget when this process last set the line's TTL (its next queueing release sets
-    /// it again).
-    #[doc(hidden)]
-    pub fn forget_line_refresh(&self) {
-        self.line.forget_line_refresh()
     }
 
     /// Gives the slot back (to the next waiter in line, if any). `Error::LockLost` when the

@@ -158,17 +158,11 @@ impl DistMutex {
         self
     }
 
-    /// Tests: another cohort window (a slow test machine may take longer than the default
-    /// between an acquisition and the release it checks).
-    #[doc(hidden)]
-    pub fn with_cohort_window(mut self, window: Duration) -> Self {
-        self.line.cohort_window = window;
-        self
-    }
-
     pub fn name(&self) -> &str {
         &self.line.name
     }
+
+    crate::line::primitive::line_test_hooks!();
 
     /// A fresh owner token (uuid v4).
     pub fn new_token() -> String {
@@ -217,33 +211,6 @@ impl DistMutex {
             Some(hold) => Ok(Held(hold)),
             None => Err(self.timed_out()),
         }
-    }
-
-    /// Threads of this process waiting for this name behind the one in Redis (for tests).
-    pub fn local_waiters(&self) -> usize {
-        self.line.local_waiters()
-    }
-
-    /// Holds a releasing holder of this process parked for its next thread (unfair mode; for
-    /// tests).
-    #[doc(hidden)]
-    pub fn parked_holds(&self) -> usize {
-        self.line.parked_holds()
-    }
-
-    /// Tests: how long a parked hold waits for a running thread (a slow test machine may
-    /// stall a thread longer than the default between its release and its next call).
-    #[doc(hidden)]
-    pub fn with_park_tick(mut self, tick: Duration) -> Self {
-        self.line.park_tick = tick;
-        self
-    }
-
-    /// Tests: forget when this process last set the line's TTL (its next queueing release sets
-    /// it again).
-    #[doc(hidden)]
-    pub fn forget_line_refresh(&self) {
-        self.line.forget_line_refresh()
     }
 
     fn timed_out(&self) -> Error {

@@ -62,6 +62,48 @@ pub(crate) trait Primitive {
     }
 }
 
+/// The test hooks of a primitive that waits in a line, written once: each delegates to the
+/// primitive's `line` field (a `Line`). Expands inside the primitive's `impl`.
+macro_rules! line_test_hooks {
+    () => {
+        /// Threads of this process waiting for this name behind the one in Redis (for tests).
+        pub fn local_waiters(&self) -> usize {
+            self.line.local_waiters()
+        }
+
+        /// Holds a releasing holder of this process parked for its next thread (unfair mode;
+        /// for tests).
+        #[doc(hidden)]
+        pub fn parked_holds(&self) -> usize {
+            self.line.parked_holds()
+        }
+
+        /// Tests: how long a parked hold waits for a running thread (a slow test machine may
+        /// stall a thread longer than the default between its release and its next call).
+        #[doc(hidden)]
+        pub fn with_park_tick(mut self, tick: std::time::Duration) -> Self {
+            self.line.park_tick = tick;
+            self
+        }
+
+        /// Tests: another cohort window (a slow test machine may take longer than the default
+        /// between an acquisition and the release it checks).
+        #[doc(hidden)]
+        pub fn with_cohort_window(mut self, window: std::time::Duration) -> Self {
+            self.line.cohort_window = window;
+            self
+        }
+
+        /// Tests: forget when this process last set the line's TTL (its next queueing release
+        /// sets it again).
+        #[doc(hidden)]
+        pub fn forget_line_refresh(&self) {
+            self.line.forget_line_refresh()
+        }
+    };
+}
+pub(crate) use line_test_hooks;
+
 /// The acquire script's arguments beyond the token.
 pub(crate) struct AcquireArgs<'a> {
     /// How long the caller plans to wait for its turn (ms; 0: it won't, and does not queue).

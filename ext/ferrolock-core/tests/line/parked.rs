@@ -5,7 +5,7 @@
 //! another process is passed over for a bounded slice only; the limit holds throughout.
 
 use crate::both::{both, queued, take, Lined};
-use crate::support::{commands_run, until, RedisServer};
+use crate::support::{all_entered, commands_run, until, RedisServer};
 use ferrolock_core::{Client, Interrupt};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::channel;
@@ -86,10 +86,7 @@ fn a_parked_hold_is_taken_back_with_no_command_and_no_wake_up<P: Lined>() {
     assert!(entered.try_recv().is_err(), "the waiter still waits");
     p.leave(&intr, again).unwrap();
     // Nobody asks again: the waiters enter (the parked hold goes to the oldest after its tick).
-    for _ in &threads {
-        assert!(entered.recv_timeout(Duration::from_secs(20)).unwrap());
-    }
-    threads.into_iter().for_each(|t| t.join().unwrap());
+    all_entered(&entered, threads);
     until("released", || !p.held());
 }
 
@@ -100,10 +97,7 @@ fn a_parked_hold_nobody_asks_for_goes_to_the_oldest_waiter<P: Lined>() {
     let held = take(&*p);
     let (entered, threads) = local_waiter(&p, &client, "idle", None);
     p.leave(&Interrupt::new(), held).unwrap();
-    for _ in &threads {
-        assert!(entered.recv_timeout(Duration::from_secs(20)).unwrap());
-    }
-    threads.into_iter().for_each(|t| t.join().unwrap());
+    all_entered(&entered, threads);
     assert_eq!(p.parked_holds(), 0);
     until("released", || !p.held());
 }
@@ -123,10 +117,7 @@ fn a_waiter_that_leaves_takes_the_parked_hold_with_it<P: Lined>() {
     p.leave(&Interrupt::new(), held).unwrap();
     // The waiter out of time entered with the parked hold (and released it), so it was not
     // left with nobody to take it; a limiter's waiter in Redis then gets the slot.
-    for _ in &threads {
-        assert!(entered.recv_timeout(Duration::from_secs(20)).unwrap());
-    }
-    threads.into_iter().for_each(|t| t.join().unwrap());
+    all_entered(&entered, threads);
     assert_eq!(p.parked_holds(), 0);
     until("released", || !p.held());
 }
@@ -163,10 +154,7 @@ fn another_process_is_passed_over_for_a_slice_only<P: Lined>() {
     }
     pa.leave(&intr, hold.take().unwrap()).unwrap();
     other.join().unwrap();
-    for _ in &threads {
-        assert!(entered.recv_timeout(Duration::from_secs(20)).unwrap());
-    }
-    threads.into_iter().for_each(|t| t.join().unwrap());
+    all_entered(&entered, threads);
 }
 
 /// 8 threads in 2 processes (clients), `sections` each, through an unfair primitive of
@@ -257,10 +245,7 @@ fn a_parked_slot_is_never_left_without_a_waiter_to_take_it() {
     p.leave(&intr, b).unwrap();
     assert_eq!(p.parked_holds(), 1, "one parked slot for one waiter");
     assert_eq!(p.local_waiters(), 1, "the waiter stays to take it");
-    for _ in &threads {
-        assert!(entered.recv_timeout(Duration::from_secs(20)).unwrap());
-    }
-    threads.into_iter().for_each(|t| t.join().unwrap());
+    all_entered(&entered, threads);
     assert_eq!(p.parked_holds(), 0);
     until("every slot free", || {
         p.status(&Interrupt::new()).unwrap().in_use == 0

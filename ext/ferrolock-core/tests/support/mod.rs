@@ -250,6 +250,18 @@ pub fn until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Waits for each of `threads` to report through `entered` (within 20 s each) that it entered,
+/// then joins them.
+pub fn all_entered(
+    entered: &std::sync::mpsc::Receiver<bool>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+) {
+    for _ in &threads {
+        assert!(entered.recv_timeout(Duration::from_secs(20)).unwrap());
+    }
+    threads.into_iter().for_each(|t| t.join().unwrap());
+}
+
 /// A thread that enters something (a lock, a slot), says so through its `Gate` and leaves when
 /// the test calls `release`.
 pub struct Gated<T, R> {
