@@ -105,6 +105,22 @@ RSpec.describe "A Rails app on Sidekiq" do
     end
   end
 
+  # A server that has admitted no limits_concurrency job runs the timer from its start (the Railtie),
+  # so a key resumed after its jobs were parked, by a producer gone since, is worked off.
+  it "works off a paused key's parked jobs once resumed, in a Sidekiq started after they were parked" do
+    enqueue(<<~RUBY)
+      Ferrolock::Admin.new.pause("ParkedJob/p", kind: :limits_concurrency)
+      3.times { |i| ParkedJob.perform_later("p", i) }
+    RUBY
+    expect(redis.llen("queue:default")).to eq(0) # all three parked in Redis, none queued
+    with_sidekiq(app_dir, concurrency: 2, queues: %w[default]) do |sidekiq|
+      wait_for("Sidekiq's start") { sidekiq.log.include?("ferrolock: boot checks ran") }
+      enqueue('Ferrolock::Admin.new.resume("ParkedJob/p", kind: :limits_concurrency)')
+      wait_for("the parked jobs") { list("parked:done").size == 3 }
+      expect(list("parked:done").map { |name, num, _| [name, num] }).to eq([%w[p 0], %w[p 1], %w[p 2]])
+    end
+  end
+
   it "reports at Sidekiq start a rerouting queue the process does not fetch (FairTenant.verify!)" do
     with_sidekiq(app_dir, concurrency: 1, queues: %w[default]) do |sidekiq|
       wait_for("the boot checks") { sidekiq.log.include?("ferrolock: boot checks ran") }

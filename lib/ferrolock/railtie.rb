@@ -8,7 +8,8 @@ module Ferrolock
   # - in a Sidekiq server, the boot checks (DualLock::Middleware.validate!, FairTenant.verify!,
   #   Unique::ServerMiddleware.validate!) run
   #   on Sidekiq's :startup event, after the app (eager-)loaded its job classes. Turn them off with
-  #   `c.boot_checks = false`.
+  #   `c.boot_checks = false`;
+  # - limits_concurrency's timer starts when a Sidekiq, Shoryuken or Solid Queue worker starts.
   class Railtie < ::Rails::Railtie
     # After Rails.logger exists, before config/initializers: an initializer's c.logger overrides this.
     initializer "ferrolock.logger", after: :initialize_logger, before: :load_config_initializers do
@@ -34,7 +35,26 @@ module Ferrolock
       end
     end
 
+    # limits_concurrency's timer runs in every job server from its boot (see ExpiryTimer.start).
+    initializer "ferrolock.concurrency_timer", after: :load_config_initializers do
+      Ferrolock::Railtie.start_timer_in_job_servers
+    end
+
     class << self
+      # Registers ExpiryTimer.start with each job server's start hook: Sidekiq's and Shoryuken's
+      # :startup (run only in their server processes) and Solid Queue's worker start.
+      def start_timer_in_job_servers
+        start = ->(*) { Ferrolock::ActiveJob::ExpiryTimer.start if defined?(::ActiveJob::Base) }
+        ::Sidekiq.configure_server { |c| c.on(:startup, &start) } if server_hooks?(:Sidekiq)
+        ::Shoryuken.configure_server { |c| c.on(:startup, &start) } if server_hooks?(:Shoryuken)
+        ::SolidQueue.on_worker_start(&start) if defined?(::SolidQueue) && ::SolidQueue.respond_to?(:on_worker_start)
+      end
+
+      # Whether a loaded Sidekiq or Shoryuken takes server hooks.
+      def server_hooks?(name)
+        Object.const_defined?(name) && Object.const_get(name).respond_to?(:configure_server)
+      end
+
       # Sets the logger unless the app already chose one (the reader's lazy default does not count).
       def default_logger(logger)
         return if logger.nil? || Ferrolock.config.logger_set?

@@ -20,6 +20,15 @@ module Ferrolock
         def interval
           @interval || DEFAULT_INTERVAL
         end
+
+        # Starts this process's timer now. A timer otherwise starts with the process's first
+        # limits_concurrency admission, so a job server that has admitted none (booted after its
+        # keys' jobs were blocked, e.g. during a pause) would leave a resumed key's jobs parked until
+        # some process admits one. The Railtie calls this when a Sidekiq, Shoryuken or Solid Queue
+        # worker starts; an app without Rails calls it from its worker's boot.
+        def start(client = Ferrolock.client)
+          Slots.for(client).timer.ensure_started
+        end
       end
 
       def initialize(slots)
