@@ -50,6 +50,7 @@ impl RbJobConcurrency {
     /// promotion of the job started already). `policy` is [to, duration, on_conflict,
     /// max_blocked]; `promotion` the one this copy of the job carries (0: none). Idempotent: sent
     /// again after an interruption, a job finds the slot or the place it was given.
+    #[allow(clippy::too_many_arguments)] // the Ruby method's arguments
     fn admit(
         ruby: &Ruby,
         rb_self: &Self,
