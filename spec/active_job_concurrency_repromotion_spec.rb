@@ -47,6 +47,22 @@ RSpec.describe "ActiveJob limits_concurrency: a job promoted again runs once", t
 
   def perform(copy) = ::ActiveJob::Base.execute(copy)
 
+  # A job class whose job 1 raises IOError at its first attempt (LC_ATTEMPTS: job 1's attempts); `body`
+  # adds to the class.
+  def failing_once(name, &body)
+    stub_const("LC_ATTEMPTS", Queue.new)
+    job_class(name, to: 1, key: ->(account, _n) { account }, duration: 0.3) do
+      class_eval(&body) if body
+
+      define_method(:perform) do |account, num|
+        LC_ATTEMPTS << num if num == 1
+        raise IOError, "first attempt fails" if num == 1 && LC_ATTEMPTS.size == 1
+
+        LC_RAN << [account, num, ferrolock_fence]
+      end
+    end
+  end
+
   def duplicates(job_id) = events.select { |event| event == [:discarded, job_id, :duplicate] }
 
   it "runs one copy of the two the timer enqueued, the older first: the newer is skipped as a duplicate" do
@@ -115,15 +131,7 @@ RSpec.describe "ActiveJob limits_concurrency: a job promoted again runs once", t
   end
 
   it "runs the same copy again when it is replayed after it raised (a redelivery, FailedExecution#retry)" do
-    stub_const("LC_ATTEMPTS", Queue.new)
-    klass = job_class("LcTwiceReplayJob", to: 1, key: ->(account, _n) { account }, duration: 0.3) do
-      def perform(account, num)
-        LC_ATTEMPTS << num if num == 1
-        raise IOError, "first attempt fails" if num == 1 && LC_ATTEMPTS.size == 1
-
-        LC_RAN << [account, num, ferrolock_fence]
-      end
-    end
+    klass = failing_once("LcTwiceReplayJob")
     copies = promoted_again(klass)
     newest = copies.last
     expect { perform(newest) }.to raise_error(IOError, "first attempt fails")
@@ -135,17 +143,7 @@ RSpec.describe "ActiveJob limits_concurrency: a job promoted again runs once", t
   end
 
   it "runs a retry_on retry of the copy that started, and skips the other copy" do
-    stub_const("LC_ATTEMPTS", Queue.new)
-    klass = job_class("LcTwiceRetryOnJob", to: 1, key: ->(account, _n) { account }, duration: 0.3) do
-      retry_on IOError, wait: 0, attempts: 3
-
-      def perform(account, num)
-        LC_ATTEMPTS << num if num == 1
-        raise IOError, "first attempt fails" if num == 1 && LC_ATTEMPTS.size == 1
-
-        LC_RAN << [account, num, ferrolock_fence]
-      end
-    end
+    klass = failing_once("LcTwiceRetryOnJob") { retry_on IOError, wait: 0, attempts: 3 }
     copies = promoted_again(klass)
     perform(copies.first) # raises; retry_on enqueues the retry
     expect(queue(klass).size).to eq(1)
