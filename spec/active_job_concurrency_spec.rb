@@ -211,8 +211,8 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     client = Ferrolock::Client.new(url: FerrolockTest.redis_server.url, namespace: "lc-index")
     native = Ferrolock::Native::JobConcurrency.new(client.native)
     policy = [1, 5.0, "block", 0]
-    expect(native.admit("k", "holder", "{}", true, policy).first).to eq(:held)
-    expect(native.admit("k", "first", "{}", false, policy).first).to eq(:blocked)
+    expect(native.admit("k", "holder", "{}", true, policy, 0).first).to eq(:held)
+    expect(native.admit("k", "first", "{}", false, policy, 0).first).to eq(:blocked)
     due = native.due_key
     expect(redis.zscore(due, "k")).to eq(1.0) # the first blocked job: due at once
     names, = native.due(5.0)
@@ -220,12 +220,12 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     # The holder ends: "first" is promoted, and starts. Nothing is parked now (what a visit then
     # reads: the entry is made due at once and claimed again); then "second" is blocked, the first
     # of the line again.
-    expect(native.give_back("k", "holder", 1)).to eq([true, [["first", "{}"]]])
-    expect(native.admit("k", "first", "{}", true, policy).first).to eq(:held)
+    expect(native.give_back("k", "holder", 1)).to eq([true, [["first", "{}", 1]]])
+    expect(native.admit("k", "first", "{}", true, policy, 0).first).to eq(:held)
     expect(redis.zscore(due, "k")).to eq(1.0)
     names, claim, = native.due(5.0)
     expect(names).to eq(["k"])
-    expect(native.admit("k", "second", "{}", false, policy).first).to eq(:blocked)
+    expect(native.admit("k", "second", "{}", false, policy, 0).first).to eq(:blocked)
     forget = File.read(File.expand_path("../ext/ferrolock-core/lua/job_concurrency/forget.lua", __dir__))
     expect(redis.eval(forget, keys: [due], argv: ["k", claim])).to eq(0)
     expect(redis.zscore(due, "k")).to eq(1.0)

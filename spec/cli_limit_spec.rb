@@ -66,7 +66,7 @@ RSpec.describe "ferrolock limit, pause, resume" do
 
   it "shows a limits_concurrency key's override where `ferrolock concurrency` shows its limit" do
     native = Ferrolock::Native::JobConcurrency.new(Ferrolock.client.native)
-    native.admit("CliJob/shown", "j1", "{}", false, [2, 30.0, "block", 0]) # holds a slot: the key is listed
+    native.admit("CliJob/shown", "j1", "{}", false, [2, 30.0, "block", 0], 0) # holds a slot: the key is listed
     out, = run_ferrolock("concurrency", "CliJob/*")
     row = out.lines.find { |line| line.start_with?("CliJob/shown") }
     none = Ferrolock::Admin::Table::NONE

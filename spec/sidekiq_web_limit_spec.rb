@@ -65,7 +65,7 @@ RSpec.describe "Sidekiq Web: limits changed live" do
     redis = FerrolockTest.redis_server.redis
     native = Ferrolock::Native::JobConcurrency.new(Ferrolock.client.native)
     policy = [1, 30.0, "block", 0]
-    native.admit("WebJob/k", "j1", "{}", false, policy) # holds the one slot: the key is listed
+    native.admit("WebJob/k", "j1", "{}", false, policy, 0) # holds the one slot: the key is listed
     get("/locks/concurrency")
     expect(last_response.body).to include("ferrolock-limit-change")
       .and include('name="kind" value="limits_concurrency"')
@@ -78,7 +78,7 @@ RSpec.describe "Sidekiq Web: limits changed live" do
     expect(last_response.status).to eq(302)
     expect(last_response.location).to include("locks/concurrency?")
     native.give_back("WebJob/k", "j1", 1)
-    expect(native.admit("WebJob/k", "j2", "{}", false, policy).first).to eq(:blocked) # the slot is free, yet paused
+    expect(native.admit("WebJob/k", "j2", "{}", false, policy, 0).first).to eq(:blocked) # the slot is free, yet paused
     get("/locks/concurrency?q=WebJob/k")
     expect(last_response.body).to include("paused (1)").and include('value="resume"')
 

@@ -184,6 +184,20 @@ RSpec.shared_examples "limits_concurrency on a ferrolock backend" do |mode|
     expect(ran.map { |_, n, _| n }).to eq([0, 1, 2])
   end
 
+  it "runs once a promoted job whose copy outwaited its lease: the copy of its second promotion is skipped" do
+    klass = recording("TjcPromotedTwiceJob", to: 1, key: ->(account, _n) { account }, duration: 0.5)
+    klass.perform_later("a", 0)
+    second = klass.perform_later("a", 1)
+    run_queued(klass) # its release promotes the second job, whose copy then waits in the queue
+    clock.advance(0.7)
+    klass.perform_later("a", 2) # (or the timer) finds that lease ran out and promotes the second job again
+    wait_until(timeout: 5, what: "the second job promoted again") { queue(klass).size >= 2 }
+    expect(queue(klass).first(2).map { |job| job["job_id"] }).to eq([second.job_id] * 2)
+    work_off(klass)
+    expect(ran.map { |_, n, _| n }).to eq([0, 1, 2])
+    expect(events).to include([:discarded, second.job_id])
+  end
+
   it "keeps a performing job's slot past its lease (renewed while it performs)" do
     stub_const("TJC_CLOCK", clock)
     klass = job_class("TjcLongJob", to: 1, key: ->(_num) { "k" }, duration: 0.5) do

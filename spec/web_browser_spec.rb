@@ -158,8 +158,8 @@ RSpec.describe "Locks tab in headless Chromium" do
     native = Ferrolock::Native::JobConcurrency.new(Ferrolock.client.native)
     key = "Lc<b>tiny</b>/k"
     policy = [1, 60.0, "block", 0]
-    native.admit(key, "holder-job", "{}", true, policy)
-    %w[blocked-one blocked-two].each { |job_id| native.admit(key, job_id, "{}", false, policy) }
+    native.admit(key, "holder-job", "{}", true, policy, 0)
+    %w[blocked-one blocked-two].each { |job_id| native.admit(key, job_id, "{}", false, policy, 0) }
     lc = browse("/locks/concurrency", "concurrency")
     expect(lc).to include(as_text(key), "holder-job", "blocked-one", "blocked-two")
     expect(lc.scan(">Force release</a>").size).to eq(3)

@@ -6,7 +6,7 @@
 //! Keys of one concurrency key (`<ns>:{concurrency:<key>}:…`): `slots` (zset job_id -> lease
 //! expiry), `blocked` (list of job_ids), `jobs` (hash job_id -> payload), `fence` (the fencing
 //! counter), `override` (the operators' live limit or pause, as a ConcurrentLimiter's:
-//! `write_override`). The slot token is the ActiveJob job_id, so a job that enqueues itself again (a
+//! `write_override`), `started:<job_id>` (which promotion of a job promoted more than once started). The slot token is the ActiveJob job_id, so a job that enqueues itself again (a
 //! continuation's resumption) finds its own slot instead of queueing behind itself.
 //!
 //! A holder that died frees its slot when its lease runs out; the blocked jobs behind it must
@@ -16,6 +16,10 @@
 //! (`<ns>:{concurrency}:due`, scored by the key's earliest lease expiry), which each process's
 //! timer reads once per wake-up (`due`), sleeping until the earliest entry: no worker polls the
 //! keys themselves. Admissions and releases of a key free and promote as they go, too.
+//!
+//! A promoted job that did not start within its lease is promoted again, so two copies of it may
+//! be queued: each promotion is numbered, the copy carries its number, and at perform only the
+//! copy that started first runs (again, if redelivered); another promotion's copy is `Duplicate`.
 
 use crate::client::{int, text, Client};
 use crate::concurrent_limiter::{Override, OverrideAction, RenewArgs};
@@ -62,6 +66,8 @@ pub enum Outcome {
     Discarded,
     /// max_blocked jobs wait already: nothing stored.
     Full,
+    /// At perform: a copy of another promotion of this job started already; this one must not run.
+    Duplicate,
 }
 
 /// A blocked job given a slot: its caller enqueues `payload` (the serialized ActiveJob job).
@@ -69,6 +75,9 @@ pub enum Outcome {
 pub struct Promoted {
     pub job_id: String,
     pub payload: String,
+    /// The promotion's number (1 for the first of the job): its enqueued copy carries it, and
+    /// gives it back as [`Request::promotion`] at perform.
+    pub promotion: u64,
 }
 
 #[derive(Debug)]
@@ -108,6 +117,8 @@ pub struct Request<'a> {
     pub max_blocked: u32,
     /// At perform: the job starts, and is issued a fencing token (its payload goes).
     pub at_perform: bool,
+    /// The promotion this copy of the job carries ([`Promoted::promotion`]; 0: none).
+    pub promotion: u64,
 }
 
 #[derive(Clone)]
@@ -154,7 +165,7 @@ impl JobConcurrency {
         &self.due_key
     }
 
-    /// `<ns>:{concurrency:<key>}:<part>` (slots, blocked, jobs, fence).
+    /// `<ns>:{concurrency:<key>}:<part>` (slots, blocked, jobs, fence, started:<job_id>).
     pub fn key_part(&self, key: &str, part: &str) -> Result<String> {
         Ok(self.keys(key)?.part(part))
     }
@@ -179,6 +190,7 @@ impl JobConcurrency {
             Some("waiting") => Outcome::Waiting,
             Some("discarded") => Outcome::Discarded,
             Some("full") => Outcome::Full,
+            Some("duplicate") => Outcome::Duplicate,
             _ => return Err(unexpected("admit", &reply)),
         };
         let earliest = int(&items[2])?;
@@ -442,14 +454,16 @@ fn fence_ttl(lease: Duration) -> Duration {
 
 fn promoted(items: &[Value]) -> Result<Vec<Promoted>> {
     items
-        .chunks(2)
-        .map(|pair| match pair {
-            [id, body] => Ok(Promoted {
+        .chunks(3)
+        .map(|triple| match triple {
+            [id, body, number] => Ok(Promoted {
                 job_id: text(id).ok_or_else(|| unexpected("promote", id))?,
                 payload: text(body).ok_or_else(|| unexpected("promote", body))?,
+                promotion: u64::try_from(int(number)?)
+                    .map_err(|_| unexpected("promote", number))?,
             }),
             _ => Err(Error::Redis(
-                "job_concurrency: promoted jobs come in pairs".into(),
+                "job_concurrency: promoted jobs come in threes".into(),
             )),
         })
         .collect()

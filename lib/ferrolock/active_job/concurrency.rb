@@ -117,7 +117,7 @@ module Ferrolock
 
           admission = admission(job, policy)
           outcome, fence, blocked = admission.admit(at_perform: true)
-          return not_performed(admission, outcome, blocked) unless outcome == :held
+          return admission.not_performed(outcome, blocked) unless outcome == :held
 
           perform_holding(admission, admission.slots.running(admission.key, job, policy, fence), block)
         end
@@ -198,17 +198,6 @@ module Ferrolock
           block.call
         ensure
           admission.job.instance_variable_set(:@ferrolock_parked, false)
-        end
-
-        def not_performed(admission, outcome, blocked)
-          what = outcome == :discarded ? "discarded at perform" : "blocked at perform (#{blocked} waiting)"
-          admission.log("#{what}: limits_concurrency key #{admission.key} is at its limit")
-          if outcome == :discarded
-            admission.instrument(:discarded, :perform, reason: :on_conflict)
-          else
-            admission.instrument(:blocked, :perform, waiting: blocked)
-          end
-          nil
         end
 
         def perform_holding(admission, slot, block)

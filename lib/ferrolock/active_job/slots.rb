@@ -46,12 +46,15 @@ module Ferrolock
       end
 
       # [outcome, fencing token, blocked count]; promoted jobs are enqueued before it returns.
-      def admit(job, policy, key, at_perform:)
+      # promotion: the one this copy of the job carries (limits_concurrency's: Promotion; a
+      # concurrency_rule's places tell no copies apart).
+      def admit(job, policy, key, at_perform:, promotion: 0)
         limit = policy.limit_for(job)
         outcome, fence, blocked, promoted = @native.admit(
           key, job.job_id, JSON.generate(job.serialize), at_perform,
           # A job already running is parked whatever max_blocked says: it is never dropped.
-          [limit, policy.duration, policy.on_conflict.to_s, at_perform ? 0 : policy.max_blocked.to_i]
+          [limit, policy.duration, policy.on_conflict.to_s, at_perform ? 0 : policy.max_blocked.to_i],
+          promotion
         )
         # Once Redis answered: a process that cannot reach it has no timer polling in vain.
         @timer.ensure_started

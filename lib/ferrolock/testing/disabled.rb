@@ -130,7 +130,7 @@ module Ferrolock
           @lock = ::Mutex.new
         end
 
-        def admit(_key, _job_id, _payload, at_perform, _policy)
+        def admit(_key, _job_id, _payload, at_perform, _policy, _promotion) # rubocop:disable Metrics/ParameterLists -- the native's
           [:held, at_perform ? @lock.synchronize { @fencing_token += 1 } : 0, 0, []]
         end
 

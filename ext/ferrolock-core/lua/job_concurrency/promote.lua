@@ -2,6 +2,26 @@
 -- front of them (Lua scripts cannot require): the keys are theirs (KEYS[1] slots, KEYS[2]
 -- blocked, KEYS[3] jobs, as in admit.lua).
 
+-- A parked job's entry in jobs: "<lease ms>|<payload>" while it was never promoted (also every
+-- entry written before promotions were numbered), "<lease ms>:<promotion>|<payload>" once it was:
+-- the number of its last promotion, which the enqueued copy carries (admit.lua's ARGV[10]).
+-- Returns lease ms, promotion (0: none), payload.
+local function parse_entry(entry)
+  local ms, n, body = string.match(entry, '^(%d+):(%d+)|(.*)$')
+  if not ms then
+    ms, body = string.match(entry, '^(%d+)|(.*)$')
+    n = 0
+  end
+  return tonumber(ms), tonumber(n), body
+end
+
+local function entry_value(ms, n, body)
+  if n > 0 then
+    return string.format('%d:%d|', ms, n) .. body
+  end
+  return string.format('%d|', ms) .. body
+end
+
 -- Jobs whose payload is kept here (blocked, or promoted and not started yet).
 local function parked()
   return redis.call('HLEN', KEYS[3]) - redis.call('HEXISTS', KEYS[3], '{limit}')
@@ -11,8 +31,10 @@ end
 -- paused past its lease; a promoted job that never started goes back to the head of the line),
 -- then the oldest blocked jobs take the free slots up to `limit` (each with its own class's
 -- lease). `starting`: the job_id of a job starting now (nil: none); a copy of it found in the line
--- (the queue delivered it twice) takes its slot itself instead of being promoted.
--- Returns the promoted jobs ({job_id, payload, ...}) and the live slots' count.
+-- (the queue delivered it twice) takes its slot itself instead of being promoted. Each promotion
+-- of a job gets the next number (kept in its entry): a job promoted again because its copy did not
+-- start within its lease has two copies in the queue, and only one of them may run (admit.lua).
+-- Returns the promoted jobs ({job_id, payload, promotion, ...}) and the live slots' count.
 local function promote(now, limit, starting)
   local expired = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
   if #expired > 0 then
@@ -33,15 +55,16 @@ local function promote(now, limit, starting)
     end
     local entry = redis.call('HGET', KEYS[3], next_id)
     if entry then
-      local ms, body = string.match(entry, '^(%d+)|(.*)$')
-      ms = tonumber(ms)
+      local ms, n, body = parse_entry(entry)
       redis.call('ZADD', KEYS[1], now + ms, next_id)
       live = live + 1
       if next_id == starting then
         redis.call('HDEL', KEYS[3], next_id)
       else
+        redis.call('HSET', KEYS[3], next_id, entry_value(ms, n + 1, body))
         promoted[#promoted + 1] = next_id
         promoted[#promoted + 1] = body
+        promoted[#promoted + 1] = n + 1
       end
     end
   end

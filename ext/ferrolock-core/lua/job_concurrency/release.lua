@@ -7,8 +7,8 @@
 -- Returns {1 when the job held a live slot (0: its lease had run out, so its slot was counted as
 -- free already and is not freed again; -1: no job_id), earliest live slot expiry (ms, -1: none),
 -- blocked count, 1 when this call left no job parked where some was (0 otherwise), parked count
--- (blocked, or promoted and not started), promoted job_id, its payload,
--- ...}. A job that gives its slot back is done with its payload too (one promoted whose enqueue
+-- (blocked, or promoted and not started), promoted job_id, its payload, its promotion
+-- (promote.lua), ...}. A job that gives its slot back is done with its payload too (one promoted whose enqueue
 -- could not be made: it is dropped). The member goes at most once, so a late or
 -- repeated release never frees a slot someone else holds now.
 

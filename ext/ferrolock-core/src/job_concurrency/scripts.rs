@@ -20,7 +20,7 @@ lua_script!(FORGET = "job_concurrency/forget");
 
 /// admit.lua's arguments are a [`Request`]'s: its fields but `key` (which names the keys) are
 /// ARGV[1] to ARGV[7], named as the script's locals; the fencing counter's TTL and the blocked
-/// jobs' TTL follow, from the lease and `BLOCKED_TTL`.
+/// jobs' TTL follow, from the lease and `BLOCKED_TTL`, then the copy's `promotion` (ARGV[10]).
 impl Request<'_> {
     pub fn admit_call(&self, keys: &Keys) -> ScriptCall {
         ScriptCall::new(&ADMIT)
@@ -29,6 +29,7 @@ impl Request<'_> {
             .key(keys.part("jobs"))
             .key(keys.part("fence"))
             .key(keys.part("override"))
+            .key(keys.part(&format!("started:{}", self.job_id)))
             .arg(self.job_id)
             .arg(self.limit)
             .arg(millis(self.lease))
@@ -41,6 +42,7 @@ impl Request<'_> {
             .flag(self.at_perform)
             .arg(millis(fence_ttl(self.lease)))
             .arg(millis(BLOCKED_TTL))
+            .arg(self.promotion)
     }
 }
 

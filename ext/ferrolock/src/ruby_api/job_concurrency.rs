@@ -33,7 +33,7 @@ fn promoted_array(ruby: &Ruby, promoted: Vec<Promoted>) -> RArray {
     let out = ruby.ary_new_capa(promoted.len());
     for p in promoted {
         // (push to a fresh array cannot fail)
-        let _ = out.push((p.job_id, p.payload));
+        let _ = out.push((p.job_id, p.payload, p.promotion));
     }
     out
 }
@@ -45,10 +45,12 @@ impl RbJobConcurrency {
             .map_err(|e| core_error(ruby, e))
     }
 
-    /// [outcome, fencing token, blocked count, [[job_id, payload], ...]]; outcome is :held,
-    /// :blocked, :waiting, :discarded or :full. `policy` is [to, duration, on_conflict,
-    /// max_blocked]. Idempotent: sent again after an interruption, a job finds the slot or the
-    /// place it was given.
+    /// [outcome, fencing token, blocked count, [[job_id, payload, promotion], ...]]; outcome is
+    /// :held, :blocked, :waiting, :discarded, :full or :duplicate (at perform: a copy of another
+    /// promotion of the job started already). `policy` is [to, duration, on_conflict,
+    /// max_blocked]; `promotion` the one this copy of the job carries (0: none). Idempotent: sent
+    /// again after an interruption, a job finds the slot or the place it was given.
+    #[allow(clippy::too_many_arguments)] // the Ruby method's arguments
     fn admit(
         ruby: &Ruby,
         rb_self: &Self,
@@ -57,6 +59,7 @@ impl RbJobConcurrency {
         payload: String,
         at_perform: bool,
         policy: (u32, f64, String, u32),
+        promotion: u64,
     ) -> Result<RArray, Error> {
         let (limit, lease, on_conflict, max_blocked) = policy;
         let lease = seconds(ruby, "duration", lease)?;
@@ -79,6 +82,7 @@ impl RbJobConcurrency {
             payload: &payload,
             max_blocked,
             at_perform,
+            promotion,
         };
         let admitted = run(ruby, Retry::Idempotent, |intr| rb_self.0.admit(intr, &req))?;
         let outcome = match admitted.outcome {
@@ -87,6 +91,7 @@ impl RbJobConcurrency {
             Outcome::Waiting => "waiting",
             Outcome::Discarded => "discarded",
             Outcome::Full => "full",
+            Outcome::Duplicate => "duplicate",
         };
         let out = ruby.ary_new_capa(4);
         out.push(ruby.to_symbol(outcome))?;
@@ -113,7 +118,7 @@ impl RbJobConcurrency {
         Ok(RbJobSlot(HeldCell::new(running)).into_value_with(ruby))
     }
 
-    /// [held, [[job_id, payload], ...]]; nil when this slot was released or kept already.
+    /// [held, [[job_id, payload, promotion], ...]]; nil when this slot was released or kept already.
     fn release(
         ruby: &Ruby,
         rb_self: &Self,
@@ -131,7 +136,7 @@ impl RbJobConcurrency {
             .transpose()
     }
 
-    /// [held, [[job_id, payload], ...]]: the slot of a job that will not perform, given back.
+    /// [held, [[job_id, payload, promotion], ...]]: the slot of a job that will not perform, given back.
     fn give_back(
         ruby: &Ruby,
         rb_self: &Self,
@@ -153,7 +158,7 @@ impl RbJobConcurrency {
         Ok(slot.0.take_own().map(Running::hand_to_resumption).is_some())
     }
 
-    /// [[job_id, payload], ...]: blocked jobs promoted into slots whose lease ran out; `claim`
+    /// [[job_id, payload, promotion], ...]: blocked jobs promoted into slots whose lease ran out; `claim`
     /// as `due` gave it.
     fn reap(ruby: &Ruby, rb_self: &Self, key: String, claim: i64) -> Result<RArray, Error> {
         let promoted = run(ruby, Retry::Once, |intr| rb_self.0.reap(intr, &key, claim))?;
@@ -203,7 +208,7 @@ impl RbJobConcurrency {
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("JobConcurrency", ruby.class_object())?;
     class.define_singleton_method("new", function!(guard::f1(RbJobConcurrency::new), 1))?;
-    class.define_method("admit", method!(guard::f6(RbJobConcurrency::admit), 5))?;
+    class.define_method("admit", method!(guard::f7(RbJobConcurrency::admit), 6))?;
     class.define_method("running", method!(guard::f5(RbJobConcurrency::running), 4))?;
     class.define_method("release", method!(guard::f3(RbJobConcurrency::release), 2))?;
     class.define_method(

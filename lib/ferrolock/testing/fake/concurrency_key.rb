@@ -6,8 +6,10 @@ module Ferrolock
       # One limits_concurrency key in memory, step for step as ext/ferrolock-core/lua/job_concurrency/
       # admit.lua and release.lua keep it in Redis, in whole ms of Testing.now: slots (job_id => lease
       # expiry), the line of blocked job_ids (oldest first), the payloads of blocked jobs and of promoted
-      # ones not started yet (job_id => [lease ms, payload]), the limit the last blocked job stored, the
-      # last fencing token. A performing job's slot is renewed, so here it never runs out.
+      # ones not started yet (job_id => [lease ms, payload, last promotion]), which copy of a job
+      # promoted more than once started (job_id => [its promotion, last promotion]), the limit the last
+      # blocked job stored, the last fencing token. A performing job's slot is renewed, so here it never
+      # runs out.
       class ConcurrencyKey
         # The operators' Admin::LimitOverride::Override (nil: none): its limit replaces the code's;
         # paused, no slot is taken and every job is blocked (never discarded).
@@ -17,22 +19,26 @@ module Ferrolock
           @slots = {}
           @blocked = []
           @jobs = {}
+          @started = {}
           @renewing = {}
           @limit = nil
           @fence = 0
         end
 
-        # admit.lua: [outcome, fencing token, blocked count, promoted [[job_id, payload], ...]].
-        def admit(job_id, payload, at_perform, policy, now)
+        # admit.lua: [outcome, fencing token, blocked count, promoted [[job_id, payload, promotion], ...]];
+        # copy: the promotion this copy of the job carries (0: none).
+        def admit(job_id, payload, at_perform, policy, now, copy = 0) # rubocop:disable Metrics/ParameterLists -- admit.lua's
           limit = in_force(policy[0])
-          lease = policy[1]
+          entry = @jobs[job_id]
           free_expired(now)
           live, promoted = promote(limit, now, at_perform ? job_id : nil)
           outcome, fence =
-            if live?(job_id, now) || (live < limit && !@jobs.key?(job_id))
-              hold(job_id, lease, at_perform, now)
+            if duplicate?(at_perform, job_id, entry, copy)
+              [:duplicate, 0]
+            elsif live?(job_id, now) || (live < limit && !@jobs.key?(job_id))
+              hold(job_id, policy[1], at_perform ? [entry, copy] : nil, now)
             else
-              over_limit(job_id, payload, policy)
+              over_limit(job_id, payload, policy, copy)
             end
           [outcome, fence, @blocked.size, promoted]
         end
@@ -87,6 +93,19 @@ module Ferrolock
           @override.paused ? 0 : (@override.limit || configured)
         end
 
+        # At perform, a copy of another promotion than the one that started (entry: the job's as the
+        # call began).
+        def duplicate?(at_perform, job_id, entry, copy)
+          started = at_perform && !entry && @started[job_id]
+          started ? started[0] != copy : false
+        end
+
+        # Which copy started, kept when another copy of another promotion may come.
+        def remember_start(job_id, entry, copy)
+          number = entry&.at(2)
+          @started[job_id] = [copy, [number, copy].max] if number && (number > 1 || number != copy)
+        end
+
         def live?(job_id, now)
           at = @slots[job_id]
           !at.nil? && (at > now || @renewing.key?(job_id))
@@ -113,24 +132,29 @@ module Ferrolock
           live = @slots.size
           promoted = []
           while live < limit && (id = @blocked.shift)
-            lease, payload = @jobs[id]
+            lease, payload, number = @jobs[id]
             next unless lease
 
             @slots[id] = now + lease
             live += 1
-            id == starting ? @jobs.delete(id) : promoted << [id, payload]
+            next @jobs.delete(id) if id == starting
+
+            @jobs[id] = [lease, payload, number + 1]
+            promoted << [id, payload, number + 1]
           end
           [live, promoted]
         end
 
-        # At perform the job starts (its payload goes, a fencing token is issued); at enqueue (a
-        # resumption) its lease covers its wait in the queue.
-        def hold(job_id, lease, at_perform, now)
-          unless at_perform
+        # At perform (starting: [its entry as the call began, the copy's promotion]) the job starts (its
+        # payload goes, a fencing token is issued; the copy that started is remembered when another
+        # copy may meet it); at enqueue (a resumption) its lease covers its wait in the queue.
+        def hold(job_id, lease, starting, now)
+          unless starting
             @slots[job_id] = [@slots[job_id] || 0, now + lease].max
             return [:held, 0]
           end
 
+          remember_start(job_id, *starting)
           @jobs.delete(job_id)
           @limit = nil if @jobs.empty? && @blocked.empty?
           @slots[job_id] = now + lease
@@ -138,7 +162,7 @@ module Ferrolock
           [:held, @fence = [@fence + 1, now * 1000].max]
         end
 
-        def over_limit(job_id, payload, policy)
+        def over_limit(job_id, payload, policy, copy)
           limit, lease, = policy
           return [:waiting, 0] if @jobs.key?(job_id)
 
@@ -146,7 +170,7 @@ module Ferrolock
           return [refused, 0] if refused
 
           @blocked << job_id
-          @jobs[job_id] = [lease, payload]
+          @jobs[job_id] = [lease, payload, [copy, @started.dig(job_id, 1) || 0].max]
           @limit = limit
           [:blocked, 0]
         end

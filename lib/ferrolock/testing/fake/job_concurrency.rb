@@ -16,15 +16,15 @@ module Ferrolock
           @place = Fake.place(client, "concurrency")
         end
 
-        # [outcome, fencing token, blocked count, [[job_id, payload], ...]]; policy: [to, duration,
-        # on_conflict ("block" or "discard"), max_blocked (0: none)].
-        def admit(key, job_id, payload, at_perform, policy)
+        # [outcome, fencing token, blocked count, [[job_id, payload, promotion], ...]]; policy: [to,
+        # duration, on_conflict ("block" or "discard"), max_blocked (0: none)]; promotion: the copy's.
+        def admit(key, job_id, payload, at_perform, policy, promotion) # rubocop:disable Metrics/ParameterLists -- the native's
           raise ArgumentError, "job_id: must not be empty" if job_id.empty?
           raise ArgumentError, "to: must be at least 1" unless policy[0].positive?
 
           limit, lease, on_conflict, max_blocked = policy
           policy = [limit, ms(lease), on_conflict, max_blocked]
-          change(key) { |entry, now| entry.admit(job_id, payload, at_perform, policy, now) }
+          change(key) { |entry, now| entry.admit(job_id, payload, at_perform, policy, now, promotion) }
         end
 
         # The performing job's slot: renewed (it never runs out) until released or kept.
