@@ -35,8 +35,8 @@ module HistoryPartsBench
       "Ferrolock.instrument(:acquired), history on" => [true, -> { Ferrolock.instrument(:acquired, payload) }],
       "Ferrolock.instrument(:released, held:), history on" => [true, -> { Ferrolock.instrument(:released, released) }],
       "Ferrolock.listening?(:released), history off" => [false, -> { Ferrolock.listening?(:released) }],
-      "History::Counter#acquired, history on (History alone listens)" =>
-        [true, -> { counter.acquired(0.0001) { payload } }],
+      "History::Counter#acquired, history on (History alone listens; with the clock read it is passed)" =>
+        [true, -> { counter.acquired(:history, 0.0001, Ferrolock.monotonic) { payload } }],
       "Ferrolock.subscribed?(:acquired)" => [true, -> { Ferrolock.subscribed?(:acquired) }],
       "History.record" => [true, -> { Ferrolock::History.record(:acquired, payload) }],
       "Tally#add" => [true, -> { tally.add(:acquired, payload, 1_764_338_400) }],

@@ -1,5 +1,7 @@
 # frozen_string_literal: true
 
+require_relative "support/history_on"
+
 # History::Counter and Counters: a DistMutex's and a ConcurrentLimiter's :acquired and :released
 # counted with no payload built when History alone listens, per minute, read by the flush as what
 # grew since the last one, at most Counters::MAX at once.
@@ -8,15 +10,9 @@ RSpec.describe Ferrolock::History::Counter, time_limit: 60 do
   let(:admin) { Ferrolock::Admin.new }
   let(:minute) { 1_764_000_000 - (1_764_000_000 % 60) }
   let(:slots) { described_class }
+  let(:ends) { Ferrolock.monotonic + 60 } # (Counters' own minutes: nothing counts through History here)
 
-  around do |example|
-    Ferrolock.configure { |c| c.history = true }
-    Ferrolock::History.flush!
-    redis.keys("ferrolock:{history}:*").each { |key| redis.del(key) }
-    example.run
-  ensure
-    Ferrolock.configure { |c| c.history = false }
-  end
+  include_context "with history on"
 
   def counts_of(name, primitive)
     admin.stats(name, since: 60)[:primitives].dig(primitive, :counts)
@@ -68,14 +64,30 @@ RSpec.describe Ferrolock::History::Counter, time_limit: 60 do
     4.times { |i| expect(counts_of("counter:max:#{i}", "dist_mutex")).to eq("acquired" => 2, "released" => 2) }
   end
 
+  it "keeps at most Counters::MAX objects plus Tally::MAX_NAMES names per flush, the rest under (other)" do
+    Ferrolock::DistMutex.new("counter:bound:first").synchronize { nil } # the flush thread runs, with its Counters
+    counters = Ferrolock::History.instance_variable_get(:@counters)
+    stub_const("Ferrolock::History::Counters::MAX", counters.size + 2) # (earlier examples' stay for a minute)
+    stub_const("Ferrolock::History::Tally::MAX_NAMES", 2)
+    Ferrolock::History.flush! # the Tally starts empty
+    6.times { |i| Ferrolock::DistMutex.new("counter:bound:#{i}").synchronize { nil } }
+    3.times { |i| Ferrolock.instrument(:blocked, primitive: :concurrent_limiter, name: "counter:bound:limiter-#{i}") }
+    Ferrolock::History.flush!
+    names = redis.keys("ferrolock:{history}:m:*").flat_map { |key| redis.hkeys(key) }
+                 .map { |field| Ferrolock::History::Buckets.parse(field).last }.grep(/\Acounter:bound:\d/).uniq
+    expect(names.size).to eq(4) # 2 Counters, then 2 names in the Tally
+    expect(counts_of("(other)", "dist_mutex")).to eq("acquired" => 2, "released" => 2)
+    expect(counts_of("(other)", "concurrent_limiter")).to eq("blocked" => 3)
+  end
+
   it "keeps a minute's counts until flushed when it moves on (a late count too), and leaves after an idle minute" do
     counters = Ferrolock::History::Counters.new
     counter = described_class.new(:dist_mutex, "n")
-    counts = counters.enter(counter, minute, Thread.current)
+    counts = counters.enter(counter, minute, ends, Thread.current)
     2.times { counts[slots::ACQUIRED] += 1 }
     expect(counters.collect({}, minute)).to eq([minute, "dist_mutex|acquired|n"] => 2)
     expect(counters.collect({}, minute)).to eq({})
-    later = counters.enter(counter, minute + 60, Thread.current)
+    later = counters.enter(counter, minute + 60, ends, Thread.current)
     counts[slots::ACQUIRED] += 1 # read the clock in the minute before, counted after the move
     later[slots::HOLDS + 3] += 1
     expect(counters.collect({}, minute + 60))
@@ -84,6 +96,22 @@ RSpec.describe Ferrolock::History::Counter, time_limit: 60 do
     expect(counters.size).to eq(1) # counted in the minute before
     expect(counters.collect({}, minute + 180)).to eq({})
     expect(counters.size).to eq(0)
-    expect(counters.enter(counter, minute + 180, Thread.current)).to eq(Array.new(slots::SIZE, 0))
+    expect(counters.enter(counter, minute + 180, ends, Thread.current)).to eq(Array.new(slots::SIZE, 0))
+  end
+
+  it "counts in its minute until that minute's end, kept on the monotonic clock, then asks Counters again" do
+    counter = described_class.new(:dist_mutex, "counter:ends")
+    counter.acquired(:history, 0.0005, Ferrolock.monotonic) { raise "a payload built for History alone" }
+    # Its minute's end, on the realtime clock: a minute's start (to the time between the two clock reads).
+    at = Process.clock_gettime(Process::CLOCK_REALTIME) + (counter.instance_variable_get(:@ends) - Ferrolock.monotonic)
+    expect([at % 60, 60 - (at % 60)].min).to be < 0.5
+    # Its minute's end passed, as read on the monotonic clock: the next count asks Counters again.
+    now = Process.clock_gettime(Process::CLOCK_REALTIME, :second)
+    thread = Ferrolock::History.instance_variable_get(:@thread)
+    Ferrolock::History.instance_variable_get(:@counters).enter(counter, now - (now % 60), Ferrolock.monotonic, thread)
+    counter.released(:history, 0.0005, Ferrolock.monotonic) { raise "a payload built for History alone" }
+    expect(counter.instance_variable_get(:@ends)).to be > Ferrolock.monotonic
+    Ferrolock::History.flush!
+    expect(counts_of("counter:ends", "dist_mutex")).to eq("acquired" => 1, "released" => 1)
   end
 end

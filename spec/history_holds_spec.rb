@@ -1,6 +1,7 @@
 # frozen_string_literal: true
 
 require_relative "support/active_job_jobs"
+require_relative "support/history_on"
 
 # Hold times: every hold that ends sends :released with :held (seconds from the grant, monotonic),
 # and History counts them as a histogram per name, read back by Admin#stats like waits. Holds here
@@ -110,14 +111,7 @@ RSpec.describe "History: hold times", time_limit: 60 do
   end
 
   describe "in history" do
-    around do |example|
-      Ferrolock.configure { |c| c.history = true }
-      Ferrolock::History.flush!
-      redis.keys("ferrolock:{history}:*").each { |key| redis.del(key) }
-      example.run
-    ensure
-      Ferrolock.configure { |c| c.history = false }
-    end
+    include_context "with history on"
 
     it "counts holds as a histogram per name, read back with their percentiles beside the waits'" do
       mutex = Ferrolock::DistMutex.new("holds:history")

@@ -1,20 +1,14 @@
 # frozen_string_literal: true
 
+require_relative "support/history_on"
+
 # Ferrolock::History: events counted in this process, flushed as one script into per-minute and
 # per-hour hashes of the test Redis (every one expiring), read back by Admin#stats.
 RSpec.describe Ferrolock::History, time_limit: 60 do
   let(:redis) { FerrolockTest.redis_server.redis }
   let(:admin) { Ferrolock::Admin.new }
 
-  around do |example|
-    Ferrolock.configure { |c| c.history = true }
-    Ferrolock::History.flush! # nothing of an earlier example's
-    redis.keys("ferrolock:{history}:*").each { |key| redis.del(key) }
-    example.run
-  ensure
-    Ferrolock::History.flush_every = Ferrolock::History::FLUSH_EVERY
-    Ferrolock.configure { |c| c.history = false }
-  end
+  include_context "with history on"
 
   def history_keys = redis.keys("ferrolock:{history}:*").sort
 

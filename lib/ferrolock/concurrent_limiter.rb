@@ -91,9 +91,9 @@ module Ferrolock
       raise over_limit(wait_timeout, started, "all #{@count} slots stayed busy") unless slot
 
       since = Ferrolock.monotonic
-      if Ferrolock.listening?(:acquired)
+      if (audience = Ferrolock.audience(:acquired))
         waited = since - started
-        @history.acquired(waited) { payload(**waited_payload(waited)) }
+        @history.acquired(audience, waited, since) { payload(**waited_payload(waited)) }
       end
       since
     end
@@ -108,9 +108,10 @@ module Ferrolock
     # for :released's :held.
     def release(slot, since, finished:)
       @native.release(slot)
-      if since && Ferrolock.listening?(:released)
-        held = Ferrolock.monotonic - since
-        @history.released(held) { payload(held: held) }
+      if since && (audience = Ferrolock.audience(:released))
+        now = Ferrolock.monotonic
+        held = now - since
+        @history.released(audience, held, now) { payload(held: held) }
       end
     rescue LockLost
       instrument(:lock_lost, detected: :release)

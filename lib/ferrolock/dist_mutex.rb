@@ -195,20 +195,28 @@ module Ferrolock
       check_local_owners
 
       LockLostWatcher.ensure_started
-      listening = Ferrolock.listening?(:acquired)
-      started = Ferrolock.monotonic if listening
-      if nil.equal?(wait_timeout)
-        # Granted and recorded, or interrupted holding nothing (see Interrupts).
-        Interrupts.acquire(keep: @remember, give_back: @give_back) { @native.lock(nil) }
-      else
-        wait_timeout = Validate.seconds!(given, wait_timeout, allow_zero: true)
-        WaitTimeout.acquire(-> { stalled(wait_timeout) }, keep: @remember, give_back: @give_back) do
-          @native.lock(wait_timeout)
-        end
-      end
-      if listening
-        waited = Ferrolock.monotonic - started
-        @history.acquired(waited) { { primitive: :dist_mutex, name: @name, waited: waited } }
+      audience = Ferrolock.audience(:acquired)
+      # Ferrolock.monotonic's clock, read in place here and below: a Ruby call less each on this path
+      # (doc/BENCHMARKS.md, history).
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC) if audience
+      hold = if nil.equal?(wait_timeout)
+               # Granted and recorded, or interrupted holding nothing (see Interrupts).
+               Interrupts.acquire(keep: @remember, give_back: @give_back) { @native.lock(nil) }
+             else
+               wait_timeout = Validate.seconds!(given, wait_timeout, allow_zero: true)
+               WaitTimeout.acquire(-> { stalled(wait_timeout) }, keep: @remember, give_back: @give_back) do
+                 @native.lock(wait_timeout)
+               end
+             end
+      if audience
+        # When hold was granted: remember's reading for its Ownership (one clock read for the wait and
+        # the hold), or a fresh one when another grant was remembered since (this one's lease was lost
+        # or expired meanwhile). @granted is read once and an Ownership never changes, so no thread
+        # switch can mix two grants.
+        granted = @granted
+        now = granted && granted.hold.equal?(hold) ? granted.since : Process.clock_gettime(Process::CLOCK_MONOTONIC)
+        waited = now - started
+        @history.acquired(audience, waited, now) { { primitive: :dist_mutex, name: @name, waited: waited } }
       end
       self
     end

@@ -68,18 +68,36 @@ module Ferrolock
     end
 
     # True when a subscriber or an ActiveSupport::Notifications listener would receive event. A hot
-    # path asks before it builds a payload nobody reads.
+    # path asks before it builds a payload nobody reads. Without ActiveSupport (`defined?` of a
+    # top-level constant: one VM instruction, no method call and no rescue that could swallow an
+    # asynchronous exception) Notifications is not asked: its calls cost a DistMutex cycle about
+    # 1 µs each on a loaded machine (doc/BENCHMARKS.md, history).
     def listening?(event)
       return true unless @recorder.nil?
 
-      @subscribers.any? { |subscription| subscription.match?(event) } || Notifications.listening?(event)
+      @subscribers.any? { |subscription| subscription.match?(event) } ||
+        (defined?(::ActiveSupport) && Notifications.listening?(event))
     end
 
     # True when a subscriber or an ActiveSupport::Notifications listener may receive event (History
     # aside): a DistMutex or ConcurrentLimiter that only History listens to counts its :acquired and
     # :released in its History::Counter, with no payload built.
     def subscribed?(event)
-      !@subscribers.empty? || Notifications.listening?(event)
+      !@subscribers.empty? || (defined?(::ActiveSupport) && Notifications.listening?(event))
+    end
+
+    # Who receives event, in one look for a hot path that counts it (DistMutex, ConcurrentLimiter):
+    # nil, nobody; :history, History alone (the primitive's History::Counter counts it, no payload
+    # built); :all, a subscriber or an ActiveSupport::Notifications listener (Ferrolock.instrument,
+    # which History counts too when on).
+    def audience(event)
+      # (empty? first: an optimized instruction, where any? is a call with a block.)
+      if (!@subscribers.empty? && @subscribers.any? { |subscription| subscription.match?(event) }) ||
+         (defined?(::ActiveSupport) && Notifications.listening?(event))
+        return :all
+      end
+
+      :history unless @recorder.nil?
     end
 
     # History.apply's switch (internal): recorder.record(event, payload) sees every event, or nil.

@@ -53,14 +53,21 @@ module Ferrolock
         @tally.add(event, payload, Process.clock_gettime(Process::CLOCK_REALTIME, :second))
       end
 
-      # The Array counter (a Counter) counts in from now (whole seconds since the epoch), or nil when it
-      # may not: History off, under Testing, Counters full, or no flush thread (the process exits).
-      def counts_for(counter, now)
+      # The Array counter (a Counter) counts in from now on, or nil when it may not: History off, under
+      # Testing, Counters full, or no flush thread (the process exits). It counts there until the
+      # minute ends, as Ferrolock.monotonic tells (a realtime clock stepped meanwhile moves counts to
+      # the right minute at the next minute's end, at most a minute later).
+      def counts_for(counter)
         return nil if !@enabled || Backend.factory
 
         ensure_flushing
         thread = @thread
-        @counters.enter(counter, now - (now % Buckets::MINUTE.seconds), thread) if thread&.alive?
+        return nil unless thread&.alive?
+
+        monotonic = Ferrolock.monotonic
+        now = Process.clock_gettime(Process::CLOCK_REALTIME)
+        minute = Buckets.start_of(now.floor, Buckets::MINUTE)
+        @counters.enter(counter, minute, monotonic + (minute + Buckets::MINUTE.seconds - now), thread)
       end
 
       # Writes what was counted since the last flush, in one round trip; the number of fields written.

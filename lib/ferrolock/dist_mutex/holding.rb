@@ -35,8 +35,10 @@ module Ferrolock
 
       # Records hold (a Native::MutexHold) as owned by the calling fiber, from now.
       def remember(hold)
-        Owners.add(Ownership.new(@native, hold, @key, @name, Thread.current, Fiber.current, @tick,
-                                 Ferrolock.monotonic))
+        ownership = Ownership.new(@native, hold, @key, @name, Thread.current, Fiber.current, @tick,
+                                  Ferrolock.monotonic)
+        Owners.add(ownership)
+        @granted = ownership # (lock_as_current's :acquired reads its since)
       end
 
       # Takes the calling fiber's Ownership out of the registry (ThreadError when it holds none).
@@ -48,10 +50,11 @@ module Ferrolock
       # :released with :held, the seconds from ownership's grant to ended (Ferrolock.monotonic; now
       # when nil), when someone listens. Not for auto_release: false, whose lock is freed by its expiry.
       def released(ownership, ended = nil)
-        return unless @auto_release && Ferrolock.listening?(:released)
+        return unless @auto_release && (audience = Ferrolock.audience(:released))
 
-        held = (ended || Ferrolock.monotonic) - ownership.since
-        @history.released(held) { { primitive: :dist_mutex, name: @name, held: held } }
+        ended ||= Process.clock_gettime(Process::CLOCK_MONOTONIC) # Ferrolock.monotonic's clock, a call less
+        held = ended - ownership.since
+        @history.released(audience, held, ended) { { primitive: :dist_mutex, name: @name, held: held } }
       end
 
       # Before waiting: fails like Ruby's Mutex when the calling fiber holds the lock, or a live

@@ -4,9 +4,11 @@ module Ferrolock
   module History
     # The Counters this process's flush thread reads: every one that counted in this minute or the
     # one before, at most MAX at once (a Counter beyond them counts through History.record, whose
-    # Tally folds names beyond its own bound into Buckets::ROLLUP), so thousands of short-lived
-    # DistMutex objects never grow memory without bound. The lock guards who is in and a Counter's
-    # move to a new minute; counting itself never takes it.
+    # Tally folds names beyond its own MAX_NAMES into Buckets::ROLLUP), so thousands of short-lived
+    # DistMutex objects never grow memory without bound: each Counter in holds a few Arrays of
+    # Counter::SIZE Integers (this minute's, the one before's, what was written of each), and a flush
+    # at most MAX + Tally::MAX_NAMES names (2,000). The lock guards who is in and a Counter's move to a
+    # new minute; counting itself never takes it.
     class Counters
       MAX = 1000
 
@@ -15,15 +17,15 @@ module Ferrolock
         @counters = {}.compare_by_identity
       end
 
-      # The Array counter counts minute's events in (thread: the flush thread), or nil when MAX
-      # others are in.
-      def enter(counter, minute, thread)
+      # The Array counter counts minute's events in until ends (Ferrolock.monotonic; thread: the
+      # flush thread), or nil when MAX others are in.
+      def enter(counter, minute, ends, thread)
         @lock.synchronize do
           known = @counters.key?(counter)
           next nil unless known || @counters.size < MAX
 
           @counters[counter] = true
-          counter.enter(minute, thread, !known)
+          counter.enter(minute, ends, thread, !known)
         end
       end
 

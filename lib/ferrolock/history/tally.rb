@@ -5,7 +5,8 @@ module Ferrolock
     # What this process counted since its last flush: { [minute start, field] => count }. At most
     # MAX_NAMES distinct names per flush; events of the others are counted under Buckets::ROLLUP per
     # primitive, so thousands of names (a uniqueness digest per job, a limits_concurrency key per
-    # account) never grow memory without bound.
+    # account) never grow memory without bound. With the Counters (at most Counters::MAX), a flush
+    # holds at most MAX_NAMES + Counters::MAX names (2,000, the README's bound).
     class Tally
       MAX_NAMES = 1000
       MINUTE = Buckets::MINUTE.seconds
