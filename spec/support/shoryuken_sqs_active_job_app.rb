@@ -111,6 +111,25 @@ class LimitedJob < ActiveJob::Base
   end
 end
 
+# limits_concurrency (to: 2 in the code) whose limit an operator changes live
+# (spec/shoryuken_sqs_pause_spec.rb): the most of a key at once is kept in "rec:ll:max:<key>", and each
+# run records "<key> <num> <pid>" as it starts ("rec:ll:started") and ends ("rec:ll:done").
+require_relative "most_at_once"
+class LiveLimitJob < ActiveJob::Base
+  include Ferrolock::ActiveJob::Concurrency
+
+  limits_concurrency to: 2, key: ->(key, _num) { key }, duration: 30
+
+  def perform(key, num)
+    redis = ShoryukenSqsApp.redis
+    FerrolockTest::MostAtOnce.counted(redis, "rec:ll:now:#{key}", "rec:ll:max:#{key}") do
+      redis.rpush("rec:ll:started", "#{key} #{num} #{Process.pid}")
+      sleep 0.3
+      redis.rpush("rec:ll:done", "#{key} #{num} #{Process.pid}")
+    end
+  end
+end
+
 # ActiveJob::Uniqueness (the activejob-uniqueness drop-in) through Shoryuken's adapter: one queued or
 # running per key (its first argument); a retry_on retry keeps the lock. Counts itself as LimitedJob does.
 require "active_job/uniqueness"
