@@ -128,4 +128,24 @@ RSpec.describe "Limits changed live in real Shoryuken 7.0.3 processes against mo
     expect(live_runs("rec:ll:done", "held")).to match_array(0...12)
     expect(live_max("held")).to eq(2)
   end
+
+  # Known gap (issue 41, item 5), kept as a pending example so that a fix shows: a process's ExpiryTimer
+  # starts with its first limits_concurrency admission (an enqueue or a perform of a limited job). Here the
+  # worker has admitted none since it booted and the producer that enqueued the paused key's jobs has exited,
+  # so no live process has a timer: the resume makes the key due, nobody visits it, and the jobs stay blocked
+  # in Redis (kept, not dropped) until the key's next enqueue or any process's first admission.
+  it "runs a paused key's jobs once resumed when no live process has admitted a limited job yet", time_limit: 60 do
+    pending "no live process runs an ExpiryTimer: it starts at a process's first limits_concurrency admission"
+    @keys = %w[LiveLimitJob/fresh]
+    queue = "ajfresh-#{SecureRandom.hex(4)}"
+    run.queue(queue, VisibilityTimeout: 30)
+    run.shoryuken({}, app: FerrolockTest::ShoryukenSqs::ACTIVE_JOB_APP, queues: [queue])
+    Ferrolock::Admin.new.pause("LiveLimitJob/fresh", kind: :limits_concurrency)
+    run.enqueue_active_jobs((0...4).map { |num| [queue, "LiveLimitJob", ["fresh", num], 1] })
+    run.wait_for("the worker booted", timeout: 30) { run.redis.llen("rec:aj:booted") >= 1 }
+    Ferrolock::Admin.new.resume("LiveLimitJob/fresh", kind: :limits_concurrency)
+    # A timer visits within a second; then four jobs of 0.3 s, 2 at once.
+    run.wait_for("the resumed jobs done", timeout: 6) { live_runs("rec:ll:done", "fresh").size >= 4 }
+    expect(live_runs("rec:ll:started", "fresh")).to match_array(0...4)
+  end
 end
