@@ -129,24 +129,7 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     skip "ActiveJob #{ActiveJob.version} has no continuations (FERROLOCK_RAILS=8.1 runs this)" unless
       defined?(ActiveJob::Continuable)
     stopping = [true]
-    # (ActiveJob names an adapter by its class)
-    adapter = stub_const("LcStoppingAdapter", Class.new(ActiveJob::QueueAdapters::TestAdapter) do
-      define_method(:stopping?) { stopping.first }
-    end).new
-    klass = job_class("LcContinuableJob", adapter: adapter, to: 1, key: ->(_num) { "k" }) do
-      include ActiveJob::Continuable
-
-      self.resume_options = { wait: 0 }
-
-      def perform(num)
-        step(:items) do |step|
-          (step.cursor || 0).upto(2) do |item|
-            LC_RAN << [num, item, ferrolock_fence]
-            step.set!(item + 1) # a checkpoint: interrupted here while the adapter is stopping
-          end
-        end
-      end
-    end
+    klass = continuable("LcContinuableJob", stopping, to: 1, key: ->(_num) { "k" })
     first = klass.perform_later(0)
     ::ActiveJob::Base.execute(queue(klass).shift.transform_keys(&:to_s)) # interrupted after item 0
     other = klass.perform_later(1)

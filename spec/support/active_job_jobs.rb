@@ -29,6 +29,31 @@ module FerrolockTest
       end
     end
 
+    # A Rails 8.1 continuable job class (ActiveJob::Continuable) with `limits` on a :test adapter whose
+    # stopping? is `stopping.first` (a worker shutting down): perform(num) walks items 0 to 2, recording
+    # [num, item, ferrolock_fence] in LC_RAN, with a checkpoint after each, where it is interrupted while
+    # stopping and enqueues itself again at once (its resumption).
+    def continuable(name, stopping, **limits)
+      # (ActiveJob names an adapter by its class)
+      adapter = stub_const("#{name}Adapter", Class.new(::ActiveJob::QueueAdapters::TestAdapter) do
+        define_method(:stopping?) { stopping.first }
+      end).new
+      job_class(name, adapter: adapter, **limits) do
+        include ::ActiveJob::Continuable
+
+        self.resume_options = { wait: 0 }
+
+        define_method(:perform) do |num|
+          step(:items) do |step|
+            (step.cursor || 0).upto(2) do |item|
+              LC_RAN << [num, item, ferrolock_fence]
+              step.set!(item + 1) # a checkpoint
+            end
+          end
+        end
+      end
+    end
+
     # Runs the block with these loggers for ActiveJob and ferrolock, and LC_RAN empty.
     def with_loggers(active_job: Logger.new(nil), ferrolock: Logger.new(nil))
       previous = [::ActiveJob::Base.logger, Ferrolock.config.logger]

@@ -47,7 +47,11 @@ end
 # Which Shoryuken each process (workers and producer) loaded.
 ShoryukenSqsApp.redis.sadd("rec:aj:shoryuken", Shoryuken::VERSION)
 Shoryuken.configure_server do |config|
-  config.on(:startup) { ShoryukenSqsApp.redis.rpush("rec:aj:booted", Process.pid) }
+  config.on(:startup) do
+    # limits_concurrency's timer from the server's start, as an app without Rails sets it up (doc/ACTIVE_JOB.md).
+    Ferrolock::ActiveJob::ExpiryTimer.start
+    ShoryukenSqsApp.redis.rpush("rec:aj:booted", Process.pid)
+  end
 end
 
 # `steps` steps of `pause` seconds, each recorded once done; a checkpoint after each, where Rails 8.1
@@ -107,6 +111,25 @@ class LimitedJob < ActiveJob::Base
       redis.rpush("rec:lc:ran", num)
     ensure
       redis.decr("rec:lc:now:#{key}")
+    end
+  end
+end
+
+# limits_concurrency (to: 2 in the code) whose limit an operator changes live
+# (spec/shoryuken_sqs_pause_spec.rb): the most of a key at once is kept in "rec:ll:max:<key>", and each
+# run records "<key> <num> <pid>" as it starts ("rec:ll:started") and ends ("rec:ll:done").
+require_relative "most_at_once"
+class LiveLimitJob < ActiveJob::Base
+  include Ferrolock::ActiveJob::Concurrency
+
+  limits_concurrency to: 2, key: ->(key, _num) { key }, duration: 30
+
+  def perform(key, num)
+    redis = ShoryukenSqsApp.redis
+    FerrolockTest::MostAtOnce.counted(redis, "rec:ll:now:#{key}", "rec:ll:max:#{key}") do
+      redis.rpush("rec:ll:started", "#{key} #{num} #{Process.pid}")
+      sleep 0.3
+      redis.rpush("rec:ll:done", "#{key} #{num} #{Process.pid}")
     end
   end
 end
