@@ -49,7 +49,7 @@ module Ferrolock
         return Ferrolock.instrument(:acquired, yield) unless audience == HISTORY
 
         counts = @counts
-        return count(ACQUIRED, WAITS, waited) unless now < @ends && @thread.alive?
+        return count(ACQUIRED, WAITS, waited) unless counts && now < @ends && @thread.alive?
 
         counts[ACQUIRED] += 1
         step = (waited * 1000).to_i.bit_length # Buckets.wait_step, inlined (see above)
@@ -62,7 +62,7 @@ module Ferrolock
         return Ferrolock.instrument(:released, yield) unless audience == HISTORY
 
         counts = @counts
-        return count(RELEASED, HOLDS, held) unless now < @ends && @thread.alive?
+        return count(RELEASED, HOLDS, held) unless counts && now < @ends && @thread.alive?
 
         counts[RELEASED] += 1
         step = (held * 1000).to_i.bit_length # Buckets.wait_step, inlined
@@ -101,8 +101,10 @@ module Ferrolock
 
       # Dropped by Counters: its next count asks to enter again.
       def leave
-        @minute = @counts = @past = @written = nil
+        # @ends first: a count between the two sees no minute rather than a minute with no counts (the
+        # hot path checks both anyway).
         @ends = NEVER
+        @minute = @counts = @past = @written = nil
         true
       end
 
