@@ -26,6 +26,12 @@ module FerrolockTest
       (seconds * 1000) + (micros / 1000.0)
     end
 
+    # The bound's margin for queueing and noise: the longest wait (s) in the logs of the same load run
+    # fairly, one before the unfair run and one after it (the machine's load may change between runs).
+    def longest_fair_wait(*fair_logs)
+      fair_logs.map { |log| log.map(&:last).max / 1000.0 }.max
+    end
+
     # processes x threads run for `seconds` under `namespace`; the log, each entry's fields as Floats.
     def run_processes(fair:, namespace:, threads:, processes: 2, seconds: 1.5, also_clear: [])
       redis.del("stop", "inside", "max", "log", "done", *also_clear)
