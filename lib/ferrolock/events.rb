@@ -72,11 +72,9 @@ module Ferrolock
     # top-level constant: one VM instruction, no method call and no rescue that could swallow an
     # asynchronous exception) Notifications is not asked: its calls cost a DistMutex cycle about
     # 1 µs each on a loaded machine (doc/BENCHMARKS.md, history).
+    # (The same look as audience's: History's recorder counts as a listener.)
     def listening?(event)
-      return true unless @recorder.nil?
-
-      @subscribers.any? { |subscription| subscription.match?(event) } ||
-        (defined?(::ActiveSupport) && Notifications.listening?(event))
+      !audience(event).nil?
     end
 
     # True when a subscriber or an ActiveSupport::Notifications listener may receive event (History
