@@ -153,4 +153,34 @@ RSpec.describe "ActiveJob limits_concurrency: a job promoted again runs once", t
     expect(LC_ATTEMPTS.size).to eq(2)
     expect(duplicates(copies.first["job_id"]).size).to eq(copies.size - 1)
   end
+
+  it "keeps the running copy's slot when another copy fails before it performs (its class is gone there)" do
+    stub_const("LC_STARTED", Queue.new)
+    stub_const("LC_GO", Queue.new)
+    klass = job_class("LcTwiceBrokenCopyJob", to: 1, key: ->(account, _n) { account }, duration: 0.3) do
+      def perform(account, num)
+        LC_STARTED << num
+        LC_GO.pop if num == 1
+        LC_RAN << [account, num, ferrolock_fence]
+      end
+    end
+    copies = promoted_again(klass)
+    running = Thread.new { perform(copies.first) }
+    wait_until(timeout: 5, what: "copy 1 running") { LC_STARTED.size == 1 }
+    # A worker that lacks the class (a rolling deploy) fails the other copy before it performs.
+    broken = copies.last.merge("job_class" => "LcNoSuchJobClass")
+    expect { perform(broken) }.to raise_error(NameError)
+    job_id = copies.first["job_id"]
+    expect(log.string).to include("#{job_id} failed before it performed").and include("another copy of it runs in it")
+    # The key's one slot is still the running copy's: a new job is blocked, not enqueued.
+    third = klass.perform_later("a", 2)
+    expect(queue(klass).map { |job| job["job_id"] }).not_to include(third.job_id)
+    expect(redis.zscore("ferrolock:{concurrency:LcTwiceBrokenCopyJob/a}:slots", job_id)).not_to be_nil
+    LC_GO << true
+    running.join
+    # Its release promotes the blocked job, which runs.
+    expect(queue(klass).map { |job| job["job_id"] }).to eq([third.job_id])
+    run_queued(klass)
+    expect(ran.map { |account, n, _| [account, n] }).to eq([["a", 1], ["a", 2]])
+  end
 end

@@ -203,7 +203,7 @@ RSpec.describe "ActiveJob limits_concurrency", time_limit: 30 do
     # The holder ends: "first" is promoted, and starts. Nothing is parked now (what a visit then
     # reads: the entry is made due at once and claimed again); then "second" is blocked, the first
     # of the line again.
-    expect(native.give_back("k", "holder", 1)).to eq([true, [["first", "{}", 1]]])
+    expect(native.give_back("k", "holder", 1, 0)).to eq([true, [["first", "{}", 1]]])
     expect(native.admit("k", "first", "{}", true, policy, 0).first).to eq(:held)
     expect(redis.zscore(due, "k")).to eq(1.0)
     names, claim, = native.due(5.0)

@@ -84,7 +84,7 @@ RSpec.describe "ferrolock limit, pause, resume" do
     out, = run_ferrolock("concurrency", "CliJob/*", "--json")
     expect(JSON.parse(out).first).to include("override" => nil)
   ensure
-    native&.give_back("CliJob/shown", "j1", 1)
+    native&.give_back("CliJob/shown", "j1", 1, 0)
   end
 
   it "refuses a missing or bad limit with exit 2" do

@@ -77,7 +77,7 @@ RSpec.describe "Sidekiq Web: limits changed live" do
     form_post(pause, body)
     expect(last_response.status).to eq(302)
     expect(last_response.location).to include("locks/concurrency?")
-    native.give_back("WebJob/k", "j1", 1)
+    native.give_back("WebJob/k", "j1", 1, 0)
     expect(native.admit("WebJob/k", "j2", "{}", false, policy, 0).first).to eq(:blocked) # the slot is free, yet paused
     get("/locks/concurrency?q=WebJob/k")
     expect(last_response.body).to include("paused (1)").and include('value="resume"')
@@ -89,7 +89,7 @@ RSpec.describe "Sidekiq Web: limits changed live" do
     # The key is due at once in the timers' index (no timer runs here: the index says who must visit).
     expect(redis.zscore(due, "WebJob/k")).to eq(1.0)
     expect(native.reap("WebJob/k", 0).map(&:first)).to eq(["j2"])
-    native.give_back("WebJob/k", "j2", 1)
+    native.give_back("WebJob/k", "j2", 1, 0)
   end
 
   it "pauses a Shoryuken queue's lock from the Shoryuken page, lists it there, and resumes it" do

@@ -263,21 +263,24 @@ impl JobConcurrency {
         } = running;
         // Stop renewing first: a renewal after the release would find the slot gone.
         drop(lease);
-        let call = self.release_call(&key, &job_id, limit)?;
+        let call = self.release_call(&key, &job_id, limit, 0)?;
         let reply = crate::lease::release_now(&self.client, intr, call, duration)?;
         self.released(intr, &key, &reply, None)
     }
 
     /// Gives back the slot of a job that will not perform (its enqueue failed after it was
-    /// admitted, or it was promoted but cannot be built any more), payload and all.
+    /// admitted, it was promoted but cannot be built any more, or it failed before it performed),
+    /// payload and all. `promotion`: the copy's (0: none); a copy of another promotion than the
+    /// one that started gives back nothing (the slot is the running copy's).
     pub fn give_back(
         &self,
         intr: &Interrupt,
         key: &str,
         job_id: &str,
         limit: Option<u32>,
+        promotion: u64,
     ) -> Result<Released> {
-        let call = self.release_call(key, job_id, limit)?;
+        let call = self.release_call(key, job_id, limit, promotion)?;
         let reply = self.client.eval(intr, &call)?;
         self.released(intr, key, &reply, None)
     }
@@ -285,15 +288,22 @@ impl JobConcurrency {
     /// The timer's visit of a key it claimed (`claim`, from [`due`](Self::due)): frees the key's
     /// slots whose lease ran out and promotes blocked jobs into free slots.
     pub fn reap(&self, intr: &Interrupt, key: &str, claim: i64) -> Result<Vec<Promoted>> {
-        let call = self.release_call(key, "", None)?;
+        let call = self.release_call(key, "", None, 0)?;
         let reply = self.client.eval(intr, &call)?;
         Ok(self.released(intr, key, &reply, Some(claim))?.promoted)
     }
 
-    fn release_call(&self, key: &str, job_id: &str, limit: Option<u32>) -> Result<ScriptCall> {
+    fn release_call(
+        &self,
+        key: &str,
+        job_id: &str,
+        limit: Option<u32>,
+        promotion: u64,
+    ) -> Result<ScriptCall> {
         let args = ReleaseArgs {
             job_id,
             limit,
+            promotion,
             blocked_ttl_ms: crate::seconds::millis(BLOCKED_TTL),
         };
         Ok(args.call(&self.keys(key)?))

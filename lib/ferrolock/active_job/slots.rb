@@ -78,9 +78,11 @@ module Ferrolock
       end
 
       # The slot of a job that will not perform (its enqueue failed after it was admitted; a
-      # promoted job that cannot be built any more), and its payload, given back.
-      def give_back(key, job_id, limit = nil)
-        held, promoted = @native.give_back(key, job_id, limit)
+      # promoted job that cannot be built any more; it failed before it performed), and its
+      # payload, given back. promotion: the copy's (0: none); a copy of another promotion than the
+      # one that started gives back nothing (the slot is the running copy's): false.
+      def give_back(key, job_id, limit = nil, promotion: 0)
+        held, promoted = @native.give_back(key, job_id, limit, promotion)
         Promotion.enqueue(promoted, self, key)
         held
       end

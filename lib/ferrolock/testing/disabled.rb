@@ -136,7 +136,7 @@ module Ferrolock
 
         def running(key, job_id, _lease, fence) = JobSlot.new(self, key, job_id, fence)
         def release(slot, _limit) = slot.finish! ? [true, []] : nil
-        def give_back(_key, _job_id, _limit) = [true, []]
+        def give_back(_key, _job_id, _limit, _promotion) = [true, []]
         def keep(slot) = slot.finish!
         def reap(_key, _claim) = []
         def due(_recheck) = [[], 0, nil]

@@ -54,6 +54,9 @@ pub(super) struct ReleaseArgs<'a> {
     pub limit: Option<u32>,
     /// The TTL of the blocked list and the jobs hash (ms).
     pub blocked_ttl_ms: u64,
+    /// The promotion of the copy giving its slot back (0: none): nothing is given back when another
+    /// promotion's copy started.
+    pub promotion: u64,
 }
 
 impl ReleaseArgs<'_> {
@@ -63,9 +66,11 @@ impl ReleaseArgs<'_> {
             .key(keys.part("blocked"))
             .key(keys.part("jobs"))
             .key(keys.part("override"))
+            .key(keys.part(&format!("started:{}", self.job_id)))
             .arg(self.job_id)
             .arg(self.limit.map(|l| l.to_string()).unwrap_or_default())
             .arg(self.blocked_ttl_ms)
+            .arg(self.promotion)
     }
 }
 

@@ -136,16 +136,18 @@ impl RbJobConcurrency {
             .transpose()
     }
 
-    /// [held, [[job_id, payload, promotion], ...]]: the slot of a job that will not perform, given back.
+    /// [held, [[job_id, payload, promotion], ...]]: the slot of a job that will not perform, given
+    /// back (promotion: the copy's, 0: none).
     fn give_back(
         ruby: &Ruby,
         rb_self: &Self,
         key: String,
         job_id: String,
         limit: Option<u32>,
+        promotion: u64,
     ) -> Result<RArray, Error> {
         let released = run(ruby, Retry::Once, |intr| {
-            rb_self.0.give_back(intr, &key, &job_id, limit)
+            rb_self.0.give_back(intr, &key, &job_id, limit, promotion)
         })?;
         let out = ruby.ary_new_capa(2);
         out.push(released.held)?;
@@ -213,7 +215,7 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     class.define_method("release", method!(guard::f3(RbJobConcurrency::release), 2))?;
     class.define_method(
         "give_back",
-        method!(guard::f4(RbJobConcurrency::give_back), 3),
+        method!(guard::f5(RbJobConcurrency::give_back), 4),
     )?;
     class.define_method("keep", method!(guard::f2(RbJobConcurrency::keep), 1))?;
     class.define_method("reap", method!(guard::f3(RbJobConcurrency::reap), 2))?;

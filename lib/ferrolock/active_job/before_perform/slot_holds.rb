@@ -18,16 +18,18 @@ module Ferrolock
         end
 
         def failed(job_data, keys, error, why)
-          job = [job_data["job_class"].to_s, job_data["job_id"]]
+          job = [job_data["job_class"].to_s, job_data["job_id"], Promotion.read(job_data) || 0]
           slots = Slots.for(Ferrolock.client)
           keys.each { |key| give_back(slots, key, job, why, error) }
         end
 
-        # job: [class name, job_id]
+        # job: [class name, job_id, the copy's promotion (0: none)]. A copy of another promotion
+        # than the one that started gives nothing back: the slot is the running copy's.
         def give_back(slots, key, job, why, error)
-          job_class, job_id = job
-          held = slots.give_back(key, job_id) == true
-          what = held ? "its slot on #{key} is given back" : "it held no live slot on #{key} any more"
+          job_class, job_id, promotion = job
+          held = slots.give_back(key, job_id, promotion: promotion) == true
+          what = "it held no live slot on #{key} (its lease ran out, or another copy of it runs in it)"
+          what = "its slot on #{key} is given back" if held
           Ferrolock.logger.warn("ferrolock: #{job_class} #{job_id} failed before it performed (#{why}); #{what}, " \
                                 "and a payload of it parked there is dropped: it is not promoted again")
           Ferrolock.instrument(:failed_before_perform, primitive: primitive(key), name: key, job_class: job_class,

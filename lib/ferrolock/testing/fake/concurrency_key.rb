@@ -44,9 +44,10 @@ module Ferrolock
         end
 
         # release.lua: [held (1, 0 when its lease had run out, -1 without a job_id), promoted]. A job
-        # giving its slot back is done with its payload too.
-        def release(job_id, limit, now)
-          held = job_id ? give_up(job_id, now) : -1
+        # giving its slot back is done with its payload too; a copy of another promotion (copy) than
+        # the one that started gives nothing back (0).
+        def release(job_id, limit, now, copy = 0)
+          held = job_id ? give_up(job_id, now, copy) : -1
           free_expired(now)
           promoted = promote(in_force(limit || @limit || 1), now).last
           @limit = nil if @blocked.empty? && @jobs.empty?
@@ -111,7 +112,11 @@ module Ferrolock
           !at.nil? && (at > now || @renewing.key?(job_id))
         end
 
-        def give_up(job_id, now)
+        # copy: the promotion of the copy giving up (0: none); another promotion's than the one that
+        # started gives nothing up.
+        def give_up(job_id, now, copy = 0)
+          return 0 if copy.positive? && (started = @started[job_id]) && started[0] != copy
+
           held = live?(job_id, now) ? 1 : 0
           [@slots, @jobs, @renewing].each { |table| table.delete(job_id) }
           held

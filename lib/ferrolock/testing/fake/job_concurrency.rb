@@ -39,8 +39,8 @@ module Ferrolock
         end
 
         # [held, promoted]: the slot (or place in line) of a job that will not perform.
-        def give_back(key, job_id, limit)
-          released(change(key) { |entry, now| entry.release(job_id, limit, now) })
+        def give_back(key, job_id, limit, promotion)
+          released(change(key) { |entry, now| entry.release(job_id, limit, now, promotion) })
         end
 
         # Stops renewing: the slot keeps the lease its resumption's admission gave it.
