@@ -183,4 +183,14 @@ RSpec.describe "ActiveJob limits_concurrency: a job promoted again runs once", t
     run_queued(klass)
     expect(ran.map { |account, n, _| [account, n] }).to eq([["a", 1], ["a", 2]])
   end
+
+  it "runs one of the queued copies when the job is force-released before any copy started" do
+    klass = recording("LcTwiceForcedJob", to: 1, key: ->(account, _n) { account }, duration: 0.3)
+    copies = promoted_again(klass)
+    job_id = copies.first["job_id"]
+    Ferrolock::Admin.new.force_release_job("LcTwiceForcedJob/a", job_id)
+    copies.reverse_each { |copy| perform(copy) }
+    expect(ran.map { |account, n, _| [account, n] }).to eq([["a", 1]])
+    expect(duplicates(job_id).size).to eq(copies.size - 1)
+  end
 end

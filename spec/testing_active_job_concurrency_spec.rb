@@ -198,6 +198,22 @@ RSpec.shared_examples "limits_concurrency on a ferrolock backend" do |mode|
     expect(events).to include([:discarded, second.job_id])
   end
 
+  it "runs one of the copies left when the first copy of a job promoted three times fails before it performs" do
+    klass = recording("TjcThriceBrokenJob", to: 1, key: ->(account, _n) { account }, duration: 0.5)
+    klass.perform_later("a", 0)
+    second = klass.perform_later("a", 1)
+    run_queued(klass) # its release promotes the second job, whose copies then wait in the queue
+    2.times do |n|
+      clock.advance(0.7) # the timer finds the lease ran out and promotes the second job again
+      wait_until(timeout: 5, what: "the second job promoted #{n + 2} times") { queue(klass).size >= n + 2 }
+    end
+    expect(queue(klass).map { |job| job["job_id"] }.uniq).to eq([second.job_id])
+    queue(klass).first["job_class"] = "TjcNoSuchJob" # its first copy meets a worker without the class
+    expect { run_queued(klass) }.to raise_error(NameError)
+    work_off(klass) # the first of the other copies runs; the rest are duplicates
+    expect(ran.map { |_, n, _| n }).to eq([0, 1])
+  end
+
   it "keeps a performing job's slot past its lease (renewed while it performs)" do
     stub_const("TJC_CLOCK", clock)
     klass = job_class("TjcLongJob", to: 1, key: ->(_num) { "k" }, duration: 0.5) do

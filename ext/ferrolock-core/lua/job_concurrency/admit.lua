@@ -13,7 +13,8 @@
 -- on_conflict and max_blocked say (a paused key drops nothing), KEYS[6] this job's started
 -- record ("<promotion of the copy that started>:<last promotion issued>", TTL ARGV[9]), written
 -- when a promoted job starts and another copy of it may still be queued (it was promoted more
--- than once, or the copy starting is not its last promotion)
+-- than once, or the copy starting is not its last promotion); "open:<last>" (release.lua): the
+-- job's entry went before any copy started, and the first copy to perform claims it
 -- ARGV[1] job_id, ARGV[2] limit, ARGV[3] lease (ms), ARGV[4] on a conflict: 'block' or
 -- 'discard', ARGV[5] the serialized job (kept when blocked), ARGV[6] max_blocked (0: none),
 -- ARGV[7] '1' at perform (the job starts: its payload goes and a fencing token is issued),
@@ -54,11 +55,15 @@ local waited = parked() > 0
 -- This job's entry as the call began (nil: neither parked nor promoted and not started), which
 -- of its copies started (nil: none remembered) and the last promotion it was given.
 local entry = redis.call('HGET', KEYS[3], job_id)
-local started, issued
+local started, issued, open
 local record = redis.call('GET', KEYS[6])
 if record then
   local s, n = string.match(record, '^(%d+):(%d+)$')
   started, issued = tonumber(s), tonumber(n)
+  if not s then
+    open = string.match(record, '^open:(%d+)$')
+    issued = tonumber(open)
+  end
 end
 
 -- Frees expired slots and promotes the oldest blocked jobs (promote.lua); a copy of this very
@@ -114,6 +119,13 @@ local function hold()
   local expiry = tonumber(redis.call('ZSCORE', KEYS[1], job_id) or 0)
   redis.call('ZADD', KEYS[1], math.max(expiry, now + lease), job_id)
   return reply('held', 0)
+end
+
+-- No copy had started when the job's entry went (given back or force-released: release.lua wrote
+-- "open:<last promotion>"): the first copy to perform claims the job.
+if at_perform and not entry and open then
+  redis.call('SET', KEYS[6], string.format('%d:%d', copy, math.max(copy, issued)), 'PX', blocked_ttl_ms)
+  started = copy
 end
 
 -- A copy of another promotion than the one that started (the job was promoted again when its

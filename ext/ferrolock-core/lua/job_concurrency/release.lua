@@ -14,7 +14,8 @@
 -- could not be made: it is dropped). The member goes at most once, so a late or
 -- repeated release never frees a slot someone else holds now. A copy of another promotion than the
 -- one that started (it failed before it performed) gives back nothing: the slot is the running
--- copy's.
+-- copy's. A job promoted more than once, given back before any copy started (force-released, a
+-- copy that failed before it performed), leaves a started record "open:<last promotion>" (KEYS[5]).
 
 -- The arguments by name (their slots are listed above).
 local job_id = ARGV[1]
@@ -43,7 +44,17 @@ elseif job_id ~= '' then
   if score then
     redis.call('ZREM', KEYS[1], job_id)
   end
-  redis.call('HDEL', KEYS[3], job_id)
+  -- A job promoted more than once whose entry goes before a copy of it started has copies queued:
+  -- the record "open:<last promotion>" lets the first to perform claim the job (admit.lua) and
+  -- makes the others duplicates.
+  local entry = redis.call('HGET', KEYS[3], job_id)
+  if entry then
+    local _, n = parse_entry(entry)
+    if n > 1 then
+      redis.call('SET', KEYS[5], string.format('open:%d', n), 'PX', blocked_ttl_ms, 'NX')
+    end
+    redis.call('HDEL', KEYS[3], job_id)
+  end
 end
 
 limit = limit or tonumber(redis.call('HGET', KEYS[3], '{limit}') or '') or 1

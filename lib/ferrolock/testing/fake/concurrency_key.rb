@@ -32,6 +32,7 @@ module Ferrolock
           entry = @jobs[job_id]
           free_expired(now)
           live, promoted = promote(limit, now, at_perform ? job_id : nil)
+          claim(at_perform, job_id, entry, copy)
           outcome, fence =
             if duplicate?(at_perform, job_id, entry, copy)
               [:duplicate, 0]
@@ -64,9 +65,10 @@ module Ferrolock
         end
 
         # When a timer's visit would free a slot for the blocked jobs: the earliest lease not renewed,
-        # 0 when no slot is left; nil when nobody is blocked or every slot is renewed.
+        # 0 when no slot is left; nil when nobody is parked or every slot is renewed.
         def due_at
-          return nil if @blocked.empty?
+          # Parked (admit.lua's index): blocked, or promoted and not started (a payload and a slot).
+          return nil if @blocked.empty? && @jobs.none? { |job_id, _| @slots.key?(job_id) }
 
           @slots.empty? ? 0 : @slots.except(*@renewing.keys).values.min
         end
@@ -101,6 +103,13 @@ module Ferrolock
           started ? started[0] != copy : false
         end
 
+        # At perform, no copy had started when the job's entry went (give_up left [nil, last]): this copy
+        # claims it.
+        def claim(at_perform, job_id, entry, copy)
+          started = at_perform && !entry && @started[job_id]
+          @started[job_id] = [copy, [copy, started[1]].max] if started && started[0].nil?
+        end
+
         # Which copy started, kept when another copy of another promotion may come.
         def remember_start(job_id, entry, copy)
           number = entry&.at(2)
@@ -115,11 +124,20 @@ module Ferrolock
         # copy: the promotion of the copy giving up (0: none); another promotion's than the one that
         # started gives nothing up.
         def give_up(job_id, now, copy = 0)
-          return 0 if copy.positive? && (started = @started[job_id]) && started[0] != copy
+          return 0 if another_started?(job_id, copy)
 
           held = live?(job_id, now) ? 1 : 0
+          # A job promoted more than once, no copy started: the first copy to perform claims it.
+          number = @jobs.dig(job_id, 2)
+          @started[job_id] ||= [nil, number] if number && number > 1
           [@slots, @jobs, @renewing].each { |table| table.delete(job_id) }
           held
+        end
+
+        # A copy of another promotion (copy, 0: none) than the one that started.
+        def another_started?(job_id, copy)
+          started = copy.positive? && @started.dig(job_id, 0)
+          started ? started != copy : false
         end
 
         # Slots whose lease ran out are free; a promoted job that never started (its enqueue was
