@@ -30,7 +30,7 @@ RSpec.describe "Redis Cluster" do
   # Runs `processes` contention children at once; returns their JSON reports.
   def contend(processes: 2, timeout: 120, **env)
     env = env.to_h { |k, v| [k.to_s.upcase, v.to_s] }.merge("CLUSTER" => cluster.urls.join(","))
-    Array.new(processes) { Thread.new { run_ruby(File.read(child), env: env, timeout: timeout) } }.map do |thread|
+    Array.new(processes) { Thread.new { run_ruby("load #{child.dump}", env: env, timeout: timeout) } }.map do |thread|
       out, err, status = thread.value
       expect(status).to be_success, "contention child failed:\n#{err}\n#{out}"
       JSON.parse(out.lines.last)

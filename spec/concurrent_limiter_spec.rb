@@ -6,15 +6,6 @@ require "timeout"
 RSpec.describe Ferrolock::ConcurrentLimiter do
   let(:redis) { FerrolockTest.redis_server.redis }
 
-  # Keeps the highest number of blocks seen inside at once, atomically in Redis.
-  let(:enter_script) do
-    <<~LUA
-      local n = redis.call('INCR', KEYS[1])
-      if n > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], n) end
-      return n
-    LUA
-  end
-
   def spawn_ruby(code)
     env = { "REDIS_URL" => FerrolockTest.redis_server.url }
     args = [RbConfig.ruby, "-I", FerrolockTest::LIB, "-e", code]
@@ -214,6 +205,7 @@ RSpec.describe Ferrolock::ConcurrentLimiter do
   it "holds the limit with 4 processes x 8 threads hammering for 10 s, and status stays consistent" do
     code = <<~RUBY
       require "ferrolock"
+      require #{File.expand_path("support/most_at_once", __dir__).dump}
       limiter = Ferrolock::ConcurrentLimiter.new("hammer", 3, wait_timeout: 10, lock_timeout: 2)
       client = Ferrolock.client
       stop = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
@@ -223,9 +215,7 @@ RSpec.describe Ferrolock::ConcurrentLimiter do
           while Process.clock_gettime(Process::CLOCK_MONOTONIC) < stop
             begin
               limiter.within_limit do
-                client.call("EVAL", #{enter_script.dump}, 2, "inside", "max_inside")
-                sleep(rand * 0.01)
-                client.call("DECR", "inside")
+                FerrolockTest::MostAtOnce.counted(client, "inside", "max_inside") { sleep(rand * 0.01) }
               end
               done += 1
             rescue Ferrolock::OverLimit

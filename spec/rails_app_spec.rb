@@ -32,6 +32,12 @@ RSpec.describe "A Rails app on Sidekiq" do
     jobs.select { |job| job["wrapped"] == "HeavyJob" }.map { |job| job["args"].first["arguments"].first }
   end
 
+  # The fixture's record of limits_concurrency's `event`s of job_id (RAILS_APP_RECORD_EVENTS): [[reason, pid,
+  # thread name], ...].
+  def events(event, job_id)
+    list("events").select { |name, id, *| name == event && id == job_id }.map { |_, _, *rest| rest }
+  end
+
   # Waits for the block to be true (a slow, shared VM: a generous bound).
   def wait_for(what, timeout: 60, &block)
     wait_until(timeout: timeout, interval: 0.1, what: what, &block)
@@ -118,6 +124,53 @@ RSpec.describe "A Rails app on Sidekiq" do
       enqueue('Ferrolock::Admin.new.resume("ParkedJob/p", kind: :limits_concurrency)')
       wait_for("the parked jobs") { list("parked:done").size == 3 }
       expect(list("parked:done").map { |name, num, _| [name, num] }).to eq([%w[p 0], %w[p 1], %w[p 2]])
+    end
+  end
+
+  # A job promoted twice (its first copy had not started when its lease ran out) has two copies queued,
+  # each carrying its promotion: two Sidekiq processes take one each, the first to start runs, the other
+  # is discarded as a duplicate (spec/active_job_concurrency_repromotion_spec.rb shows it in one process).
+  it "runs once a job promoted twice whose two copies reach two Sidekiq processes: the other copy is a " \
+     "duplicate, the slot is given back", time_limit: 90 do
+    key = "myapp:{concurrency:PromotedTwiceJob/t}"
+    env = { "RAILS_APP_RECORD_EVENTS" => "1" }
+    with_sidekiq(app_dir, concurrency: 1, queues: %w[default], env: env) do |one|
+      with_sidekiq(app_dir, concurrency: 1, queues: %w[default], env: env) do |two|
+        job_id = enqueue(<<~RUBY)[/^job 1: (\S+)$/, 1]
+          PromotedTwiceJob.perform_later("t", 0) # holds the slot, never run ("held" is not fetched)
+          puts "job 1: \#{PromotedTwiceJob.perform_later("t", 1).job_id}"
+        RUBY
+        copies = -> { redis.lrange("queue:held", 0, -1).select { |raw| raw.include?(job_id) } }
+        # Its lease (3 s) runs out twice; the processes' timers poll every second.
+        wait_for("two promotions of job 1", timeout: 30) { copies.call.size >= 2 }
+        moved = copies.call
+        redis.multi do |multi|
+          moved.each { |raw| multi.lrem("queue:held", 1, raw) }
+          multi.lpush("queue:default", moved)
+        end
+        wait_for("one copy done, the others discarded") do
+          list("twice:done").size + events("discarded", job_id).size >= moved.size
+        end
+        started = list("twice:started")
+        numbers = moved.map { |raw| JSON.parse(raw)["args"].first[Ferrolock::ActiveJob::Promotion::FIELD] }
+        promoters = events("promoted", job_id).map { |_, pid, thread| [pid.to_i, thread] }
+        duplicates = events("discarded", job_id).select { |reason, *| reason == "duplicate" }.map { |r| r[1].to_i }
+        puts "\n  promoted twice: copies=#{moved.size} promotions=#{numbers} " \
+             "performed_in=#{started.map { |s| s[2] }} duplicate_in=#{duplicates} promoted_by=#{promoters}"
+        expect(moved.size).to be >= 2 # more only if a stall let a lease run out a third time
+        expect(numbers).to match_array(1..moved.size)
+        expect(started.map { |name, num, _| [name, num] }).to eq([%w[t 1]]) # one perform
+        expect(list("twice:done").map { |name, num, _| [name, num] }).to eq([%w[t 1]])
+        expect(duplicates.size).to eq(moved.size - 1)
+        # Two processes: the copy that ran in one, a duplicate in the other (each takes one job at a time).
+        expect((duplicates + started.map { |s| s[2].to_i }).uniq).to match_array([one.pid, two.pid])
+        expect(promoters.map(&:first) - [one.pid, two.pid]).to eq([]) # the servers' timers promoted it
+        expect(promoters.map(&:last)).to all(eq("ferrolock-concurrency-timer"))
+        # The slot given back; what is left expires: the fence and the record of the copy that started.
+        wait_for("the slot given back") { !redis.exists?("#{key}:slots") }
+        expect(redis.keys("#{key}*").sort).to eq(["#{key}:fence", "#{key}:started:#{job_id}"])
+        expect(redis.keys("myapp:*").map { |name| redis.pttl(name) }).to all(be_positive)
+      end
     end
   end
 

@@ -211,6 +211,50 @@ RSpec.describe "ferrolock on real Solid Queue 1.5 processes", time_limit: 120 do
     end
   end
 
+  # The Railtie starts limits_concurrency's timer in every Solid Queue worker as it starts
+  # (SolidQueue.on_worker_start): a worker that has admitted no job yet promotes a parked job whose
+  # holder's lease ran out. Nothing else could: the holder (job 0) is gone from Solid Queue's tables, so
+  # no release comes, and the console's timer (started by its enqueues) is stopped before the supervisor
+  # starts.
+  context "when a job is parked before any worker started and its holder never runs" do
+    let(:run_env) { { "SQ_RECORD_PROMOTIONS" => "1", "SQ_KILL_DURATION" => "6" } }
+
+    it "is promoted by the timer a worker started at its start, and runs once", time_limit: 90 do
+      enqueued = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      job_id = console.evaluate(<<~RUBY)
+        holder = SqKillJob.perform_later(0, 0) # takes the slot: a lease of 6 s
+        SolidQueue::Job.where(active_job_id: holder.job_id).each { |job| job.ready_execution&.destroy!; job.destroy! }
+        parked = SqKillJob.perform_later(1, 0)
+        Ferrolock::ActiveJob::Slots.for(Ferrolock.client).timer.stop
+        parked.job_id
+      RUBY
+      expect(console.evaluate("Ferrolock::ActiveJob::Slots.for(Ferrolock.client).timer.running?")).to be(false)
+      expect(console.evaluate("SolidQueue::Job.count")).to eq(0) # job 1 parked in Redis, job 0 gone
+      expect(redis.lrange("ferrolock:{concurrency:SqKillJob/kill}:blocked", 0, -1)).to eq([job_id])
+      supervisor = run.supervisor(workers: 1, threads: 3)
+      registered = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      run.wait_for("job 1 done", timeout: 30) { redis.llen("sq:done") >= 1 }
+      took = Process.clock_gettime(Process::CLOCK_MONOTONIC) - registered
+      workers = run.workers(supervisor)
+      promotions = redis.lrange("sq:promoted", 0, -1).map(&:split)
+      copies = console.evaluate("SolidQueue::Job.where(active_job_id: #{job_id.dump}).count")
+      # Whether the holder's lease ran out once the worker was up (else the timer's first visit found it due).
+      report("timer from worker start", lease_ran_out_after_start: registered - enqueued < 6,
+                                        seconds_from_registered_to_done: took.round(1), promotions: promotions.size,
+                                        promoted_in_worker: promotions.map { |_, pid, _| pid.to_i } == workers,
+                                        copies: copies)
+      expect(workers.size).to eq(1)
+      expect(promotions).to eq([[job_id, workers.first.to_s, "ferrolock-concurrency-timer"]]) # once, by its timer
+      expect(entries("sq:started").map { |_, num, pid| [num, pid] }).to eq([[1, workers.first]]) # once, there
+      expect(entries("sq:done").map { |_, num, _| num }).to eq([1])
+      expect(copies).to eq(1)
+      # The slot given back: only the fencing counter is left, and it expires.
+      key = "ferrolock:{concurrency:SqKillJob/kill}"
+      run.wait_for("the slot given back", timeout: 10) { redis.keys("#{key}*") == ["#{key}:fence"] }
+      expect(redis.keys("ferrolock:*").map { |name| redis.pttl(name) }).to all(be_positive)
+    end
+  end
+
   # Solid Queue needs ActiveRecord, which the vendored Rails 8.1 lacks: its ActiveJob, ActiveSupport and
   # railties run here under Debian testing's ActiveRecord 7.2 (spec/fixtures/solid_queue_app/app.rb).
   context "with Rails 8.1 job continuations (ActiveJob::Continuable)" do

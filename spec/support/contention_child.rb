@@ -10,16 +10,9 @@
 require "ferrolock"
 require "json"
 require "redis"
+require_relative "most_at_once"
 
 Redis.silence_deprecations = true if Redis.respond_to?(:silence_deprecations=)
-
-ENTER = <<~LUA
-  local n = redis.call('INCR', KEYS[1])
-  if n > tonumber(redis.call('GET', KEYS[2]) or '0') then redis.call('SET', KEYS[2], n) end
-  if n > 1 then redis.call('INCR', 'overlaps') end
-  redis.call('INCR', 'sections')
-  return n
-LUA
 
 env = ->(key, default = nil) { ENV.fetch(key, default) }
 client = Ferrolock::Client.new(cluster: env.call("CLUSTER").split(","))
@@ -41,10 +34,11 @@ primitives = names.to_h do |name|
 end
 
 enter = lambda do |probe, name|
-  probe.eval(ENTER, keys: ["inside:#{name}", "max:#{name}"])
-  sleep hold
-ensure
-  probe.decr("inside:#{name}")
+  FerrolockTest::MostAtOnce.counted(probe, "inside:#{name}", "max:#{name}") do |inside|
+    probe.incr("overlaps") if inside > 1
+    probe.incr("sections")
+    sleep hold
+  end
 end
 
 errors = Hash.new(0)

@@ -14,11 +14,11 @@ module FerrolockTest
 
     module_function
 
-    # Runs the block counted in at `now_key`, the most at once kept at `max_key`. `redis` is anything
-    # with Redis' `call(*command)`: Ferrolock.client, a redis-rb client.
+    # Runs the block counted in at `now_key`, the most at once kept at `max_key`; the block gets the
+    # count with itself in. `redis` is anything with Redis' `call(*command)`: Ferrolock.client, a
+    # redis-rb client.
     def counted(redis, now_key, max_key)
-      redis.call("EVAL", ENTER, "2", now_key, max_key)
-      yield
+      yield redis.call("EVAL", ENTER, "2", now_key, max_key)
     ensure
       redis.call("DECR", now_key)
     end
