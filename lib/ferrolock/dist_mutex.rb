@@ -58,7 +58,7 @@ module Ferrolock
       @history = History::Counter.new(:dist_mutex, @name)
       # Made once: every lock passes them to Interrupts.acquire.
       @remember = method(:remember)
-      @give_back = ->(hold) { @native.unlock(hold) }
+      @give_back = @native.method(:unlock)
     end
 
     # Waits for the lock (at most wait_timeout seconds: Ferrolock::TimeoutError after that).
@@ -135,9 +135,7 @@ module Ferrolock
         woken = Interrupts.release do
           ownership = take_own_hold!
           hold = ownership.hold
-          audience = Ferrolock.audience(:released) if @auto_release
-          @native.release_and_sleep(hold, timeout, deferred, (@history.tally if audience == :history))
-                 .tap { released(ownership, started) if audience == :all }
+          release_and_sleep(ownership, timeout, deferred, started)
         end
         slept = Ferrolock.monotonic - started
       rescue LockLost

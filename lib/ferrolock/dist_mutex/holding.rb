@@ -26,6 +26,15 @@ module Ferrolock
         raise
       end
 
+      # DistMutex#sleep's release and wait, one native call (true when woken); its release counted or
+      # evented as release_own_hold's, its hold ending at started (when the sleep began).
+      def release_and_sleep(ownership, timeout, deferred, started)
+        audience = Ferrolock.audience(:released) if @auto_release
+        woken = @native.release_and_sleep(ownership.hold, timeout, deferred, (@history.tally if audience == :history))
+        released(ownership, started) if audience == :all
+        woken
+      end
+
       # release_own_hold at the end of synchronize's block (finished: it did not raise).
       def release_after_block(finished)
         release_own_hold

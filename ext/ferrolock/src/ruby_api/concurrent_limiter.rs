@@ -62,7 +62,11 @@ impl RbConcurrentLimiter {
 
     /// acquire(wait_timeout, tally = nil): a slot, or nil when none freed within `wait_timeout`
     /// seconds (0: one attempt); counts the grant and its wait in `tally` when given.
-    fn acquire(ruby: &Ruby, rb_self: &Self, args: &[Value]) -> Result<Option<RbLimiterSlot>, Error> {
+    fn acquire(
+        ruby: &Ruby,
+        rb_self: &Self,
+        args: &[Value],
+    ) -> Result<Option<RbLimiterSlot>, Error> {
         let (wait_timeout, tally): (f64, _) = with_tally(args)?;
         let started = tally::started(tally);
         // A limiter always has a finite wait; 0 gives a deadline of now: one attempt.

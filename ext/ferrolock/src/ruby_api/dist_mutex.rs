@@ -195,10 +195,7 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     class.define_singleton_method("new", function!(guard::f8(RbDistMutex::new), 8))?;
     class.define_method("try_lock", method!(guard::f1(RbDistMutex::try_lock), 0))?;
     class.define_method("lock", method!(guard::variadic(RbDistMutex::lock), -1))?;
-    class.define_method(
-        "unlock",
-        method!(guard::variadic(RbDistMutex::unlock), -1),
-    )?;
+    class.define_method("unlock", method!(guard::variadic(RbDistMutex::unlock), -1))?;
     class.define_method(
         "release_and_sleep",
         method!(guard::f5(RbDistMutex::release_and_sleep), 4),
