@@ -118,10 +118,12 @@ module Ferrolock
         end
       end
 
-      # Seconds until the next flush: flush_every, or until just after the minute's end (see flush!).
+      # Seconds until the next flush: flush_every, or until just after the minute's end (see flush!);
+      # 50 ms after it, more than sleep's monotonic clock can drift from the realtime one in a minute
+      # (NTP slews it by at most 500 ppm: 30 ms).
       def pause
         left = Buckets::MINUTE.seconds - (Process.clock_gettime(Process::CLOCK_REALTIME) % Buckets::MINUTE.seconds)
-        [@flush_every, left + 0.01].min
+        [@flush_every, left + 0.05].min
       end
 
       def flushing?
