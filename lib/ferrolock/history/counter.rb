@@ -21,7 +21,7 @@ module Ferrolock
       def initialize(primitive, name)
         @primitive = primitive
         @name = name
-        @native = Native::Tally.new
+        @native = nil # its Native::Tally, made when it first enters (none with History off)
         @thread = nil # the flush thread that drains it; nil until Counters lets it count (enter)
         @generation = nil # the process (Native.fork_generation) it was let count in
         @counted = nil # the last minute it counted in
@@ -42,6 +42,7 @@ module Ferrolock
         # What a forked child inherited is its parent's (the parent flushes it): dropped before the
         # child's first count (nothing counts in it until @thread is set below).
         @native.drain if fresh && @generation && @generation != generation
+        @native ||= Native::Tally.new
         @generation = generation
         @counted = nil if fresh
         @thread = thread
