@@ -1,8 +1,9 @@
 # frozen_string_literal: true
 
 # Where Ferrolock::History's per-event cost goes: thread CPU ns per call of Ferrolock.instrument with
-# history off and on, of the History::Counter a DistMutex or ConcurrentLimiter counts in when History
-# alone listens, of History.record and Tally#add alone (every other event), and of the pieces they are made of
+# history off and on, of History::Counter#tally (the Ruby a DistMutex or ConcurrentLimiter runs per
+# event when History alone listens: the Rust core times and counts it), of History.record and
+# Tally#add alone (every other event), and of the pieces they are made of
 # (the clock read, the flush thread's check). ROUNDS rounds, each part measured once per round in
 # turn (so a burst of load from elsewhere hits every part alike); the median round and the best,
 # and the objects each call allocates (GC.stat; the payloads are made once, outside the loop).
@@ -35,8 +36,8 @@ module HistoryPartsBench
       "Ferrolock.instrument(:acquired), history on" => [true, -> { Ferrolock.instrument(:acquired, payload) }],
       "Ferrolock.instrument(:released, held:), history on" => [true, -> { Ferrolock.instrument(:released, released) }],
       "Ferrolock.listening?(:released), history off" => [false, -> { Ferrolock.listening?(:released) }],
-      "History::Counter#acquired, history on (History alone listens; with the clock read it is passed)" =>
-        [true, -> { counter.acquired(:history, 0.0001, Ferrolock.monotonic) { payload } }],
+      "History::Counter#tally, history on (History alone listens: the core counts in it)" =>
+        [true, -> { counter.tally }],
       "Ferrolock.subscribed?(:acquired)" => [true, -> { Ferrolock.subscribed?(:acquired) }],
       "History.record" => [true, -> { Ferrolock::History.record(:acquired, payload) }],
       "Tally#add" => [true, -> { tally.add(:acquired, payload, 1_764_338_400) }],

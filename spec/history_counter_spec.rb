@@ -3,14 +3,15 @@
 require_relative "support/history_on"
 
 # History::Counter and Counters: a DistMutex's and a ConcurrentLimiter's :acquired and :released
-# counted with no payload built when History alone listens, per minute, read by the flush as what
-# grew since the last one, at most Counters::MAX at once.
+# counted by the Rust core in the Counter's Native::Tally when History alone listens (no payload, no
+# Ruby per event), drained by the flush as the minute of the drain before, at most Counters::MAX at once.
 RSpec.describe Ferrolock::History::Counter, time_limit: 60 do
   let(:redis) { FerrolockTest.redis_server.redis }
   let(:admin) { Ferrolock::Admin.new }
   let(:minute) { 1_764_000_000 - (1_764_000_000 % 60) }
-  let(:slots) { described_class }
-  let(:ends) { Ferrolock.monotonic + 60 } # (Counters' own minutes: nothing counts through History here)
+  let(:native) do
+    Ferrolock::Native::DistMutex.new(Ferrolock.client.native, "counter:native", nil, true, 30.0, 0, 0, true)
+  end
 
   include_context "with history on"
 
@@ -30,6 +31,11 @@ RSpec.describe Ferrolock::History::Counter, time_limit: 60 do
     end.min
   end
 
+  # One lock and unlock of the native mutex, counted in tally.
+  def native_cycle(tally)
+    native.unlock(native.lock(nil, tally), tally)
+  end
+
   it "builds no payload for the events History alone counts: a cycle allocates what it does with history off" do
     mutex = Ferrolock::DistMutex.new("counter:alloc")
     limiter = Ferrolock::ConcurrentLimiter.new("counter:alloc", 2)
@@ -47,7 +53,7 @@ RSpec.describe Ferrolock::History::Counter, time_limit: 60 do
     expect(counts_of("counter:alloc", "concurrent_limiter")).to eq("acquired" => 51, "released" => 51)
   end
 
-  it "counts the same fields through Ferrolock.instrument when someone subscribed" do
+  it "counts the same fields through Ferrolock.instrument when someone subscribed, never twice" do
     subscription = Ferrolock.subscribe(:acquired) { nil }
     mutex = Ferrolock::DistMutex.new("counter:both")
     2.times { mutex.synchronize { nil } }
@@ -58,65 +64,55 @@ RSpec.describe Ferrolock::History::Counter, time_limit: 60 do
     expect(admin.stats("counter:both", since: 60)[:primitives]["dist_mutex"][:waits][:samples]).to eq(3)
   end
 
-  it "counts through History.record beyond Counters::MAX, by name while the Tally has room" do
+  it "counts beyond Counters::MAX in its primitive's (other) Counter" do
     Ferrolock::DistMutex.new("counter:max:first").synchronize { nil } # the flush thread runs, with its Counters
     counters = Ferrolock::History.instance_variable_get(:@counters)
     stub_const("Ferrolock::History::Counters::MAX", counters.size + 2) # (earlier examples' stay for a minute)
     mutexes = Array.new(4) { |i| Ferrolock::DistMutex.new("counter:max:#{i}") }
     2.times { mutexes.each { |mutex| mutex.synchronize { nil } } }
-    expect(counters.size).to eq(Ferrolock::History::Counters::MAX)
+    expect(counters.size).to eq(Ferrolock::History::Counters::MAX + 1) # and the (other) Counter
     Ferrolock::History.flush!
-    4.times { |i| expect(counts_of("counter:max:#{i}", "dist_mutex")).to eq("acquired" => 2, "released" => 2) }
+    2.times { |i| expect(counts_of("counter:max:#{i}", "dist_mutex")).to eq("acquired" => 2, "released" => 2) }
+    2.times { |i| expect(counts_of("counter:max:#{i + 2}", "dist_mutex")).to be_nil }
+    expect(counts_of("(other)", "dist_mutex")).to eq("acquired" => 4, "released" => 4)
   end
 
-  it "keeps at most Counters::MAX objects plus Tally::MAX_NAMES names per flush, the rest under (other)" do
-    Ferrolock::DistMutex.new("counter:bound:first").synchronize { nil } # the flush thread runs, with its Counters
-    counters = Ferrolock::History.instance_variable_get(:@counters)
-    stub_const("Ferrolock::History::Counters::MAX", counters.size + 2) # (earlier examples' stay for a minute)
-    stub_const("Ferrolock::History::Tally::MAX_NAMES", 2)
-    Ferrolock::History.flush! # the Tally starts empty
-    6.times { |i| Ferrolock::DistMutex.new("counter:bound:#{i}").synchronize { nil } }
-    3.times { |i| Ferrolock.instrument(:blocked, primitive: :concurrent_limiter, name: "counter:bound:limiter-#{i}") }
-    Ferrolock::History.flush!
-    names = redis.keys("ferrolock:{history}:m:*").flat_map { |key| redis.hkeys(key) }
-                 .map { |field| Ferrolock::History::Buckets.parse(field).last }.grep(/\Acounter:bound:\d/).uniq
-    expect(names.size).to eq(4) # 2 Counters, then 2 names in the Tally
-    expect(counts_of("(other)", "dist_mutex")).to eq("acquired" => 2, "released" => 2)
-    expect(counts_of("(other)", "concurrent_limiter")).to eq("blocked" => 3)
-  end
-
-  it "keeps a minute's counts until flushed when it moves on (a late count too), and leaves after an idle minute" do
+  it "drains its tally into the minute it is given, and leaves after an idle minute" do
     counters = Ferrolock::History::Counters.new
     counter = described_class.new(:dist_mutex, "n")
-    counts = counters.enter(counter, minute, ends, Thread.current)
-    2.times { counts[slots::ACQUIRED] += 1 }
-    expect(counters.collect({}, minute)).to eq([minute, "dist_mutex|acquired|n"] => 2)
+    tally = counters.enter(counter, Thread.current)
+    2.times { native_cycle(tally) }
+    collected = counters.collect({}, minute)
+    expect(collected.slice([minute, "dist_mutex|acquired|n"], [minute, "dist_mutex|released|n"]))
+      .to eq([minute, "dist_mutex|acquired|n"] => 2, [minute, "dist_mutex|released|n"] => 2)
+    steps = collected.select { |(_, field), _| field.match?(/\|[wh]\d+\|/) }
+    expect(steps.values.sum).to eq(4) # a wait and a hold each
     expect(counters.collect({}, minute)).to eq({})
-    later = counters.enter(counter, minute + 60, ends, Thread.current)
-    counts[slots::ACQUIRED] += 1 # read the clock in the minute before, counted after the move
-    later[slots::HOLDS + 3] += 1
-    expect(counters.collect({}, minute + 60))
-      .to eq([minute, "dist_mutex|acquired|n"] => 1, [minute + 60, "dist_mutex|h3|n"] => 1)
+    native_cycle(tally) # counted after a drain: the next minute's
+    expect(counters.collect({}, minute + 60)[[minute + 60, "dist_mutex|acquired|n"]]).to eq(1)
     expect(counters.collect({}, minute + 120)).to eq({})
     expect(counters.size).to eq(1) # counted in the minute before
     expect(counters.collect({}, minute + 180)).to eq({})
     expect(counters.size).to eq(0)
-    expect(counters.enter(counter, minute + 180, ends, Thread.current)).to eq(Array.new(slots::SIZE, 0))
+    expect(counter.tally).to be_nil.or(be_a(Ferrolock::Native::Tally)) # asks History's Counters again
   end
 
-  it "counts in its minute until that minute's end, kept on the monotonic clock, then asks Counters again" do
-    counter = described_class.new(:dist_mutex, "counter:ends")
-    counter.acquired(:history, 0.0005, Ferrolock.monotonic) { raise "a payload built for History alone" }
-    # Its minute's end, on the realtime clock: a minute's start (to the time between the two clock reads).
-    at = Process.clock_gettime(Process::CLOCK_REALTIME) + (counter.instance_variable_get(:@ends) - Ferrolock.monotonic)
-    expect([at % 60, 60 - (at % 60)].min).to be < 0.5
-    # Its minute's end passed, as read on the monotonic clock: the next count asks Counters again.
+  it "writes the counts of a drain as the minute of the drain before (the flush thread drains at each minute's end)" do
+    mutex = Ferrolock::DistMutex.new("counter:minute")
+    2.times { mutex.synchronize { nil } }
     now = Process.clock_gettime(Process::CLOCK_REALTIME, :second)
-    thread = Ferrolock::History.instance_variable_get(:@thread)
-    Ferrolock::History.instance_variable_get(:@counters).enter(counter, now - (now % 60), Ferrolock.monotonic, thread)
-    counter.released(:history, 0.0005, Ferrolock.monotonic) { raise "a payload built for History alone" }
-    expect(counter.instance_variable_get(:@ends)).to be > Ferrolock.monotonic
+    before = now - (now % 60) - 60
+    Ferrolock::History.instance_variable_set(:@drained_at, before + 59) # the last drain: the minute before's end
     Ferrolock::History.flush!
-    expect(counts_of("counter:ends", "dist_mutex")).to eq("acquired" => 1, "released" => 1)
+    drained = Ferrolock::History.instance_variable_get(:@drained_at)
+    mutex.synchronize { nil }
+    Ferrolock::History.flush!
+    minutes = redis.keys("ferrolock:{history}:m:*").to_h do |key|
+      [Integer(key.split(":").last), redis.hget(key, "dist_mutex|acquired|counter:minute")]
+    end
+    expect(minutes.compact).to eq(before => "2", drained - (drained % 60) => "1")
+    # Never past a minute's end: the flush thread wakes just after it.
+    left = 60 - (Process.clock_gettime(Process::CLOCK_REALTIME) % 60)
+    expect(Ferrolock::History.send(:pause)).to be <= left + 0.05
   end
 end

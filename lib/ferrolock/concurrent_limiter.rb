@@ -87,14 +87,14 @@ module Ferrolock
       LockLostWatcher.ensure_started
       started = Ferrolock.monotonic
       stalled = -> { over_limit(wait_timeout, started, "Redis did not answer") }
-      slot = WaitTimeout.acquire(stalled, keep: keep, give_back: @give_back) { @native.acquire(wait_timeout) }
+      # History alone listens: the core times the wait and counts the grant in the tally.
+      audience = Ferrolock.audience(:acquired)
+      tally = @history.tally if audience == :history
+      slot = WaitTimeout.acquire(stalled, keep: keep, give_back: @give_back) { @native.acquire(wait_timeout, tally) }
       raise over_limit(wait_timeout, started, "all #{@count} slots stayed busy") unless slot
 
       since = Ferrolock.monotonic
-      if (audience = Ferrolock.audience(:acquired))
-        waited = since - started
-        @history.acquired(audience, waited, since) { payload(**waited_payload(waited)) }
-      end
+      instrument(:acquired, **waited_payload(since - started)) if audience == :all
       since
     end
 
@@ -107,12 +107,10 @@ module Ferrolock
     # since: when the slot was granted (Ferrolock.monotonic; nil when an exception landed first),
     # for :released's :held.
     def release(slot, since, finished:)
-      @native.release(slot)
-      if since && (audience = Ferrolock.audience(:released))
-        now = Ferrolock.monotonic
-        held = now - since
-        @history.released(audience, held, now) { payload(held: held) }
-      end
+      # History alone listens: the core counts the release and its hold in the tally.
+      audience = Ferrolock.audience(:released)
+      @native.release(slot, (@history.tally if audience == :history))
+      instrument(:released, held: Ferrolock.monotonic - since) if since && audience == :all
     rescue LockLost
       instrument(:lock_lost, detected: :release)
       raise if finished

@@ -135,7 +135,7 @@ module Ferrolock
         woken = Interrupts.release do
           ownership = take_own_hold!
           hold = ownership.hold
-          @native.release_and_sleep(hold, timeout, deferred).tap { released(ownership, started) }
+          release_and_sleep(ownership, timeout, deferred, started)
         end
         slept = Ferrolock.monotonic - started
       rescue LockLost
@@ -196,27 +196,28 @@ module Ferrolock
 
       LockLostWatcher.ensure_started
       audience = Ferrolock.audience(:acquired)
-      # Ferrolock.monotonic's clock, read in place here and below: a Ruby call less each on this path
-      # (doc/BENCHMARKS.md, history).
-      started = Process.clock_gettime(Process::CLOCK_MONOTONIC) if audience
+      # History alone listens: the core times the wait and counts the grant in the tally (no Ruby per
+      # event). Else a listener gets a payload, timed on Ferrolock.monotonic's clock, read in place
+      # here and below: a Ruby call less each on this path (doc/BENCHMARKS.md, history).
+      tally = @history.tally if audience == :history
+      started = Process.clock_gettime(Process::CLOCK_MONOTONIC) if audience == :all
       hold = if nil.equal?(wait_timeout)
                # Granted and recorded, or interrupted holding nothing (see Interrupts).
-               Interrupts.acquire(keep: @remember, give_back: @give_back) { @native.lock(nil) }
+               Interrupts.acquire(keep: @remember, give_back: @give_back) { @native.lock(nil, tally) }
              else
                wait_timeout = Validate.seconds!(given, wait_timeout, allow_zero: true)
                WaitTimeout.acquire(-> { stalled(wait_timeout) }, keep: @remember, give_back: @give_back) do
-                 @native.lock(wait_timeout)
+                 @native.lock(wait_timeout, tally)
                end
              end
-      if audience
+      if started
         # When hold was granted: remember's reading for its Ownership (one clock read for the wait and
         # the hold), or a fresh one when another grant was remembered since (this one's lease was lost
         # or expired meanwhile). @granted is read once and an Ownership never changes, so no thread
         # switch can mix two grants.
         granted = @granted
         now = granted && granted.hold.equal?(hold) ? granted.since : Process.clock_gettime(Process::CLOCK_MONOTONIC)
-        waited = now - started
-        @history.acquired(audience, waited, now) { { primitive: :dist_mutex, name: @name, waited: waited } }
+        Ferrolock.instrument(:acquired, { primitive: :dist_mutex, name: @name, waited: now - started })
       end
       self
     end

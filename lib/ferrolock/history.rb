@@ -10,7 +10,8 @@ module Ferrolock
   # Per-minute history of every event, by primitive and name, in Redis (Buckets): off unless
   # `c.history = true` (or FERROLOCK_HISTORY=1). Every event is counted in this
   # process (no Redis on the hot path: a DistMutex's and a ConcurrentLimiter's :acquired and
-  # :released in their Counter, every other event in the Tally); one thread writes them every FLUSH_EVERY seconds as one
+  # :released by the Rust core in their Counter's tally, every other event in the Tally); one
+  # thread writes them every FLUSH_EVERY seconds, and just after each minute's end, as one
   # script (Store), and once more at exit, so a process that dies loses at most one flush. Read
   # back with Ferrolock::Admin#stats and `ferrolock stats NAME`. Not with Ferrolock::Testing
   # installed: an app's test suite writes no history.
@@ -25,6 +26,7 @@ module Ferrolock
     @thread = nil
     @generation = nil
     @flush_every = FLUSH_EVERY
+    @drained_at = nil # when the Counters were last drained (whole seconds since the epoch)
     @failing_since = nil
 
     class << self
@@ -53,28 +55,27 @@ module Ferrolock
         @tally.add(event, payload, Process.clock_gettime(Process::CLOCK_REALTIME, :second))
       end
 
-      # The Array counter (a Counter) counts in from now on, or nil when it may not: History off, under
-      # Testing, Counters full, or no flush thread (the process exits). It counts there until the
-      # minute ends, as Ferrolock.monotonic tells (a realtime clock stepped meanwhile moves counts to
-      # the right minute at the next minute's end, at most a minute later).
-      def counts_for(counter)
+      # The Native::Tally counter (a Counter) counts in from now on, or nil when it may not: History
+      # off, under Testing, or no flush thread (the process exits).
+      def tally_for(counter)
         return nil if !@enabled || Backend.factory
 
         ensure_flushing
         thread = @thread
         return nil unless thread&.alive?
 
-        monotonic = Ferrolock.monotonic
-        now = Process.clock_gettime(Process::CLOCK_REALTIME)
-        minute = Buckets.start_of(now.floor, Buckets::MINUTE)
-        @counters.enter(counter, minute, monotonic + (minute + Buckets::MINUTE.seconds - now), thread)
+        @counters.enter(counter, thread)
       end
 
       # Writes what was counted since the last flush, in one round trip; the number of fields written.
-      # Redis down: those counts are dropped (logged), the next flush starts afresh.
+      # Redis down: those counts are dropped (logged), the next flush starts afresh. The Counters'
+      # counts are written as the minute of the drain before this one: the flush thread drains just
+      # after each minute's end (pause), so they are their own minute's but for the time it woke late.
       def flush!
         now = Process.clock_gettime(Process::CLOCK_REALTIME, :second)
-        counts = @counters.collect(@tally.take, now - (now % Buckets::MINUTE.seconds))
+        minute = Buckets.start_of(@drained_at || now, Buckets::MINUTE)
+        @drained_at = now
+        counts = @counters.collect(@tally.take, minute)
         return 0 if counts.empty?
 
         Store.write(Ferrolock.client, counts)
@@ -117,6 +118,14 @@ module Ferrolock
         end
       end
 
+      # Seconds until the next flush: flush_every, or until just after the minute's end (see flush!);
+      # 50 ms after it, more than sleep's monotonic clock can drift from the realtime one in a minute
+      # (NTP slews it by at most 500 ppm: 30 ms).
+      def pause
+        left = Buckets::MINUTE.seconds - (Process.clock_gettime(Process::CLOCK_REALTIME) % Buckets::MINUTE.seconds)
+        [@flush_every, left + 0.05].min
+      end
+
       def flushing?
         @generation == Native.fork_generation && @thread&.alive?
       end
@@ -128,6 +137,7 @@ module Ferrolock
         rescue ThreadError # the process is exiting (its threads' ensure blocks release): at_exit flushes
           return
         end
+        @drained_at = Process.clock_gettime(Process::CLOCK_REALTIME, :second) # (what the Counters hold is from now on)
         @thread.name = "ferrolock-history"
         @thread.report_on_exception = false
         return if @at_exit
@@ -138,7 +148,7 @@ module Ferrolock
 
       def flush_loop
         loop do
-          sleep(@flush_every)
+          sleep(pause)
           begin
             flush!
           rescue StandardError => e # a bad configuration: keep counting, say why each time

@@ -105,6 +105,7 @@ fn init(ruby: &Ruby) -> Result<(), Error> {
     ruby_api::message_lock::init(ruby, native)?;
     ruby_api::lost_leases::init(ruby, native)?;
     ruby_api::rate_limiter::init(ruby, native)?;
+    ruby_api::tally::init(ruby, native)?;
     ruby_api::unique_lock::init(ruby, native)?;
     nogvl::init(ruby, native)?;
     // Last: every wrapped class is defined by now (see the function for why it must be eager).

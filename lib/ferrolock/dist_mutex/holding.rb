@@ -15,12 +15,24 @@ module Ferrolock
         ownership = Owners.take_current(@native, @key)
         return false unless ownership
 
-        @native.unlock(ownership.hold)
-        released(ownership)
+        # Not for auto_release: false, whose lock is freed by its expiry. History alone listens: the
+        # core counts the release and its hold in the tally.
+        audience = Ferrolock.audience(:released) if @auto_release
+        @native.unlock(ownership.hold, (@history.tally if audience == :history))
+        released(ownership) if audience == :all
         true
       rescue LockLost
         Ferrolock.instrument(:lock_lost, primitive: :dist_mutex, name: @name, detected: :release)
         raise
+      end
+
+      # DistMutex#sleep's release and wait, one native call (true when woken); its release counted or
+      # evented as release_own_hold's, its hold ending at started (when the sleep began).
+      def release_and_sleep(ownership, timeout, deferred, started)
+        audience = Ferrolock.audience(:released) if @auto_release
+        woken = @native.release_and_sleep(ownership.hold, timeout, deferred, (@history.tally if audience == :history))
+        released(ownership, started) if audience == :all
+        woken
       end
 
       # release_own_hold at the end of synchronize's block (finished: it did not raise).
@@ -48,13 +60,10 @@ module Ferrolock
       end
 
       # :released with :held, the seconds from ownership's grant to ended (Ferrolock.monotonic; now
-      # when nil), when someone listens. Not for auto_release: false, whose lock is freed by its expiry.
+      # when nil), for a subscriber or a Notifications listener (audience :all).
       def released(ownership, ended = nil)
-        return unless @auto_release && (audience = Ferrolock.audience(:released))
-
         ended ||= Process.clock_gettime(Process::CLOCK_MONOTONIC) # Ferrolock.monotonic's clock, a call less
-        held = ended - ownership.since
-        @history.released(audience, held, ended) { { primitive: :dist_mutex, name: @name, held: held } }
+        Ferrolock.instrument(:released, { primitive: :dist_mutex, name: @name, held: ended - ownership.since })
       end
 
       # Before waiting: fails like Ruby's Mutex when the calling fiber holds the lock, or a live

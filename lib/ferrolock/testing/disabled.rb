@@ -15,7 +15,7 @@ module Ferrolock
           @lock = ::Mutex.new
         end
 
-        def lock(_timeout)
+        def lock(_timeout, _tally = nil)
           try_lock
         end
 
@@ -23,7 +23,7 @@ module Ferrolock
           MutexHold.new(self, @lock.synchronize { @fencing_token += 1 })
         end
 
-        def unlock(_hold) = nil
+        def unlock(_hold, _tally = nil) = nil
         def locked? = false
         def announce_release(_hold) = nil
 
@@ -31,7 +31,7 @@ module Ferrolock
         # timeout passed). Without a timeout it also ends every WAKE_EVERY seconds (a spurious
         # wake-up, which Mutex#sleep allows): with every lock granted nothing is exclusive, so a
         # signal can come before the wait and would otherwise leave it asleep for good.
-        def release_and_sleep(hold, timeout, deferred)
+        def release_and_sleep(hold, timeout, deferred, _tally)
           hold.released_by_sleep = true
           return true unless deferred || !Thread.pending_interrupt?
 
@@ -48,8 +48,8 @@ module Ferrolock
           @limit = limit
         end
 
-        def acquire(_wait_timeout) = LimiterSlot.new(self)
-        def release(_slot) = nil
+        def acquire(_wait_timeout, _tally = nil) = LimiterSlot.new(self)
+        def release(_slot, _tally = nil) = nil
         def status = [0, 0]
         def stored_limit = nil
       end

@@ -6,18 +6,23 @@ use crate::guard;
 use crate::held_cell::HeldCell;
 use crate::nogvl::{release_once, run, Retry};
 use crate::ruby_api::client::RbClient;
+use crate::ruby_api::tally::{self, with_tally, RbTally};
 use crate::wait_timeout::{acquire_until, deadline};
 use ferrolock_core::concurrent_limiter::{Override, OverrideAction, OVERRIDE_TTL};
 use ferrolock_core::replicas;
 use ferrolock_core::{ConcurrentLimiter, LimiterOptions, Slot};
-use magnus::{function, method, prelude::*, Error, RModule, Ruby};
+use magnus::{function, method, prelude::*, Error, RModule, Ruby, Value};
 use std::time::Instant;
 
 #[magnus::wrap(class = "Ferrolock::Native::ConcurrentLimiter", free_immediately, size)]
 pub struct RbConcurrentLimiter(ConcurrentLimiter);
 
 #[magnus::wrap(class = "Ferrolock::Native::LimiterSlot", free_immediately, size)]
-pub struct RbLimiterSlot(HeldCell<Slot>);
+pub struct RbLimiterSlot {
+    slot: HeldCell<Slot>,
+    /// When it was granted: a counted release's hold time (see `RbTally`).
+    granted: Instant,
+}
 
 impl RbConcurrentLimiter {
     // Native::ConcurrentLimiter.new's positional arguments (lib/ferrolock/concurrent_limiter.rb
@@ -55,12 +60,15 @@ impl RbConcurrentLimiter {
             .map_err(|e| core_error(ruby, e))
     }
 
-    /// A slot, or nil when none freed within `wait_timeout` seconds (0: one attempt).
+    /// acquire(wait_timeout, tally = nil): a slot, or nil when none freed within `wait_timeout`
+    /// seconds (0: one attempt); counts the grant and its wait in `tally` when given.
     fn acquire(
         ruby: &Ruby,
         rb_self: &Self,
-        wait_timeout: f64,
+        args: &[Value],
     ) -> Result<Option<RbLimiterSlot>, Error> {
+        let (wait_timeout, tally): (f64, _) = with_tally(args)?;
+        let started = tally::started(tally);
         // A limiter always has a finite wait; 0 gives a deadline of now: one attempt.
         let deadline = deadline(ruby, Some(wait_timeout))?;
         let ends = deadline.unwrap_or_else(Instant::now);
@@ -71,18 +79,29 @@ impl RbConcurrentLimiter {
             |intr| rb_self.0.acquire(intr, &token, ends),
             || rb_self.0.abandon(&token),
         )?;
-        Ok(slot.map(|s| RbLimiterSlot(HeldCell::new(s))))
+        Ok(slot.map(|s| RbLimiterSlot {
+            slot: HeldCell::new(s),
+            granted: RbTally::acquired(tally, started),
+        }))
     }
 
-    /// Gives the slot back (a second call does nothing); raises LockLost if its lease was lost.
-    fn release(ruby: &Ruby, rb_self: &Self, slot: &RbLimiterSlot) -> Result<(), Error> {
+    /// release(slot, tally = nil): gives the slot back (a second call does nothing); raises
+    /// LockLost if its lease was lost. Counts the release and its hold time in `tally` when
+    /// given and this call released it.
+    fn release(ruby: &Ruby, rb_self: &Self, args: &[Value]) -> Result<(), Error> {
+        let (slot, tally): (&RbLimiterSlot, _) = with_tally(args)?;
         // A pass to a waiting thread of this process is made with the GVL held: the waiter it
         // wakes gets the GVL as soon as this thread next blocks, instead of this thread giving
         // it up and taking it back around the pass.
-        if slot.0.consume_own(|s| rb_self.0.release_locally(s)) {
+        if slot.slot.consume_own(|s| rb_self.0.release_locally(s)) {
+            RbTally::released(tally, slot.granted);
             return Ok(());
         }
-        release_once(ruby, &slot.0, |intr, s| rb_self.0.release(intr, s)).map(drop)
+        let released = release_once(ruby, &slot.slot, |intr, s| rb_self.0.release(intr, s))?;
+        if released.is_some() {
+            RbTally::released(tally, slot.granted);
+        }
+        Ok(())
     }
 
     /// [in_use, waiting]
@@ -137,7 +156,7 @@ impl RbConcurrentLimiter {
 
 impl RbLimiterSlot {
     fn token(&self) -> Option<String> {
-        self.0.lock().as_ref().map(|s| s.token().to_string())
+        self.slot.lock().as_ref().map(|s| s.token().to_string())
     }
 }
 
@@ -146,11 +165,11 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     class.define_singleton_method("new", function!(guard::f7(RbConcurrentLimiter::new), 7))?;
     class.define_method(
         "acquire",
-        method!(guard::f2(RbConcurrentLimiter::acquire), 1),
+        method!(guard::variadic(RbConcurrentLimiter::acquire), -1),
     )?;
     class.define_method(
         "release",
-        method!(guard::f2(RbConcurrentLimiter::release), 1),
+        method!(guard::variadic(RbConcurrentLimiter::release), -1),
     )?;
     // Seconds an override lives without an admission reading it.
     class.const_set("OVERRIDE_TTL", OVERRIDE_TTL.as_secs())?;

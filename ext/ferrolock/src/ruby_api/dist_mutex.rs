@@ -6,12 +6,14 @@ use crate::guard;
 use crate::held_cell::HeldCell;
 use crate::nogvl::{acquire, release_once, release_then_sleep, run, Retry, Slept};
 use crate::ruby_api::client::RbClient;
+use crate::ruby_api::tally::{self, with_tally, RbTally};
 use crate::wait_timeout::{acquire_until, deadline};
 use ferrolock_core::replicas;
 use ferrolock_core::{Announced, DistMutex, DistMutexOptions, Held};
-use magnus::{function, method, prelude::*, Error, RModule, Ruby};
+use magnus::{function, method, prelude::*, Error, RModule, Ruby, Value};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
+use std::time::Instant;
 
 #[magnus::wrap(class = "Ferrolock::Native::DistMutex", free_immediately, size)]
 pub struct RbDistMutex(DistMutex);
@@ -20,6 +22,8 @@ pub struct RbDistMutex(DistMutex);
 pub struct RbMutexHold {
     held: HeldCell<Held>,
     fencing_token: i64,
+    /// When it was granted: a counted release's hold time (see `RbTally`).
+    granted: Instant,
     /// Set once `release_and_sleep` released it: the sleep must take the lock again.
     released_by_sleep: AtomicBool,
     /// Set by `announce_release` (its owner ended): ends once `unlock` was answered.
@@ -29,9 +33,10 @@ pub struct RbMutexHold {
 }
 
 impl RbMutexHold {
-    fn new(held: Held) -> Self {
+    fn new(held: Held, granted: Instant) -> Self {
         RbMutexHold {
             fencing_token: held.fencing_token(),
+            granted,
             held: HeldCell::new(held),
             released_by_sleep: AtomicBool::new(false),
             announced: Mutex::new(None),
@@ -97,12 +102,15 @@ impl RbDistMutex {
         let token = DistMutex::new_token();
         let held = acquire(ruby, |intr| rb_self.0.try_lock(intr, &token))
             .inspect_err(|_| rb_self.0.abandon(&token))?;
-        Ok(held.map(RbMutexHold::new))
+        Ok(held.map(|h| RbMutexHold::new(h, Instant::now())))
     }
 
-    /// Waits at most `wait_timeout` seconds (nil: as long as it takes), as DistMutex#lock's
-    /// keyword says (`timeout:` there is its deprecated name).
-    fn lock(ruby: &Ruby, rb_self: &Self, wait_timeout: Option<f64>) -> Result<RbMutexHold, Error> {
+    /// lock(wait_timeout, tally = nil): waits at most `wait_timeout` seconds (nil: as long as it
+    /// takes), as DistMutex#lock's keyword says (`timeout:` there is its deprecated name); counts
+    /// the grant and its wait in `tally` when given.
+    fn lock(ruby: &Ruby, rb_self: &Self, args: &[Value]) -> Result<RbMutexHold, Error> {
+        let (wait_timeout, tally): (Option<f64>, _) = with_tally(args)?;
+        let started = tally::started(tally);
         let deadline = deadline(ruby, wait_timeout)?;
         let token = DistMutex::new_token();
         let held = acquire_until(
@@ -111,18 +119,26 @@ impl RbDistMutex {
             |intr| rb_self.0.lock(intr, &token, deadline),
             || rb_self.0.abandon(&token),
         )?;
-        Ok(RbMutexHold::new(held))
+        Ok(RbMutexHold::new(held, RbTally::acquired(tally, started)))
     }
 
-    fn unlock(ruby: &Ruby, rb_self: &Self, hold: &RbMutexHold) -> Result<(), Error> {
+    /// unlock(hold, tally = nil): counts the release and its hold time in `tally` when given and
+    /// the release succeeded.
+    fn unlock(ruby: &Ruby, rb_self: &Self, args: &[Value]) -> Result<(), Error> {
+        let (hold, tally): (&RbMutexHold, _) = with_tally(args)?;
         // A pass to a waiting thread of this process is made with the GVL held (see
         // ConcurrentLimiter#release).
         if hold.held.consume_own(|h| rb_self.0.unlock_locally(h)) {
             hold.answered();
+            RbTally::released(tally, hold.granted);
             return Ok(());
         }
         let released = release_once(ruby, &hold.held, |intr, held| rb_self.0.unlock(intr, held));
         hold.answered();
+        // Ok(None): nothing was held here (released before, or inherited through fork).
+        if let Ok(Some(_)) = released {
+            RbTally::released(tally, hold.granted);
+        }
         released.map(drop)
     }
 
@@ -139,12 +155,14 @@ impl RbDistMutex {
     /// `release_then_sleep`, and `deferred` there). True when woken or interrupted, false when
     /// `timeout` passed. A release error is raised without waiting; `hold.released_by_sleep?`
     /// tells whether the lock was released (then it must be taken again, whatever was raised).
+    /// `tally` (nil: not counted) counts the release as `unlock` does.
     fn release_and_sleep(
         ruby: &Ruby,
         rb_self: &Self,
         hold: &RbMutexHold,
         timeout: Option<f64>,
         deferred: bool,
+        tally: Option<&RbTally>,
     ) -> Result<bool, Error> {
         let timeout = timeout.map(|t| wait(ruby, "timeout", t)).transpose()?;
         // Until Redis answered the release: the thread already looks asleep.
@@ -157,6 +175,7 @@ impl RbDistMutex {
                 drop(announced.lock().unwrap_or_else(|e| e.into_inner()).take());
                 if released.is_ok() {
                     hold.released_by_sleep.store(true, Ordering::SeqCst);
+                    RbTally::released(tally, hold.granted);
                 }
                 released
             },
@@ -175,11 +194,11 @@ pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("DistMutex", ruby.class_object())?;
     class.define_singleton_method("new", function!(guard::f8(RbDistMutex::new), 8))?;
     class.define_method("try_lock", method!(guard::f1(RbDistMutex::try_lock), 0))?;
-    class.define_method("lock", method!(guard::f2(RbDistMutex::lock), 1))?;
-    class.define_method("unlock", method!(guard::f2(RbDistMutex::unlock), 1))?;
+    class.define_method("lock", method!(guard::variadic(RbDistMutex::lock), -1))?;
+    class.define_method("unlock", method!(guard::variadic(RbDistMutex::unlock), -1))?;
     class.define_method(
         "release_and_sleep",
-        method!(guard::f4(RbDistMutex::release_and_sleep), 3),
+        method!(guard::f5(RbDistMutex::release_and_sleep), 4),
     )?;
     class.define_method("locked?", method!(guard::f1(RbDistMutex::is_locked), 0))?;
     class.define_method(

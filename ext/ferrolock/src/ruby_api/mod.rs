@@ -10,6 +10,7 @@ pub mod job_concurrency;
 pub mod lost_leases;
 pub mod message_lock;
 pub mod rate_limiter;
+pub mod tally;
 pub mod unique_lock;
 
 use magnus::{Ruby, TypedData};
@@ -36,6 +37,7 @@ pub fn resolve_wrapped_classes(ruby: &Ruby) {
     message_lock::RbMessageLock::class(ruby);
     message_lock::RbMessageLease::class(ruby);
     rate_limiter::RbRateLimiter::class(ruby);
+    tally::RbTally::class(ruby);
     unique_lock::RbUniqueLock::class(ruby);
     unique_lock::RbKeyLock::class(ruby);
 }

@@ -19,7 +19,8 @@ module Ferrolock
         end
 
         # A hold, or Ferrolock::TimeoutError after timeout seconds (nil: waits as long as it takes).
-        def lock(timeout)
+        # (History counts nothing under Testing: no tally is passed, and one would be ignored.)
+        def lock(timeout, _tally = nil)
           deadline = timeout && (Ferrolock.monotonic + timeout)
           place_in_line = Object.new
           @store.synchronize do
@@ -41,7 +42,7 @@ module Ferrolock
         end
 
         # A no-op for an expiry-only lock; Ferrolock::LockLost when the hold is not the lock's now.
-        def unlock(hold)
+        def unlock(hold, _tally = nil)
           @store.synchronize { release(hold) }
           nil
         end
@@ -50,7 +51,7 @@ module Ferrolock
         # false once timeout seconds passed. deferred: an exception was queued, deferred by the
         # caller's own mask, as the sleep began: it sleeps on, as Mutex#sleep does; one queued
         # since (during the release) ends it at once.
-        def release_and_sleep(hold, timeout, deferred)
+        def release_and_sleep(hold, timeout, deferred, _tally)
           @store.release_then_sleep(timeout) do
             release(hold)
             hold.released_by_sleep = true

@@ -1,0 +1,119 @@
+# frozen_string_literal: true
+
+require_relative "support/history_on"
+
+# Issue 41: with History alone listening, a DistMutex's and a ConcurrentLimiter's :acquired and
+# :released are counted by the Rust core (History::Counter's Native::Tally), which times the waits
+# and holds itself. Real cycles on a real Redis, many threads and a fork, read back exactly from the
+# store: every event counted once, every wait and hold in one histogram step, each hold's step at
+# least its block's sleep's and the waits no longer than what each thread measured around its call.
+RSpec.describe "History: DistMutex and ConcurrentLimiter counted in the Rust core", time_limit: 90 do
+  include_context "with history on"
+
+  let(:hold) { 0.004 } # Buckets.wait_step(0.004) == 3: every hold's step is at least 3
+  let(:threads) { 8 }
+  let(:cycles) { 12 }
+  let(:redis) { FerrolockTest.redis_server.redis }
+  let(:buckets) { Ferrolock::History::Buckets }
+
+  # { counter => count } of primitive's name over every minute hash written.
+  def fields_of(primitive, name)
+    redis.keys("ferrolock:{history}:m:*").each_with_object(Hash.new(0)) do |key, out|
+      redis.hgetall(key).each do |field, count|
+        kind, counter, of = buckets.parse(field)
+        out[counter] += Integer(count) if kind == primitive && of == name
+      end
+    end
+  end
+
+  # The steps of a histogram ("w" or "h") as a sorted list, one entry per sample.
+  def samples(fields, prefix)
+    fields.select { |counter, _| counter.start_with?(prefix) && counter.match?(/\A[wh]\d+\z/) }
+          .flat_map { |counter, count| [Integer(counter[1..])] * count }.sort
+  end
+
+  # Runs threads x cycles of block, each returning [wait, hold] timed from outside the calls: the
+  # longest the core's could be (it times inside them).
+  def run_cycles(&block)
+    outer = Queue.new
+    Array.new(threads) do
+      Thread.new do
+        cycles.times { outer << block.call }
+      end
+    end.each(&:join)
+    Array.new(outer.size) { outer.pop }
+  end
+
+  def expect_counted(primitive, name, outer)
+    Ferrolock::History.flush!
+    fields = fields_of(primitive, name)
+    total = threads * cycles
+    expect(fields.slice("acquired", "released")).to eq("acquired" => total, "released" => total)
+    waits = samples(fields, "w")
+    holds = samples(fields, "h")
+    expect([waits.size, holds.size]).to eq([total, total])
+    expect(holds.first).to be >= buckets.wait_step(hold)
+    # Each sample's core time is inside its outer one: sorted, the core's steps are at most the outer's.
+    outer_waits = outer.map { |wait, _| buckets.wait_step(wait) }.sort
+    outer_holds = outer.map { |_, held| buckets.wait_step(held) }.sort
+    expect(waits.zip(outer_waits).count { |core, out| core > out }).to eq(0)
+    expect(holds.zip(outer_holds).count { |core, out| core > out }).to eq(0)
+    expect(waits.uniq.size).to be > 1 # 8 threads on one lock: some waited whole holds
+  end
+
+  it "counts every DistMutex cycle of many threads once, with its wait's and hold's steps" do
+    mutex = Ferrolock::DistMutex.new("core:mutex")
+    outer = run_cycles do
+      started = Ferrolock.monotonic
+      mutex.lock
+      granted = Ferrolock.monotonic
+      sleep(hold)
+      mutex.unlock
+      [granted - started, Ferrolock.monotonic - started]
+    end
+    expect_counted("dist_mutex", "core:mutex", outer)
+  end
+
+  it "counts every ConcurrentLimiter cycle of many threads once, with its wait's and hold's steps" do
+    limiter = Ferrolock::ConcurrentLimiter.new("core:limiter", 3, wait_timeout: 30)
+    outer = run_cycles do
+      started = Ferrolock.monotonic
+      granted = nil
+      limiter.within_limit do
+        granted = Ferrolock.monotonic
+        sleep(hold)
+      end
+      [granted - started, Ferrolock.monotonic - started]
+    end
+    expect_counted("concurrent_limiter", "core:limiter", outer)
+  end
+
+  it "counts DistMutex#sleep's release and the lock after it, and nothing for auto_release: false" do
+    mutex = Ferrolock::DistMutex.new("core:sleep")
+    mutex.synchronize { mutex.sleep(0.01) }
+    Ferrolock::DistMutex.new("core:expiring", expire: 0.2, auto_release: false).synchronize { nil }
+    Ferrolock::History.flush!
+    expect(fields_of("dist_mutex", "core:sleep").slice("acquired", "released")).to eq("acquired" => 2, "released" => 2)
+    expect(fields_of("dist_mutex", "core:expiring").slice("acquired", "released")).to eq("acquired" => 1)
+  end
+
+  it "lets a forked child write its own counts only, and the parent its own made before the fork" do
+    mutex = Ferrolock::DistMutex.new("core:fork")
+    limiter = Ferrolock::ConcurrentLimiter.new("core:fork", 2)
+    3.times { mutex.synchronize { sleep(hold) } } # counted here, not flushed before the fork
+    limiter.within_limit { nil }
+    pid = fork do
+      2.times { mutex.synchronize { nil } }
+      Thread.new { limiter.within_limit { nil } }.join
+      exit!(Ferrolock::History.flush! >= 2 ? 0 : 1) # its own counts, no at_exit flush
+    end
+    expect(Process.wait2(pid).last).to be_success
+    Ferrolock::History.flush!
+    mutex_fields = fields_of("dist_mutex", "core:fork")
+    expect(mutex_fields.slice("acquired", "released")).to eq("acquired" => 5, "released" => 5)
+    expect(samples(mutex_fields, "h").size).to eq(5)
+    expect(samples(mutex_fields, "h").count { |step| step >= buckets.wait_step(hold) }).to be >= 3 # the parent's
+    expect(fields_of("concurrent_limiter", "core:fork").slice("acquired", "released"))
+      .to eq("acquired" => 2, "released" => 2)
+  end
+end
