@@ -331,7 +331,7 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
   end
 
   it "does not run a job again when its delete failed after success, and deletes it on its next delivery",
-     time_limit: 90 do
+     time_limit: 150 do
     queue = uniq_name("undeleted")
     url = run.queue(queue, VisibilityTimeout: 3)
     gate = run.gate
@@ -344,7 +344,9 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
     sleep 2
     in_flight = run.depth(url)
     gate.open
-    run.wait_for("the copy deleted", timeout: 30) { run.depth(url) == [0, 0] }
+    # After failed receives Shoryuken's fetcher sleeps 1-5 s between its 3 tries before the next
+    # dispatch, and moto answers slowly beside the other lanes (ci16 missed 30 s there; alone: seconds).
+    run.wait_for("the copy deleted", timeout: 60) { run.depth(url) == [0, 0] }
     record = run.record
     report("(3) delete failed", starts: record[:starts].size, done: record[:done].size,
                                 still_on_queue_after_failed_delete: in_flight.sum,

@@ -223,7 +223,7 @@ module FerrolockTest
 
       def log_tails
         Dir[File.join(@logs, "*.log")].map do |path|
-          "--- #{File.basename(path)}\n#{File.readlines(path).last(15).join}"
+          "--- #{File.basename(path)}\n#{File.readlines(path).last(40).join}"
         end.join("\n")
       end
 
