@@ -114,6 +114,7 @@ RSpec.describe "History: hold times", time_limit: 60 do
     include_context "with history on"
 
     it "counts holds as a histogram per name, read back with their percentiles beside the waits'" do
+      quiet_history_thread
       mutex = Ferrolock::DistMutex.new("holds:history")
       3.times { mutex.synchronize { sleep(hold) } }
       Ferrolock::ConcurrentLimiter.new("holds:history", 1).within_limit { nil }

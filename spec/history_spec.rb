@@ -38,6 +38,7 @@ RSpec.describe Ferrolock::History, time_limit: 60 do
   end
 
   it "writes a flush as one script into a minute and an hour hash that expire after 8 and 72 hours" do
+    quiet_history_thread
     Ferrolock::DistMutex.new("history:ttl").synchronize { nil }
     before = evals
     Ferrolock::History.flush!
@@ -70,6 +71,7 @@ RSpec.describe Ferrolock::History, time_limit: 60 do
   end
 
   it "keeps at most MAX_NAMES names per flush in memory, the rest under (other)" do
+    quiet_history_thread
     names = Ferrolock::History::Tally::MAX_NAMES + 200
     names.times { |i| Ferrolock.instrument(:acquired, primitive: :concurrent_limiter, name: "many-#{i}") }
     Ferrolock::History.flush!
@@ -80,6 +82,7 @@ RSpec.describe Ferrolock::History, time_limit: 60 do
   end
 
   it "folds a name new to a full bucket into (other) in Redis too" do
+    quiet_history_thread
     stub_const("Ferrolock::History::Buckets::MAX_FIELDS", { "m" => 3, "h" => 100 })
     5.times { |i| Ferrolock.instrument(:acquired, primitive: :dist_mutex, name: "full-#{i}") }
     Ferrolock::History.flush!
