@@ -116,4 +116,50 @@ RSpec.describe "History: DistMutex and ConcurrentLimiter counted in the Rust cor
     expect(fields_of("concurrent_limiter", "core:fork").slice("acquired", "released"))
       .to eq("acquired" => 2, "released" => 2)
   end
+
+  # An interrupt queued just as a grant came back makes Interrupts give the hold back (nothing
+  # recorded, the exception raised): the core counted its :acquired, so the give-back counts its
+  # :released. A storm of Thread#raise over 4 threads' cycles until several such give-backs happened.
+  it "counts a hold given back to an interrupt as released too: every :acquired has its :released" do
+    injected = Class.new(StandardError)
+    gave_back = 0
+    allow(Ferrolock::Interrupts).to receive(:give_back_quietly).and_wrap_original do |original, *args|
+      gave_back += 1
+      original.call(*args)
+    end
+    mutex = Ferrolock::DistMutex.new("core:given-back", lease: 5)
+    limiter = Ferrolock::ConcurrentLimiter.new("core:given-back", 2, wait_timeout: 30)
+    stop = false
+    # Made masked (a thread inherits its maker's mask), so no exception lands outside the rescue.
+    workers = Thread.handle_interrupt(Object => :never) do
+      Array.new(4) do |i|
+        Thread.new do
+          until stop && !Thread.pending_interrupt?
+            begin
+              Thread.handle_interrupt(Object => :immediate) do
+                i.even? ? mutex.synchronize { nil } : limiter.within_limit { nil }
+              end
+            rescue injected
+              nil
+            end
+          end
+        end
+      end
+    end
+    deadline = Ferrolock.monotonic + 40
+    until gave_back >= 6 || Ferrolock.monotonic > deadline
+      workers.sample.raise(injected)
+      sleep(rand * 0.0005)
+    end
+    stop = true
+    workers.each(&:join)
+    expect(gave_back).to be >= 1 # the path under test ran (6 expected within seconds)
+    Ferrolock::History.flush!
+    mutex_counts = fields_of("dist_mutex", "core:given-back").slice("acquired", "released")
+    limiter_counts = fields_of("concurrent_limiter", "core:given-back").slice("acquired", "released")
+    expect(mutex_counts["acquired"]).to be > 0
+    expect(mutex_counts["released"]).to eq(mutex_counts["acquired"])
+    expect(limiter_counts["released"]).to eq(limiter_counts["acquired"])
+    expect([mutex.locked?, limiter.status[:in_use]]).to eq([false, 0])
+  end
 end

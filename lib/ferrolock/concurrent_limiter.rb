@@ -34,8 +34,9 @@ module Ferrolock
                               Ferrolock.min_replicas_acked!(min_replicas_acked), Cohort.local_passes!(local_passes),
                               Validate.boolean!(:fair, fair))
       LocalLimits.record(@client.namespace, @name, @count)
-      # Made once: every acquisition passes it to Interrupts.acquire.
-      @give_back = ->(slot) { @native.release(slot) if slot }
+      # Made once: every acquisition passes it to Interrupts.acquire. A slot given back was granted
+      # (the core counted its :acquired when History alone listens): its release is counted too.
+      @give_back = ->(slot) { @native.release(slot, @history.tally_when(Ferrolock.audience(:released))) if slot }
       @history = History::Counter.new(:concurrent_limiter, @name)
     end
 
@@ -89,7 +90,7 @@ module Ferrolock
       stalled = -> { over_limit(wait_timeout, started, "Redis did not answer") }
       # History alone listens: the core times the wait and counts the grant in the tally.
       audience = Ferrolock.audience(:acquired)
-      tally = @history.tally if audience == :history
+      tally = @history.tally_when(audience)
       slot = WaitTimeout.acquire(stalled, keep: keep, give_back: @give_back) { @native.acquire(wait_timeout, tally) }
       raise over_limit(wait_timeout, started, "all #{@count} slots stayed busy") unless slot
 
@@ -109,7 +110,7 @@ module Ferrolock
     def release(slot, since, finished:)
       # History alone listens: the core counts the release and its hold in the tally.
       audience = Ferrolock.audience(:released)
-      @native.release(slot, (@history.tally if audience == :history))
+      @native.release(slot, @history.tally_when(audience))
       instrument(:released, held: Ferrolock.monotonic - since) if since && audience == :all
     rescue LockLost
       instrument(:lock_lost, detected: :release)

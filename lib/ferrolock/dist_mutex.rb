@@ -58,7 +58,7 @@ module Ferrolock
       @history = History::Counter.new(:dist_mutex, @name)
       # Made once: every lock passes them to Interrupts.acquire.
       @remember = method(:remember)
-      @give_back = @native.method(:unlock)
+      @give_back = method(:give_back)
     end
 
     # Waits for the lock (at most wait_timeout seconds: Ferrolock::TimeoutError after that).
@@ -199,7 +199,7 @@ module Ferrolock
       # History alone listens: the core times the wait and counts the grant in the tally (no Ruby per
       # event). Else a listener gets a payload, timed on Ferrolock.monotonic's clock, read in place
       # here and below: a Ruby call less each on this path (doc/BENCHMARKS.md, history).
-      tally = @history.tally if audience == :history
+      tally = @history.tally_when(audience)
       started = Process.clock_gettime(Process::CLOCK_MONOTONIC) if audience == :all
       hold = if nil.equal?(wait_timeout)
                # Granted and recorded, or interrupted holding nothing (see Interrupts).

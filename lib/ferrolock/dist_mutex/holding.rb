@@ -18,7 +18,7 @@ module Ferrolock
         # Not for auto_release: false, whose lock is freed by its expiry. History alone listens: the
         # core counts the release and its hold in the tally.
         audience = Ferrolock.audience(:released) if @auto_release
-        @native.unlock(ownership.hold, (@history.tally if audience == :history))
+        @native.unlock(ownership.hold, @history.tally_when(audience))
         released(ownership) if audience == :all
         true
       rescue LockLost
@@ -30,9 +30,16 @@ module Ferrolock
       # evented as release_own_hold's, its hold ending at started (when the sleep began).
       def release_and_sleep(ownership, timeout, deferred, started)
         audience = Ferrolock.audience(:released) if @auto_release
-        woken = @native.release_and_sleep(ownership.hold, timeout, deferred, (@history.tally if audience == :history))
+        woken = @native.release_and_sleep(ownership.hold, timeout, deferred, @history.tally_when(audience))
         released(ownership, started) if audience == :all
         woken
+      end
+
+      # Interrupts' give-back of a hold granted as an exception landed (it was never recorded): released
+      # and counted as release_own_hold does (the core counted its :acquired when History alone listens).
+      def give_back(hold)
+        audience = Ferrolock.audience(:released) if @auto_release
+        @native.unlock(hold, @history.tally_when(audience))
       end
 
       # release_own_hold at the end of synchronize's block (finished: it did not raise).

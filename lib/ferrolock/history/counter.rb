@@ -35,6 +35,12 @@ module Ferrolock
         @thread&.alive? ? @native : History.tally_for(self)
       end
 
+      # tally when History alone listens to the event (audience: Ferrolock.audience's answer), else
+      # nil: the primitive then sends the event to Ferrolock.instrument itself, or nobody listens.
+      def tally_when(audience)
+        tally if audience == :history
+      end
+
       # Counters' side, under its lock: counts from now on, drained by thread; fresh: new to its
       # Counters. Returns the tally.
       def enter(thread, fresh)
