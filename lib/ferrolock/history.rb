@@ -76,7 +76,9 @@ module Ferrolock
         minute = Buckets.start_of(@drained_at || now, Buckets::MINUTE)
         @drained_at = now
         counts = @counters.collect(@tally.take, minute)
-        return 0 if counts.empty?
+        # Under Testing nothing is written (record counts nothing there either): what a Counter that
+        # entered before ferrolock/testing was loaded still counts in its tally is dropped here.
+        return 0 if counts.empty? || Backend.factory
 
         Store.write(Ferrolock.client, counts)
         @failing_since = nil
