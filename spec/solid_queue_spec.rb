@@ -255,6 +255,107 @@ RSpec.describe "ferrolock on real Solid Queue 1.5 processes", time_limit: 120 do
     end
   end
 
+  # A job promoted twice on real Solid Queue processes (spec/rails_app_spec.rb has it on two Sidekiq processes).
+  # SqTwiceJob runs one at a time per key with a lease of 4 s; its queue is paused (Solid Queue's own pause).
+  # Job 0 takes the slot on a queue that stays paused, so it never runs: its lease runs out and a timer
+  # promotes job 1, whose copy waits in the paused queue until its own lease runs out and it is promoted
+  # again. Then two worker processes of one thread each take the copies.
+  context "when a job is promoted twice (its first copy had not started within its lease)" do
+    let(:run_env) { { "SQ_RECORD_PROMOTIONS" => "1", "SQ_RECORD_EVENTS" => "1" } }
+
+    def slots_key(key) = "ferrolock:{concurrency:SqTwiceJob/#{key}}"
+
+    # Enqueues job 0, job 1 (with `gate`: Ruby code of a third argument) and `later` (jobs 2…) of `key` with the
+    # queues paused, starts the workers and waits for job 1's second promotion; returns the jobs' job_ids.
+    def promote_twice(key, gate: nil, later: 0)
+      ids = console.evaluate(<<~RUBY)
+        %w[sq_hold sq_twice].each { |name| SolidQueue::Queue.find_by_name(name).pause }
+        SqTwiceJob.set(queue: "sq_hold").perform_later(#{key.dump}, 0)
+        [SqTwiceJob.perform_later(#{key.dump}, 1#{", #{gate}" if gate}).job_id] +
+          #{later}.times.map { |n| SqTwiceJob.perform_later(#{key.dump}, n + 2).job_id }
+      RUBY
+      run.supervisor(workers: 2, threads: 1)
+      run.wait_for("job 1 promoted twice", timeout: 40) { promotions(ids.first) >= 2 }
+      ids
+    end
+
+    def promotions(job_id) = redis.lrange("sq:promoted", 0, -1).count { |line| line.start_with?("#{job_id} ") }
+
+    # [detail, pid] of each `name` event of job_id (app.rb's SQ_RECORD_EVENTS).
+    def events(name, job_id)
+      lines = redis.lrange("sq:events", 0, -1).map(&:split)
+      lines.select { |event, id, *| event == name && id == job_id }.map { |_, _, detail, pid| [detail, pid.to_i] }
+    end
+
+    # Job 1's copies: rows of Solid Queue's jobs, one per promotion.
+    def copies(job_id) = console.evaluate("SolidQueue::Job.where(active_job_id: #{job_id.dump}).count")
+
+    def resume = console.evaluate("SolidQueue::Queue.find_by_name('sq_twice').resume")
+
+    it "runs it once when an operator force-releases it before any copy started: the first copy to perform " \
+       "claims it, the other is a duplicate; never two at once", time_limit: 90 do
+      job_id = promote_twice("f").first
+      released = console.evaluate("Ferrolock::Admin.new.force_release_job('SqTwiceJob/f', #{job_id.dump})")
+      copies = copies(job_id) # no promotion after the release: its entry is gone
+      resume
+      run.wait_for("one copy performed, the others duplicates", timeout: 40) do
+        entries("sq:done").size + events("discarded", job_id).size >= copies
+      end
+      started = entries("sq:started")
+      duplicates = events("discarded", job_id)
+      report("promoted twice, force-released", copies: copies, promotions: promotions(job_id),
+                                               slot_given_back: released, performed: started.size,
+                                               duplicates: duplicates.size,
+                                               processes: (started.map(&:last) + duplicates.map(&:last)).uniq.size,
+                                               most_at_once: redis.get("sq:max:f"))
+      expect(copies).to be >= 2 # more only if a stall let a lease run out a third time
+      expect(promotions(job_id)).to eq(copies)
+      expect(started.map { |key, num, _| [key, num] }).to eq([["f", 1]]) # one perform
+      expect(entries("sq:done").map { |key, num, _| [key, num] }).to eq([["f", 1]])
+      expect(duplicates.map(&:first)).to eq(["duplicate"] * (copies - 1))
+      expect(Integer(redis.get("sq:max:f"))).to eq(1)
+      run.wait_for("the slot given back", timeout: 10) { !redis.exists?("#{slots_key("f")}:slots") }
+      # What is left expires: the fence and the record of the copy that claimed the job.
+      expect(redis.keys("#{slots_key("f")}*").sort).to eq(["#{slots_key("f")}:fence",
+                                                           "#{slots_key("f")}:started:#{job_id}"])
+      expect(redis.keys("ferrolock:*").map { |name| redis.pttl(name) }).to all(be_positive)
+    end
+
+    it "keeps the running copy's slot when another copy fails before it performs (its argument cannot be " \
+       "deserialized): job 2 waits for the running copy's end, never two at once", time_limit: 90 do
+      job_id, next_id = promote_twice("g", gate: 'SqCopyGate.new("g")', later: 1)
+      resume
+      run.wait_for("a copy failed before it performed", timeout: 40) do
+        events("failed_before_perform", job_id).any?
+      end
+      # The running copy (it holds on until "go") still holds the slot, and job 2 is still parked.
+      at_failure = { slots: redis.zrange("#{slots_key("g")}:slots", 0, -1),
+                     blocked: redis.lrange("#{slots_key("g")}:blocked", 0, -1), running: redis.get("sq:now:g") }
+      redis.rpush("sq:gate:g:go", "1")
+      run.wait_for("job 2 done", timeout: 40) { entries("sq:done").size >= 2 }
+      copies = copies(job_id)
+      run.wait_for("every other copy failed", timeout: 30) do
+        console.evaluate("SolidQueue::FailedExecution.count") >= copies - 1
+      end
+      failures = console.evaluate("SolidQueue::FailedExecution.all.map { |row| [row.job.active_job_id, " \
+                                  "row.exception_class] }")
+      failed = events("failed_before_perform", job_id)
+      given = failed.map { |detail, _| detail.delete_prefix("gave_back=") }.uniq.join(",")
+      report("promoted twice, a copy failed before perform",
+             copies: copies, promotions: promotions(job_id), failed_before_perform: failed.size, gave_back: given,
+             at_failure: at_failure.inspect.delete(" "), most_at_once: redis.get("sq:max:g"))
+      expect(copies).to be >= 2
+      expect(promotions(job_id)).to eq(copies)
+      expect(at_failure).to eq(slots: [job_id], blocked: [next_id], running: "1")
+      expect(failed.map(&:first)).to eq(["gave_back=false"] * (copies - 1)) # each gave nothing back
+      expect(failures).to eq([[job_id, "ActiveJob::DeserializationError"]] * (copies - 1))
+      expect(events("discarded", job_id)).to eq([])
+      expect(entries("sq:started").map { |key, num, _| [key, num] }).to eq([["g", 1], ["g", 2]]) # job 2 after
+      expect(entries("sq:done").map { |key, num, _| [key, num] }).to eq([["g", 1], ["g", 2]])
+      expect(Integer(redis.get("sq:max:g"))).to eq(1)
+    end
+  end
+
   # Solid Queue needs ActiveRecord, which the vendored Rails 8.1 lacks: its ActiveJob, ActiveSupport and
   # railties run here under Debian testing's ActiveRecord 7.2 (spec/fixtures/solid_queue_app/app.rb).
   context "with Rails 8.1 job continuations (ActiveJob::Continuable)" do
