@@ -4,6 +4,8 @@
 # (redis-servers on the first CPU, clients on the others), each block INCR + DECR on a second Redis.
 # Prints blocks/s, client CPU µs per block (user, sys), Redis commands and CPU per block.
 #   ruby -Ilib bench/probes/limiter_io.rb MODE SECONDS   (MODE: limiter, mutex, ceiling)
+# Env: W workers (8), P processes (2), FAIR=0 for fair: false, PASSES for local_passes (the default),
+# SECTION=empty for blocks without the INCR + DECR.
 require "ferrolock"
 require "redis"
 require_relative "../harness"
@@ -13,6 +15,8 @@ mode = (ARGV[0] || "limiter").to_sym
 seconds = Float(ARGV[1] || 5)
 workers = Integer(ENV.fetch("W", 8))
 procs = Integer(ENV.fetch("P", 2))
+options = { fair: ENV.fetch("FAIR", "1") != "0" }
+options[:local_passes] = Integer(ENV["PASSES"]) if ENV["PASSES"]
 
 lock_redis = ENV["LOCK_URL"] || Demo::ThrowawayRedis.new.start.url
 io_redis = ENV["IO_URL"] || Demo::ThrowawayRedis.new.start.url
@@ -40,17 +44,18 @@ readers = Array.new(procs) do |_p|
       Thread.new do
         io = Redis.new(url: io_redis)
         lock = case mode
-               when :limiter then Ferrolock::ConcurrentLimiter.new(key, 3, wait_timeout: 60, lease: 10)
-               when :mutex then Ferrolock::DistMutex.new(key, lease: 10)
+               when :limiter then Ferrolock::ConcurrentLimiter.new(key, 3, wait_timeout: 60, lease: 10, **options)
+               when :mutex then Ferrolock::DistMutex.new(key, lease: 10, **options)
                end
         io.ping
         n = 0
         sleep 0.001 while Bench.monotonic < start_at
+        section = ENV["SECTION"] == "empty" ? -> {} : -> { io.incr(key) && io.decr(key) }
         while Bench.monotonic < stop_at
           case mode
-          when :limiter then lock.within_limit { io.incr(key) && io.decr(key) }
-          when :mutex then lock.synchronize { io.incr(key) && io.decr(key) }
-          else io.incr(key) && io.decr(key)
+          when :limiter then lock.within_limit(&section)
+          when :mutex then lock.synchronize(&section)
+          else section.call
           end
           n += 1
         end

@@ -67,7 +67,7 @@ impl RbConcurrentLimiter {
         rb_self: &Self,
         args: &[Value],
     ) -> Result<Option<RbLimiterSlot>, Error> {
-        let (wait_timeout, tally): (f64, _) = with_tally(args)?;
+        let (wait_timeout, tally): (f64, _) = with_tally(ruby, args)?;
         let started = tally::started(tally);
         // A limiter always has a finite wait; 0 gives a deadline of now: one attempt.
         let deadline = deadline(ruby, Some(wait_timeout))?;
@@ -89,7 +89,7 @@ impl RbConcurrentLimiter {
     /// LockLost if its lease was lost. Counts the release and its hold time in `tally` when
     /// given and this call released it.
     fn release(ruby: &Ruby, rb_self: &Self, args: &[Value]) -> Result<(), Error> {
-        let (slot, tally): (&RbLimiterSlot, _) = with_tally(args)?;
+        let (slot, tally): (&RbLimiterSlot, _) = with_tally(ruby, args)?;
         // A pass to a waiting thread of this process is made with the GVL held: the waiter it
         // wakes gets the GVL as soon as this thread next blocks, instead of this thread giving
         // it up and taking it back around the pass.

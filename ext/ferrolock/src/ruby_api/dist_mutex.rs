@@ -109,7 +109,7 @@ impl RbDistMutex {
     /// takes), as DistMutex#lock's keyword says (`timeout:` there is its deprecated name); counts
     /// the grant and its wait in `tally` when given.
     fn lock(ruby: &Ruby, rb_self: &Self, args: &[Value]) -> Result<RbMutexHold, Error> {
-        let (wait_timeout, tally): (Option<f64>, _) = with_tally(args)?;
+        let (wait_timeout, tally): (Option<f64>, _) = with_tally(ruby, args)?;
         let started = tally::started(tally);
         let deadline = deadline(ruby, wait_timeout)?;
         let token = DistMutex::new_token();
@@ -125,7 +125,7 @@ impl RbDistMutex {
     /// unlock(hold, tally = nil): counts the release and its hold time in `tally` when given and
     /// the release succeeded.
     fn unlock(ruby: &Ruby, rb_self: &Self, args: &[Value]) -> Result<(), Error> {
-        let (hold, tally): (&RbMutexHold, _) = with_tally(args)?;
+        let (hold, tally): (&RbMutexHold, _) = with_tally(ruby, args)?;
         // A pass to a waiting thread of this process is made with the GVL held (see
         // ConcurrentLimiter#release).
         if hold.held.consume_own(|h| rb_self.0.unlock_locally(h)) {

@@ -5,7 +5,6 @@
 
 use crate::guard;
 use ferrolock_core::Tally;
-use magnus::scan_args::scan_args;
 use magnus::{function, method, prelude::*, Error, RModule, Ruby, TryConvert, Value};
 use std::time::Instant;
 
@@ -46,9 +45,26 @@ pub fn started(tally: Option<&RbTally>) -> Option<Instant> {
 
 /// A native call's arguments: the one it always takes and the tally to count in (optional, nil:
 /// not counted; History passes one only when it alone listens, see lib/ferrolock/history/counter.rb).
-pub fn with_tally<'a, A: TryConvert>(args: &[Value]) -> Result<(A, Option<&'a RbTally>), Error> {
-    let args = scan_args::<(A,), (Option<Option<&'a RbTally>>,), (), (), (), ()>(args)?;
-    Ok((args.required.0, args.optional.0.flatten()))
+pub fn with_tally<'a, A: TryConvert>(
+    ruby: &Ruby,
+    args: &[Value],
+) -> Result<(A, Option<&'a RbTally>), Error> {
+    // By hand: magnus' scan_args formats its argument spec on every call, and this is every
+    // lock's and release's path.
+    match *args {
+        [first] => Ok((A::try_convert(first)?, None)),
+        [first, tally] => Ok((
+            A::try_convert(first)?,
+            Option::<&RbTally>::try_convert(tally)?,
+        )),
+        _ => Err(Error::new(
+            ruby.exception_arg_error(),
+            format!(
+                "wrong number of arguments (given {}, expected 1..2)",
+                args.len()
+            ),
+        )),
+    }
 }
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
