@@ -121,13 +121,7 @@ RSpec.describe "DistMutex cohort hand-off" do
           ready << true
           while Ferrolock.monotonic < stop_at
             started = raw.get("sections").to_i
-            begin
-              Thread.handle_interrupt(Object => :immediate) do
-                Timeout.timeout(rand(0.0003..0.004)) { section(raw, mutex, 0, started) }
-              end
-            rescue *CUT_SHORT
-              nil
-            end
+            interruptibly(*CUT_SHORT) { Timeout.timeout(rand(0.0003..0.004)) { section(raw, mutex, 0, started) } }
           end
         end
       end

@@ -135,13 +135,7 @@ RSpec.describe "History: DistMutex and ConcurrentLimiter counted in the Rust cor
       Array.new(4) do |i|
         Thread.new do
           until stop && !Thread.pending_interrupt?
-            begin
-              Thread.handle_interrupt(Object => :immediate) do
-                i.even? ? mutex.synchronize { nil } : limiter.within_limit { nil }
-              end
-            rescue injected
-              nil
-            end
+            interruptibly(injected) { i.even? ? mutex.synchronize { nil } : limiter.within_limit { nil } }
           end
         end
       end

@@ -8,6 +8,7 @@ end
 require_relative "support/redis_server"
 require_relative "support/processes"
 require_relative "support/timing"
+require_relative "support/interrupt_storm"
 require_relative "support/time_limit"
 
 # FERROLOCK_SIDEKIQ=7: the vendored Sidekiq 7.3 first on the load path, before anything requires sidekiq.
@@ -34,6 +35,7 @@ require "ferrolock"
 RSpec.configure do |config|
   config.include FerrolockTest::Processes
   config.include FerrolockTest::Timing
+  config.include FerrolockTest::InterruptStorm
   config.disable_monkey_patching!
   # `:sidekiq` marks what bin/test's rspec_sidekiq7 step runs again on Sidekiq 7.3.
   config.define_derived_metadata(file_path: FerrolockTest::SidekiqVersion::SPEC_FILES) { |meta| meta[:sidekiq] = true }
