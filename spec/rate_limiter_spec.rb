@@ -286,7 +286,7 @@ RSpec.describe Ferrolock::RateLimiter do
       Timeout.timeout(5) { lines.pop } # "OK": monitoring from here on
       count = 0
       # (redis-rb 5's monitor also yields nil when its read times out: no line)
-      seen = ->(line) { count += 1 if line && line.include?(key) && line.match?(/\] "eval(sha)?" /i) }
+      seen = ->(line) { count += 1 if String(line).include?(key) && String(line).match?(/\] "eval(sha)?" /i) }
       drain = lambda do
         seen.call(lines.pop) until lines.empty?
         count
