@@ -24,16 +24,17 @@ module Ferrolock
     # unless an exception was queued meanwhile: then it goes to `give_back` (which ignores
     # "not acquired" values) and the exception is raised. Returns what the block returned.
     def acquire(keep:, give_back:, &native)
-      deferred = false
-      loop do
-        value = Thread.handle_interrupt(DEFER) { attempt(deferred, keep, give_back, &native) }
-        return value unless INTERRUPTED.equal?(value)
+      # The first attempt outside the loop (every lock's path: no loop block entered).
+      value = Thread.handle_interrupt(DEFER) { attempt(false, keep, give_back, &native) }
+      return value unless INTERRUPTED.equal?(value)
 
+      loop do
         # Leaving the mask raised nothing: the caller's own Thread.handle_interrupt defers the
         # queued exception. Raise it now if that mask lets it through at a blocking point (as
         # Mutex#lock would); otherwise wait on, as Mutex#lock does under such a mask.
         Native.check_interrupts
-        deferred = true
+        value = Thread.handle_interrupt(DEFER) { attempt(true, keep, give_back, &native) }
+        return value unless INTERRUPTED.equal?(value)
       end
     end
 

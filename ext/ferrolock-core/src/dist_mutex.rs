@@ -213,6 +213,16 @@ impl DistMutex {
         }
     }
 
+    /// Unfair mode: a new `lock` call's hold when a holder of this process parked one (as
+    /// `lock` would take it first), taken without blocking or Redis; `Ok(None)` otherwise (then
+    /// `lock`). The binding calls it with Ruby's GVL held.
+    pub fn take_parked(&self, deadline: Option<Instant>) -> Result<Option<Held>> {
+        if !self.auto_release {
+            return Ok(None);
+        }
+        Ok(self.line.take_parked::<Self>(deadline)?.map(Held))
+    }
+
     fn timed_out(&self) -> Error {
         Error::Timeout(format!(
             "DistMutex {:?}: not acquired before the timeout",

@@ -29,7 +29,7 @@ module Ferrolock
             fresh_process!
             (@by_key[ownership.key] ||= []) << ownership
           end
-          Reaper.nudge(ownership.tick)
+          Reaper.nudge(ownership.tick, ownership.since)
         end
 
         # The calling fiber's Ownership of native_mutex, or nil.
@@ -57,6 +57,8 @@ module Ferrolock
         # waits), else the Ownerships of key whose owner ended, taken out for the caller to
         # release (usually none).
         def before_lock(native_mutex, key)
+          return NONE if none_held?(key)
+
           @lock.synchronize do
             fresh_process!
             list = @by_key[key]
@@ -91,6 +93,13 @@ module Ferrolock
         end
 
         private
+
+        # True when this process holds nothing of key (the usual case before a lock), looked up
+        # without @lock: a Hash read is one call, which no other Ruby thread interrupts (the
+        # GVL). False in a forked child until its first call under @lock forgot the parent's.
+        def none_held?(key)
+          @generation == Native.fork_generation && !@by_key.key?(key)
+        end
 
         # Each ended hold's release is announced before it leaves the record (under @lock), so
         # that from here to Redis's answer this process's locked? and try_lock wait for it.

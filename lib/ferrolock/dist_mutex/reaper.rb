@@ -25,20 +25,21 @@ module Ferrolock
       @idle_ticks = 0
 
       class << self
-        # Called after a hold is recorded: makes sure the reaper looks within tick seconds.
+        # Called after a hold is recorded (at now, Ferrolock.monotonic): makes sure the reaper
+        # looks within tick seconds.
         # Without @lock when the thread runs here and will look soon enough by itself: @wakes_at
         # is set under @lock just before each wait and cleared as the wait ends, so a time read
         # here is one the thread is waiting for, or one whose wait just ended: its next look then
         # computes the tick under @lock, after this hold was recorded.
-        def nudge(tick)
-          return if looks_in_time?(@wakes_at, tick)
+        def nudge(tick, now)
+          return if looks_in_time?(@wakes_at, tick, now)
 
           @lock.synchronize do
             start unless running?
             @idle_ticks = 0
             # Kept for the idle ticks even if the hold has ended when the thread next looks.
             @tick = tick if @tick.nil? || tick < @tick
-            @wake.signal unless looks_in_time?(@wakes_at, tick)
+            @wake.signal unless looks_in_time?(@wakes_at, tick, Ferrolock.monotonic)
           end
         end
 
@@ -60,8 +61,8 @@ module Ferrolock
         private
 
         # True when the thread runs in this process and looks again by itself within tick seconds.
-        def looks_in_time?(wakes_at, tick)
-          !wakes_at.nil? && Ferrolock.monotonic + tick >= wakes_at && running?
+        def looks_in_time?(wakes_at, tick, now)
+          !wakes_at.nil? && now + tick >= wakes_at && running?
         end
 
         def running?

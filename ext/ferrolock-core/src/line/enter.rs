@@ -61,6 +61,34 @@ impl Line {
         })
     }
 
+    /// Unfair mode: the hold a holder of this process parked for the name (local/parked.rs), as
+    /// `enter` would take it first, without blocking: no Redis, no wait (the lines' lock only),
+    /// so the binding tries it with Ruby's GVL held before a new call's `enter` (a retry keeps
+    /// its own token: `enter`). `Ok(None)` when none is parked, or when `enter` would not take
+    /// it (a grant replicas acknowledge, a caller out of time): then `enter`.
+    pub(crate) fn take_parked<P: Primitive>(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Option<Hold>> {
+        if self.unfair_slice.is_none()
+            || self.min_replicas_acked > 0
+            || (P::ATTEMPT_AT_DEADLINE && deadline.is_some_and(|d| d <= Instant::now()))
+        {
+            return Ok(None);
+        }
+        let Some((baton, member)) = local::take_parked(self.client.identity(), &self.key) else {
+            return Ok(None);
+        };
+        let Ok(mut hold) = baton.downcast::<Hold>() else {
+            return Err(Error::internal(format!(
+                "{}: a foreign hold was passed",
+                P::KIND
+            )));
+        };
+        hold.member = Some(member);
+        Ok(Some(*hold))
+    }
+
     /// One round trip, also on the uncontended path: the hold, or what the script reported
     /// (queued unless `args.wait_ms` is 0).
     pub(crate) fn attempt<P: Primitive>(

@@ -112,6 +112,16 @@ impl RbDistMutex {
         let (wait_timeout, tally): (Option<f64>, _) = with_tally(ruby, args)?;
         let started = tally::started(tally);
         let deadline = deadline(ruby, wait_timeout)?;
+        // Unfair mode: a hold a holder of this process parked is taken with the GVL held (it
+        // never blocks, as the unlock that parked it): no blocking region, and no token made
+        // (the parked hold keeps its cohort's).
+        let parked = rb_self
+            .0
+            .take_parked(deadline)
+            .map_err(|e| core_error(ruby, e))?;
+        if let Some(held) = parked {
+            return Ok(RbMutexHold::new(held, RbTally::acquired(tally, started)));
+        }
         let token = DistMutex::new_token();
         let held = acquire_until(
             ruby,

@@ -196,6 +196,13 @@ impl Line {
         !self.parked.is_empty() && self.waiting.len() <= self.parked.len()
     }
 
+    /// The oldest parked hold (parked.rs), taken by a thread that asks for the name.
+    fn take_parked(&mut self) -> Option<Baton> {
+        let parked = self.parked.pop_front()?;
+        self.park_backoff.hit();
+        Some(parked.baton)
+    }
+
     fn is_unused(&self) -> bool {
         self.in_redis == 0
             && self.holding == 0
@@ -286,6 +293,16 @@ impl Drop for Member {
 }
 
 impl Member {
+    /// The member of a thread that took a parked hold: the holding count stayed with the hold,
+    /// so it is ours now (no wake-up).
+    fn holding(key: LineKey, generation: u64) -> Member {
+        Member {
+            key,
+            generation,
+            role: Role::Holding,
+        }
+    }
+
     /// The waiter in Redis got the lock.
     pub fn acquired(&mut self) {
         self.become_holder(false);
@@ -493,16 +510,8 @@ pub fn join(
     if park_tick.is_some() {
         line.park_tick = park_tick;
     }
-    if let Some(parked) = line.parked.pop_front() {
-        line.park_backoff.hit();
-        // The holding count stayed with the parked hold: it is ours now, no wake-up.
-        let role = Role::Holding;
-        let member = Member {
-            key,
-            generation,
-            role,
-        };
-        return Joined::Parked(parked.baton, member);
+    if let Some(baton) = line.take_parked() {
+        return Joined::Parked(baton, Member::holding(key, generation));
     }
     let barge = unfair && !slots && line.holding > 0;
     if line.in_redis == 0 && line.waiting.is_empty() && !barge {
@@ -530,6 +539,17 @@ pub fn join(
         wake,
         generation,
     })
+}
+
+/// Unfair mode: a hold a holder of this process parked for `lock_key` of `client_id`, taken
+/// as `join` would take it, without joining when there is none (the caller then joins). Never
+/// blocks (the lines' lock only), so the binding calls it with Ruby's GVL held.
+pub fn take_parked(client_id: usize, lock_key: &str) -> Option<(Baton, Member)> {
+    let key = (client_id, lock_key.to_string());
+    let mut lines = lines();
+    let baton = lines.0.get_mut(&key)?.take_parked()?;
+    drop(lines);
+    Some((baton, Member::holding(key, crate::fork::generation())))
 }
 
 /// A limiter has `room` free slots: up to that many of the oldest local waiters attempt now (each
