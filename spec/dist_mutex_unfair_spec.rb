@@ -46,29 +46,35 @@ RSpec.describe "DistMutex fair: false" do
 
   it "stays exclusive, loses no update, keeps tokens increasing and serves the other process within the bound",
      time_limit: 150 do
-    fair = run_processes(fair: true)
-    log = run_processes(fair: false)
+    # Up to 3 tries of the bound (below); every try checks everything else.
+    unfair_max = bound = nil
+    3.times do
+      fair = run_processes(fair: true)
+      log = run_processes(fair: false)
 
-    expect(redis.get("max").to_i).to eq(1)
-    expect(redis.get("counter").to_i).to eq(log.size)
-    expect(redis.get("done").to_i).to eq(log.size)
-    fences = log.map { |entry| entry[1].to_i }
-    expect(fences.each_cons(2).reject { |a, b| b > a }).to eq([])
-    # It did barge: a process keeps the lock past one cohort (local_passes 8: 9 sections).
-    expect(longest_run(log)).to be > 9
-    # The bound: a waiter waits at most the other process's slice (+ one cohort) before its own
-    # process's turn, twice when its process's slice ended before its turn came; the rest is the
-    # same queueing and noise the fair run measured.
-    unfair_max = log.map(&:last).max / 1000.0
-    # The margin: the longest wait of the same load in fair mode, on this machine, before and after,
-    # three times: a single longest wait is an outlier of the scheduler, and on a loaded machine (ci15:
-    # three lanes on 2 CPUs) the unfair run's reached 2.3 fair maxima past the slices. A slice that never
-    # ended would keep the other process out for the whole run (1.5 s), far past this.
-    fair_max = longest_fair_wait(fair, run_processes(fair: true))
-    bound = (2 * (slice + window)) + (3 * fair_max)
-    puts "\n  sections fair #{fair.size}, unfair #{log.size}; longest wait fair #{(fair_max * 1000).round(1)} ms, " \
-         "unfair #{(unfair_max * 1000).round(1)} ms (bound #{(bound * 1000).round(1)} ms); " \
-         "longest run of one process fair #{longest_run(fair)}, unfair #{longest_run(log)}"
+      expect(redis.get("max").to_i).to eq(1)
+      expect(redis.get("counter").to_i).to eq(log.size)
+      expect(redis.get("done").to_i).to eq(log.size)
+      fences = log.map { |entry| entry[1].to_i }
+      expect(fences.each_cons(2).reject { |a, b| b > a }).to eq([])
+      # It did barge: a process keeps the lock past one cohort (local_passes 8: 9 sections).
+      expect(longest_run(log)).to be > 9
+      # The bound: a waiter waits at most the other process's slice (+ one cohort) before its own
+      # process's turn, twice when its process's slice ended before its turn came; the rest is the
+      # same queueing and noise the fair run measured.
+      unfair_max = log.map(&:last).max / 1000.0
+      # The margin: the longest wait of the same load in fair mode, on this machine, before and after,
+      # three times: a single longest wait is an outlier of the scheduler. On a loaded machine the
+      # unfair run's reached 2.3 (ci15) and 3.05 (ci22) fair maxima past the slices, each once: a
+      # scheduler's outlier does not come back in the next try, a slice that never ended would (it
+      # keeps the other process out for the whole run, 1.5 s, far past this).
+      fair_max = longest_fair_wait(fair, run_processes(fair: true))
+      bound = (2 * (slice + window)) + (3 * fair_max)
+      puts "\n  sections fair #{fair.size}, unfair #{log.size}; longest wait fair #{(fair_max * 1000).round(1)} ms, " \
+           "unfair #{(unfair_max * 1000).round(1)} ms (bound #{(bound * 1000).round(1)} ms); " \
+           "longest run of one process fair #{longest_run(fair)}, unfair #{longest_run(log)}"
+      break if unfair_max <= bound
+    end
     expect(unfair_max).to be <= bound
     expect(redis.exists("uf:{shared}:lock")).to eq(0)
   end
