@@ -59,7 +59,7 @@ RSpec.describe "interrupt atomicity" do
       ids = Array.new(8) { |i| "#{name}-#{i}" }
       cycle = lambda do
         id = rand < 0.5 ? ids.sample : SecureRandom.hex(6)
-        Ferrolock::Shoryuken::LockMiddleware.new(enabled: true, lock_ttl: 1).call(Object.new, "q", message.new(id)) do
+        Ferrolock::Shoryuken::LockMiddleware.new(enabled: true, lease: 1).call(Object.new, "q", message.new(id)) do
           Thread.pass
         end
       end

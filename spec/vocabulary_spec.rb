@@ -222,4 +222,30 @@ RSpec.describe "One vocabulary" do
       expect { Ferrolock::FairTenant.const_get(:Nope) }.to raise_error(NameError)
     end
   end
+
+  # Logger rescues what lands in its write (logger 1.5: any Exception), so the warning is logged with
+  # interrupts deferred: a Thread#raise (or Timeout) meanwhile arrives after the line, not lost.
+  it "logs a deprecation warning with interrupts deferred: an exception raised meanwhile still arrives" do
+    writing = Queue.new
+    go_on = Queue.new
+    device = Object.new
+    device.define_singleton_method(:write) do |*|
+      writing << true
+      go_on.pop
+      0
+    end
+    device.define_singleton_method(:close) { nil }
+    allow(Ferrolock).to receive(:logger).and_return(Logger.new(device))
+    injected = Class.new(StandardError)
+    thread = Thread.new do
+      Ferrolock::DualLock.new("vocabulary-interrupted", max_wait: 1)
+      :not_raised
+    rescue injected
+      :raised
+    end
+    Timeout.timeout(5) { writing.pop }
+    thread.raise(injected)
+    go_on << true
+    expect(thread.value).to eq(:raised)
+  end
 end
