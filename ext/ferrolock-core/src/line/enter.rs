@@ -79,14 +79,7 @@ impl Line {
         let Some((baton, member)) = local::take_parked(self.client.identity(), &self.key) else {
             return Ok(None);
         };
-        let Ok(mut hold) = baton.downcast::<Hold>() else {
-            return Err(Error::internal(format!(
-                "{}: a foreign hold was passed",
-                P::KIND
-            )));
-        };
-        hold.member = Some(member);
-        Ok(Some(*hold))
+        handed::<P>(baton, member).map(Some)
     }
 
     /// One round trip, also on the uncontended path: the hold, or what the script reported
@@ -165,14 +158,7 @@ impl Line {
         };
         if let Turn::Handed(baton) = turn {
             // A holder of this process passed us its hold (cohort.rs): no Redis.
-            let Ok(mut hold) = baton.downcast::<Hold>() else {
-                return Err(Error::internal(format!(
-                    "{}: a foreign hold was passed",
-                    P::KIND
-                )));
-            };
-            hold.member = Some(member);
-            return Ok(Some(*hold));
+            return handed::<P>(baton, member).map(Some);
         }
         // `member` lives until this returns: an error passes the turn on as it drops.
         let queued_by_release = start_turn(turn, queued, || {
@@ -332,6 +318,19 @@ impl Line {
             let _ = release_now(&self.client, intr, leave, self.lease);
         }
     }
+}
+
+/// The hold a holder of this process passed on or parked (cohort.rs, local/parked.rs), now
+/// `member`'s: no Redis.
+fn handed<P: Primitive>(baton: local::Baton, member: local::Member) -> Result<Hold> {
+    let Ok(mut hold) = baton.downcast::<Hold>() else {
+        return Err(Error::internal(format!(
+            "{}: a foreign hold was passed",
+            P::KIND
+        )));
+    };
+    hold.member = Some(member);
+    Ok(*hold)
 }
 
 /// What a passed-on waiter starts with: true when a release queued it (its entry goes to

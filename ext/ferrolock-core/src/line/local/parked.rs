@@ -5,10 +5,11 @@
 //! line. The first thread of the process to ask for the name takes it (`join`: the releasing
 //! thread itself coming back, or another running thread), with no Redis round trip and no
 //! wake-up; a DistMutex `lock` looks first with `take_parked`, which the binding calls with
-//! Ruby's GVL held (no blocking region, as the release that parked it). When nobody asks within `PARK_TICK`, the oldest local waiter takes it at its next
-//! look (it looks every `PARK_TICK` in an unfair line); a waiter that leaves (timeout,
-//! interrupt) while a hold is parked takes it as it goes (held past its deadline, or given back
-//! by the binding as any acquisition that raced an interrupt), so a hold is parked only while a
+//! Ruby's GVL held (no blocking region, as the release that parked it). When nobody asks
+//! within `PARK_TICK`, the oldest local waiter takes it at its next look (it looks every
+//! `PARK_TICK` in an unfair line); a waiter that leaves (timeout, interrupt) while a hold is
+//! parked takes it as it goes (held past its deadline, or given back by the binding as any
+//! acquisition that raced an interrupt), so a hold is parked only while a
 //! waiter is there to take it: there are never more parked holds than waiters, and no waiter is
 //! passed on, queued or sent to Redis while that would leave fewer (`keeps_last_waiter`). A
 //! process that exits or is killed leaves it to its lease.
