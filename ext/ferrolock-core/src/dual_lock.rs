@@ -172,10 +172,18 @@ impl DualLock {
 
     /// After `enter` failed (Redis unreachable, interrupted): Redis may still have given
     /// `token` WAIT or EXEC with the reply lost, so release it in the background rather than
-    /// let it turn duplicates away for a whole TTL. `token` must not be used again.
+    /// let it turn duplicates away for a whole TTL. `token` must not be used again. Until the
+    /// release is answered, this process's `enter` and `state` wait for it (as an interrupted
+    /// `Mutex#lock` leaves nothing behind): a duplicate is not skipped for a waiter that is gone.
     pub fn abandon(&self, token: &str) {
         let ttl = self.opts.wait_lease.max(self.opts.lease);
-        crate::lease::release_in_background(&self.client, self.release_call(token, true), ttl);
+        let call = self.release_call(token, true);
+        crate::lease::release_in_background_announced(&self.client, call, ttl, &self.wait_key);
+    }
+
+    /// Waits for this process's abandoned tickets of the key to be released (see `abandon`).
+    fn wait_abandoned(&self, intr: &Interrupt) -> Result<()> {
+        crate::unanswered_releases::wait_answered(self.client.identity(), &self.wait_key, intr)
     }
 
     /// The token-checked release of WAIT and/or EXEC (handing EXEC to the waiter), used by
@@ -220,6 +228,7 @@ impl DualLock {
         if dual_lock_local::covered(self.client.identity(), &self.wait_key, token) {
             return Ok(ticket);
         }
+        self.wait_abandoned(intr)?;
         self.turn(intr, &mut ticket)?;
         self.cover_locally(&mut ticket);
         Ok(ticket)
@@ -414,6 +423,7 @@ impl DualLock {
 
     /// Who holds what now: (someone executes, someone waits).
     pub fn state(&self, intr: &Interrupt) -> Result<(bool, bool)> {
+        self.wait_abandoned(intr)?;
         let cmd = [b"EXISTS".to_vec(), self.exec_key.clone().into_bytes()];
         let exec = int(&self.client.command(intr, &cmd)?)? == 1;
         let cmd = [b"EXISTS".to_vec(), self.wait_key.clone().into_bytes()];

@@ -8,9 +8,10 @@
 //!
 //! With Ruby's Mutex, a thread seen asleep in `sleep` no longer holds the lock, and an
 //! interrupted `lock` leaves nothing behind: once its holder unlocks, `try_lock` succeeds.
-//! `locked?`, `try_lock` (and a limiter's `status`) in this process keep that true by first
-//! waiting for the unanswered releases of their lock (one round trip, bounded by read_timeout
-//! like any release; a background release counts as answered after its first try).
+//! `locked?`, `try_lock` (a limiter's `status`, a DualLock's `enter` and `state`) in this process
+//! keep that true by first waiting for the unanswered releases of their lock (one round trip,
+//! bounded by read_timeout like any release; a background release counts as answered after its
+//! first try).
 
 use crate::error::Result;
 use crate::fork::ForkLocal;

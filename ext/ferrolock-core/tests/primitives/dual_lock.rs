@@ -356,3 +356,29 @@ fn rejects_bad_arguments() {
         Err(Error::Argument(_))
     ));
 }
+
+/// An arrival whose reply was lost (interrupted: the Ruby side abandons it) holds WAIT in Redis
+/// until the background release lands; this process's next duplicate and `state` wait for that
+/// release, so the duplicate waits in its place instead of being skipped for a waiter that is
+/// gone (a lost update). Repeated: without the wait, `state` usually beats the watchdog thread.
+#[test]
+fn an_abandoned_waiter_is_gone_for_this_process_at_once() {
+    let server = RedisServer::start();
+    let client = server.client("t");
+    let l = lock(&client, "abandoned", 30_000, 30_000);
+    let intr = Interrupt::new();
+    let running = l.enter(&intr, &token()).unwrap();
+    for round in 0..20 {
+        let gone = token();
+        let ticket = l.enter(&intr, &gone).unwrap();
+        assert_eq!(ticket.stage(), Stage::Waiting);
+        drop(ticket);
+        l.abandon(&gone);
+        assert_eq!(l.state(&intr).unwrap(), (true, false), "round {round}");
+        let next = token();
+        let ticket = l.enter(&intr, &next).unwrap();
+        assert_eq!(ticket.stage(), Stage::Waiting, "round {round}");
+        l.leave(&intr, ticket).unwrap();
+    }
+    l.leave(&intr, running).unwrap();
+}
