@@ -208,6 +208,13 @@ impl ConcurrentLimiter {
             .map(Slot))
     }
 
+    /// Unfair mode: a new `acquire` call's slot when a holder of this process parked one (as
+    /// `acquire` would take it first), taken without blocking or Redis; `Ok(None)` otherwise (then
+    /// `acquire`). The binding calls it with Ruby's GVL held.
+    pub fn take_parked(&self, deadline: Instant) -> Result<Option<Slot>> {
+        Ok(self.line.take_parked::<Self>(Some(deadline))?.map(Slot))
+    }
+
     /// The TTL every writer gives the line: twice the longest entry a waiter of this name plans
     /// (its longest block + 1 s), so a process that set it at T may queue entries without
     /// setting it again until that long after T (see `local::line_refresh_needed`,

@@ -39,6 +39,8 @@ pub trait Lined: Send + Sync + Sized + 'static {
     /// `tick`: how long a parked hold waits for a running thread (None: the default).
     fn unfair(client: &Client, name: &str, limit: u32, tick: Option<Duration>) -> Self;
     fn parked_holds(&self) -> usize;
+    /// The binding's retake with the GVL held (a new call's hold when one is parked here).
+    fn take_parked(&self) -> Result<Option<Self::Hold>>;
     /// Whether anyone holds it now.
     fn held(&self) -> bool;
     /// A lock's fencing token (a slot has none).
@@ -99,6 +101,9 @@ impl Lined for DistMutex {
     }
     fn parked_holds(&self) -> usize {
         DistMutex::parked_holds(self)
+    }
+    fn take_parked(&self) -> Result<Option<Held>> {
+        DistMutex::take_parked(self, None)
     }
     fn held(&self) -> bool {
         self.is_locked(&Interrupt::new()).unwrap()
@@ -161,6 +166,9 @@ impl Lined for ConcurrentLimiter {
     }
     fn parked_holds(&self) -> usize {
         ConcurrentLimiter::parked_holds(self)
+    }
+    fn take_parked(&self) -> Result<Option<Self::Hold>> {
+        ConcurrentLimiter::take_parked(self, Instant::now() + Duration::from_secs(60))
     }
     fn held(&self) -> bool {
         self.status(&Interrupt::new()).unwrap().in_use > 0

@@ -17,6 +17,7 @@ both!(
     a_parked_hold_nobody_asks_for_goes_to_the_oldest_waiter,
     a_waiter_that_leaves_takes_the_parked_hold_with_it,
     another_process_is_passed_over_for_a_slice_only,
+    take_parked_takes_a_parked_hold_as_a_new_call_would_and_nothing_else,
 );
 
 /// A thread of `p`'s process waiting in the process's line (a limiter's first waiter queues in
@@ -252,47 +253,47 @@ fn a_parked_slot_is_never_left_without_a_waiter_to_take_it() {
     });
 }
 
-/// `DistMutex::take_parked`, the binding's retake with the GVL held: it takes a parked hold as a
-/// lock would (no command, nobody woken, the next token of the block) and finds none when
-/// nothing is parked, or for a fair lock (whose releases never park).
-#[test]
-fn take_parked_takes_a_parked_hold_as_a_lock_would_and_nothing_else() {
-    use ferrolock_core::DistMutex;
+/// `take_parked`, the binding's retake with the GVL held: it takes a parked hold as a new call
+/// would (no command, nobody woken, a lock's next token of the block) and finds none when
+/// nothing is parked, or for a fair primitive (whose releases never park).
+fn take_parked_takes_a_parked_hold_as_a_new_call_would_and_nothing_else<P: Lined>() {
     let server = RedisServer::start();
     let client = server.counted_client("t");
-    let p = Arc::new(DistMutex::unfair(
+    let p = Arc::new(P::unfair(
         &client,
         "retake",
         1,
         Some(Duration::from_secs(2)),
     ));
     let intr = Interrupt::new();
-    assert!(p.take_parked(None).unwrap().is_none(), "nothing parked");
+    assert!(p.take_parked().unwrap().is_none(), "nothing parked");
     let held = take(&*p);
-    let first = held.fencing_token();
+    let first = P::fence(&held);
     let (entered, threads) = local_waiter(&p, &client, "retake", None);
     let before = commands_run(&client);
     p.leave(&intr, held).unwrap();
     assert_eq!(p.parked_holds(), 1, "the release parked the hold");
-    let again = p.take_parked(None).unwrap().expect("the parked hold");
-    assert_eq!(
-        again.fencing_token(),
-        first + 1,
-        "a fresh token of the block"
-    );
+    let again = p.take_parked().unwrap().expect("the parked hold");
+    if let Some(first) = first {
+        assert_eq!(
+            P::fence(&again),
+            Some(first + 1),
+            "a fresh token of the block"
+        );
+    }
     assert_eq!(p.parked_holds(), 0);
-    assert!(p.take_parked(None).unwrap().is_none(), "taken once");
+    assert!(p.take_parked().unwrap().is_none(), "taken once");
     assert_eq!(commands_run(&client) - before, 0, "no command sent");
     assert!(entered.try_recv().is_err(), "the waiter still waits");
     p.leave(&intr, again).unwrap();
     all_entered(&entered, threads);
     until("released", || !p.held());
 
-    let fair = DistMutex::build(&client, "fair", 30_000, 8).unwrap();
+    let fair = P::make(&client, "fair", 30_000, 8);
     let held = take(&fair);
     assert!(
-        fair.take_parked(None).unwrap().is_none(),
-        "a fair lock never parks"
+        fair.take_parked().unwrap().is_none(),
+        "a fair one never parks"
     );
     fair.leave(&intr, held).unwrap();
 }

@@ -72,13 +72,24 @@ impl RbConcurrentLimiter {
         // A limiter always has a finite wait; 0 gives a deadline of now: one attempt.
         let deadline = deadline(ruby, Some(wait_timeout))?;
         let ends = deadline.unwrap_or_else(Instant::now);
-        let token = ConcurrentLimiter::new_token();
-        let slot = acquire_until(
-            ruby,
-            deadline,
-            |intr| rb_self.0.acquire(intr, &token, ends),
-            || rb_self.0.abandon(&token),
-        )?;
+        // Unfair mode: a slot a holder of this process parked is taken with the GVL held (as
+        // DistMutex#lock takes a parked hold): no blocking region, no token made.
+        let parked = rb_self
+            .0
+            .take_parked(ends)
+            .map_err(|e| core_error(ruby, e))?;
+        let slot = match parked {
+            Some(slot) => Some(slot),
+            None => {
+                let token = ConcurrentLimiter::new_token();
+                acquire_until(
+                    ruby,
+                    deadline,
+                    |intr| rb_self.0.acquire(intr, &token, ends),
+                    || rb_self.0.abandon(&token),
+                )?
+            }
+        };
         Ok(slot.map(|s| RbLimiterSlot {
             slot: HeldCell::new(s),
             granted: RbTally::acquired(tally, started),
