@@ -1,6 +1,5 @@
 # frozen_string_literal: true
 
-require "securerandom"
 require "timeout"
 
 require "logger"
@@ -48,6 +47,7 @@ end
 
 # What Sidekiq's Rails integration does (sidekiq_options on ActiveJob classes; on 7.3 its wrapper).
 require_relative "support/sidekiq_active_job"
+require_relative "support/redis_monitor"
 ActiveJob::Base.logger = Logger.new(nil)
 
 class FtSpecActiveJob < ActiveJob::Base
@@ -81,17 +81,10 @@ RSpec.describe Ferrolock::FairTenant do
   # INFO commandstats would also count other work of this process (a lease renewal, a background
   # release left by an earlier example).
   def fair_tenant_commands
-    lines = Queue.new
-    monitor = Thread.new { Redis.new(url: FerrolockTest.redis_server.url).monitor { |line| lines << line } }
-    Timeout.timeout(5) { lines.pop } # "OK": monitoring from here on
-    yield
-    marker = "ft-monitor-end-#{SecureRandom.hex(4)}"
-    redis.echo(marker)
-    seen = []
-    Timeout.timeout(5) { (seen << lines.pop) until seen.last.to_s.include?(marker) }
-    seen.grep(/\{ft:/)
-  ensure
-    monitor&.kill&.join(1)
+    FerrolockTest::RedisMonitor.watch(FerrolockTest.redis_server.url) do |monitor|
+      yield
+      monitor.lines_until_now.grep(/\{ft:/)
+    end
   end
 
   before do

@@ -1,9 +1,9 @@
 # frozen_string_literal: true
 
 require "json"
-require "securerandom"
 require "socket"
 require "timeout"
+require_relative "support/redis_monitor"
 
 RSpec.describe Ferrolock::RateLimiter do
   let(:redis) { FerrolockTest.redis_server.redis }
@@ -281,28 +281,12 @@ RSpec.describe Ferrolock::RateLimiter do
     # Yields a lambda counting the scripts (EVALSHA or EVAL, not the commands they run) MONITOR
     # has seen on `key` so far; returns the count once the block is done.
     def scripts_on(key)
-      lines = Queue.new
-      monitor = Thread.new { Redis.new(url: FerrolockTest.redis_server.url).monitor { |line| lines << line } }
-      Timeout.timeout(5) { lines.pop } # "OK": monitoring from here on
-      count = 0
-      # (redis-rb 5's monitor also yields nil when its read times out: no line)
-      seen = ->(line) { count += 1 if String(line).include?(key) && String(line).match?(/\] "eval(sha)?" /i) }
-      drain = lambda do
-        seen.call(lines.pop) until lines.empty?
-        count
+      script = ->(line) { line.include?(key) && line.match?(/\] "eval(sha)?" /i) }
+      FerrolockTest::RedisMonitor.watch(FerrolockTest.redis_server.url) do |monitor|
+        count = 0
+        yield(-> { count += monitor.lines_so_far.count(&script) })
+        count + monitor.lines_until_now.count(&script)
       end
-      yield drain
-      marker = "scripts-on-end-#{SecureRandom.hex(4)}"
-      redis.echo(marker)
-      loop do
-        line = Timeout.timeout(5) { lines.pop }
-        break if line&.include?(marker)
-
-        seen.call(line)
-      end
-      count
-    ensure
-      monitor&.kill&.join(1)
     end
 
     def quiet_thread(&block)
