@@ -24,15 +24,15 @@ module Ferrolock
         cause = cause.to_sym
         holds = leases.map { |lease| LockLostWatcher.payload(*lease).except(:detected) }
         jobs = parked.map { |key, job_id| { name: key, job_id: job_id } }
-        Ferrolock.logger.error(message(cause, redis, holds, jobs))
+        Ferrolock.log(:error, message(cause, redis, holds, jobs))
         Ferrolock.instrument(:data_lost, cause: cause, redis: redis, lost: holds, parked: jobs)
       end
 
       private
 
       def kept(redis)
-        Ferrolock.logger.info("ferrolock: Redis at #{redis} changed (run_id: a failover or a restart) and kept " \
-                              "ferrolock's data: every hold and parked job of this process is still there")
+        Ferrolock.log(:info, "ferrolock: Redis at #{redis} changed (run_id: a failover or a restart) and kept " \
+                             "ferrolock's data: every hold and parked job of this process is still there")
       end
 
       def message(cause, redis, lost, jobs)

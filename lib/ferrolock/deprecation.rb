@@ -36,11 +36,7 @@ module Ferrolock
         first = @lock.synchronize { @warned[[owner, old]] ? false : (@warned[[owner, old]] = true) }
         return unless first
 
-        # Deferred interrupts: Logger rescues what lands in its write (StandardError), so a
-        # Thread#raise or Timeout arriving then would be lost; deferred, it is raised after the line.
-        Thread.handle_interrupt(Object => :never) do
-          Ferrolock.logger.warn("ferrolock: #{owner}: #{old} is deprecated, use #{new} (same meaning)")
-        end
+        Ferrolock.log(:warn, "ferrolock: #{owner}: #{old} is deprecated, use #{new} (same meaning)")
       end
 
       # Keeps a namespace's renamed constants working: `namespace::Old` is autoloaded from the file

@@ -27,7 +27,7 @@ module Ferrolock
         check.join(wait) if wait.positive?
         nil
       rescue StandardError => e # a boot never fails over a warning
-        Ferrolock.logger.warn("ferrolock: could not check Redis' maxmemory-policy at boot: #{e.class}: #{e.message}")
+        Ferrolock.log(:warn, "ferrolock: could not check Redis' maxmemory-policy at boot: #{e.class}: #{e.message}")
         nil
       end
 
@@ -87,11 +87,10 @@ module Ferrolock
     end
 
     def warn_about(policy)
-      Ferrolock.logger.warn(
-        "ferrolock: Redis at #{@url} has maxmemory-policy #{policy}: when memory runs out it may evict " \
-        "ferrolock's keys (every one has a TTL, so volatile-* policies pick exactly them), which silently " \
-        "releases held locks and slots. Set maxmemory-policy noeviction (logged once per client)."
-      )
+      Ferrolock.log(:warn, "ferrolock: Redis at #{@url} has maxmemory-policy #{policy}: when memory runs out " \
+                           "it may evict ferrolock's keys (every one has a TTL, so volatile-* policies pick exactly " \
+                           "them), which silently releases held locks and slots. Set maxmemory-policy noeviction " \
+                           "(logged once per client).")
     rescue StandardError
       nil
     end

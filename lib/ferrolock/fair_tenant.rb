@@ -74,18 +74,18 @@ module Ferrolock
         first = STATE_LOCK.synchronize { @warned[class_name] ? false : (@warned[class_name] = true) }
         return unless first
 
-        Ferrolock.logger.warn("ferrolock FairTenant: #{class_name} has fair_tenant_queues but this job has no " \
-                              "tenant (job[\"fair_tenant\"], #{class_name}.fair_tenant(*args) or " \
-                              "job[\"apartment\"]); such jobs are pushed unthrottled (logged once per class)")
+        Ferrolock.log(:warn, "ferrolock FairTenant: #{class_name} has fair_tenant_queues but this job has no " \
+                             "tenant (job[\"fair_tenant\"], #{class_name}.fair_tenant(*args) or " \
+                             "job[\"apartment\"]); such jobs are pushed unthrottled (logged once per class)")
       end
 
       # Ferrolock's Redis failed: the caller pushes the job unchanged (never lost); enqueues through
       # this client skip Redis for FAILURE_PAUSE seconds, and the failure is logged once per pause.
       def redis_failed(error, client, class_name, queue)
         STATE_LOCK.synchronize { @paused_until[client] = Ferrolock.monotonic + FAILURE_PAUSE }
-        Ferrolock.logger.warn("ferrolock FairTenant: #{error.class}: #{error.message}; #{class_name} pushed to " \
-                              "#{queue.inspect} unthrottled, and enqueues skip fair-tenant counting for " \
-                              "#{FAILURE_PAUSE} s")
+        Ferrolock.log(:warn, "ferrolock FairTenant: #{error.class}: #{error.message}; #{class_name} pushed to " \
+                             "#{queue.inspect} unthrottled, and enqueues skip fair-tenant counting for " \
+                             "#{FAILURE_PAUSE} s")
       end
 
       # True while enqueues through this client skip Redis after a failure.

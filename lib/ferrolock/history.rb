@@ -97,8 +97,8 @@ module Ferrolock
         return if @failing_since && now - @failing_since < 60
 
         @failing_since = now
-        Ferrolock.logger.warn("ferrolock: history flush failed, #{dropped} count(s) dropped (logged once a " \
-                              "minute while it fails): #{error.class}: #{error.message}")
+        Ferrolock.log(:warn, "ferrolock: history flush failed, #{dropped} count(s) dropped (logged once a " \
+                             "minute while it fails): #{error.class}: #{error.message}")
       end
 
       # When the flush thread is not alive (record asks only that on every event: a forked child's
@@ -154,7 +154,7 @@ module Ferrolock
           begin
             flush!
           rescue StandardError => e # a bad configuration: keep counting, say why each time
-            Ferrolock.logger.warn("ferrolock: history flush failed: #{e.class}: #{e.message}")
+            Ferrolock.log(:warn, "ferrolock: history flush failed: #{e.class}: #{e.message}")
           end
         end
       end

@@ -69,7 +69,7 @@ module Ferrolock
     def give_back_quietly(give_back, value)
       give_back.call(value)
     rescue Ferrolock::Error => e
-      Ferrolock.logger.warn("ferrolock: giving back an interrupted acquisition failed: #{e.class}: #{e.message}")
+      Ferrolock.log(:warn, "ferrolock: giving back an interrupted acquisition failed: #{e.class}: #{e.message}")
     end
     private_class_method :give_back_quietly
   end

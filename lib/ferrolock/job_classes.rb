@@ -21,9 +21,9 @@ module Ferrolock
     def self.found(option, check)
       classes = with_option(option)
       if classes.empty?
-        Ferrolock.logger.warn("ferrolock: #{check} found no loaded job class with #{option} in its " \
-                              "sidekiq_options, so it checked nothing; eager-load the app first " \
-                              "(Rails: config.eager_load = true, or Rails.application.eager_load!)")
+        Ferrolock.log(:warn, "ferrolock: #{check} found no loaded job class with #{option} in its " \
+                             "sidekiq_options, so it checked nothing; eager-load the app first " \
+                             "(Rails: config.eager_load = true, or Rails.application.eager_load!)")
       end
       classes
     end

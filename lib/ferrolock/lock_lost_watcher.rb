@@ -62,7 +62,7 @@ module Ferrolock
       rescue StandardError => e
         # The watcher's own thread (nothing foreign is raised into it). The next ensure_started
         # starts a fresh thread.
-        Ferrolock.logger.warn("ferrolock: lock_lost watcher stopped: #{e.class}: #{e.message}")
+        Ferrolock.log(:warn, "ferrolock: lock_lost watcher stopped: #{e.class}: #{e.message}")
       end
     end
   end

@@ -36,7 +36,7 @@ module Ferrolock
 
         ::ActiveSupport::Notifications.instrument(name_of(event), payload)
       rescue StandardError => e
-        Ferrolock.logger.warn("ferrolock: ActiveSupport::Notifications for #{event} failed: #{e.class}: #{e.message}")
+        Ferrolock.log(:warn, "ferrolock: ActiveSupport::Notifications for #{event} failed: #{e.class}: #{e.message}")
       end
 
       private

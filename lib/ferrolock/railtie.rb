@@ -83,9 +83,9 @@ module Ferrolock
           Ferrolock::Sidekiq::Unique::ServerMiddleware.validate!(*classes)
         end
         raise_all!(errors)
-        Ferrolock.logger.info("ferrolock: boot checks ran (DualLock: #{dual_lock}; FairTenant: #{fair_tenant}; " \
-                              "Unique: #{unique}; Lua scripts: #{scripting_check}; " \
-                              "turn off with c.boot_checks = false)")
+        Ferrolock.log(:info, "ferrolock: boot checks ran (DualLock: #{dual_lock}; FairTenant: #{fair_tenant}; " \
+                             "Unique: #{unique}; Lua scripts: #{scripting_check}; " \
+                             "turn off with c.boot_checks = false)")
       end
 
       private

@@ -15,9 +15,9 @@ module Ferrolock
     # event fields (primitive:, name: or key:, tags).
     def report(error, what:, finished:, **payload)
       outcome = finished ? :finished : :raised
-      Ferrolock.logger.warn("ferrolock: #{what}: release failed after the block #{outcome} " \
-                            "(#{error.class}: #{error.message}); not raised, the lease is no longer " \
-                            "renewed and expires by itself")
+      Ferrolock.log(:warn, "ferrolock: #{what}: release failed after the block #{outcome} " \
+                           "(#{error.class}: #{error.message}); not raised, the lease is no longer " \
+                           "renewed and expires by itself")
       Ferrolock.instrument(:release_failed, payload.merge(error: error.class.name, block: outcome))
     end
   end

@@ -185,9 +185,9 @@ module Ferrolock
         def give_back(admission)
           admission.slots.give_back(admission.key, admission.job.job_id, admission.policy.limit_for(admission.job))
         rescue Ferrolock::Error => e
-          Ferrolock.logger.warn("ferrolock: limits_concurrency #{admission.key}: could not give back the slot of " \
-                                "#{admission.job.job_id}, whose enqueue failed (#{e.class}: #{e.message}); it " \
-                                "frees when its lease runs out")
+          Ferrolock.log(:warn, "ferrolock: limits_concurrency #{admission.key}: could not give back the slot of " \
+                               "#{admission.job.job_id}, whose enqueue failed (#{e.class}: #{e.message}); it " \
+                               "frees when its lease runs out")
         end
 
         # Stored in Redis already: ActiveJob's enqueue goes on, to ParkedAdapter.
@@ -227,9 +227,9 @@ module Ferrolock
 
         def lost(admission, slot)
           job = admission.job
-          Ferrolock.logger.warn("ferrolock: #{job.class.name} #{job.job_id}: its limits_concurrency slot on " \
-                                "#{admission.key} was lost before the job ended (its lease of " \
-                                "#{admission.policy.duration} s ran out); the late release freed nothing")
+          Ferrolock.log(:warn, "ferrolock: #{job.class.name} #{job.job_id}: its limits_concurrency slot on " \
+                               "#{admission.key} was lost before the job ended (its lease of " \
+                               "#{admission.policy.duration} s ran out); the late release freed nothing")
           Ferrolock.instrument(:lock_lost, primitive: :limits_concurrency, name: admission.key, job_id: job.job_id,
                                            fencing_token: slot.fence, detected: :release)
         end

@@ -57,7 +57,7 @@ module Ferrolock
 
       # An aborted enqueue, as GoodJob's (perform_later false); the log line says which option and key.
       def refuse(job, reason, why)
-        Ferrolock.logger.info("ferrolock: #{job.class.name} #{job.job_id}: discarded: #{why}")
+        Ferrolock.log(:info, "ferrolock: #{job.class.name} #{job.job_id}: discarded: #{why}")
         Ferrolock.instrument(:discarded, primitive: :concurrency_rule, name: job.class.name, job_class: job.class.name,
                                          job_id: job.job_id, at: :enqueue, reason: reason)
         AbortedEnqueue.mark(job)

@@ -115,8 +115,8 @@ module Ferrolock
           (BeforePerform.holds(job) || []).each { |key| slots.give_back(key, job.job_id) }
         end
       rescue Ferrolock::Error => e
-        Ferrolock.logger.warn("ferrolock: perform_all_later: could not give back the slots of jobs not enqueued " \
-                              "(#{e.class}: #{e.message}); they free when their lease runs out")
+        Ferrolock.log(:warn, "ferrolock: perform_all_later: could not give back the slots of jobs not enqueued " \
+                             "(#{e.class}: #{e.message}); they free when their lease runs out")
       end
     end
   end

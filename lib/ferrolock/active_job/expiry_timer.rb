@@ -92,7 +92,7 @@ module Ferrolock
       rescue Ferrolock::Error => e
         # Once per outage (its second failed visit: a server stopped as the process ends says nothing).
         @failures = @failures.to_i + 1
-        Ferrolock.logger.warn("ferrolock: limits_concurrency timer: #{e.class}: #{e.message}") if @failures == 2
+        Ferrolock.log(:warn, "ferrolock: limits_concurrency timer: #{e.class}: #{e.message}") if @failures == 2
         interval
       end
     end

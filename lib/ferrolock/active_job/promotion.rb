@@ -48,8 +48,8 @@ module Ferrolock
             Ferrolock.instrument(:promoted, primitive: :limits_concurrency, name: key, job_class: job.class.name,
                                             job_id: job_id)
           rescue StandardError => e
-            Ferrolock.logger.warn("ferrolock: limits_concurrency: could not enqueue promoted job #{job_id} " \
-                                  "(#{e.class}: #{e.message}); it is promoted again when its lease runs out")
+            Ferrolock.log(:warn, "ferrolock: limits_concurrency: could not enqueue promoted job #{job_id} " \
+                                 "(#{e.class}: #{e.message}); it is promoted again when its lease runs out")
           end
         end
         nil
@@ -69,16 +69,16 @@ module Ferrolock
         BeforePerform.hold(job, key)
         job
       rescue NameError, JSON::ParserError, KeyError => e
-        Ferrolock.logger.error("ferrolock: limits_concurrency: dropped promoted job #{job_id}: it cannot be " \
-                               "built (#{e.class}: #{e.message})")
+        Ferrolock.log(:error, "ferrolock: limits_concurrency: dropped promoted job #{job_id}: it cannot be " \
+                              "built (#{e.class}: #{e.message})")
         nil
       end
 
       # A process without ActiveJob (an operator's console) cannot enqueue them: they keep their
       # slots and payloads, and go back to the head of their line when the lease runs out.
       def elsewhere(promoted)
-        Ferrolock.logger.warn("ferrolock: limits_concurrency: #{promoted.size} promoted job(s) cannot be enqueued " \
-                              "without ActiveJob here; they are promoted again when their lease runs out")
+        Ferrolock.log(:warn, "ferrolock: limits_concurrency: #{promoted.size} promoted job(s) cannot be enqueued " \
+                             "without ActiveJob here; they are promoted again when their lease runs out")
         nil
       end
     end

@@ -40,9 +40,9 @@ module Ferrolock
         first = WARNED_LOCK.synchronize { WARNED[klass.name] ? false : (WARNED[klass.name] = true) }
         return unless first
 
-        Ferrolock.logger.warn("ferrolock: #{klass.name} uses Solid Queue's limits_concurrency, which only Solid " \
-                              "Queue's adapter enforces; on #{klass.queue_adapter_name} its jobs are not limited " \
-                              "(ferrolock_limits_concurrency limits them on any adapter)")
+        Ferrolock.log(:warn, "ferrolock: #{klass.name} uses Solid Queue's limits_concurrency, which only Solid " \
+                             "Queue's adapter enforces; on #{klass.queue_adapter_name} its jobs are not limited " \
+                             "(ferrolock_limits_concurrency limits them on any adapter)")
       end
     end
   end

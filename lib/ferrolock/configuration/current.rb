@@ -50,6 +50,13 @@ module Ferrolock
         config.logger
       end
 
+      # Logs one line at level (:info, :warn, :error) on the logger, with asynchronous exceptions
+      # deferred until it is written: Logger rescues what lands in its write (StandardError), so a
+      # Thread#raise or Timeout arriving then would be lost; deferred, it is raised after the line.
+      def log(level, message)
+        Thread.handle_interrupt(Object => :never) { logger.public_send(level, message) }
+      end
+
       # A primitive's min_replicas_acked: keyword, checked; nil means the configured default.
       def min_replicas_acked!(value)
         nil.equal?(value) ? config.min_replicas_acked : Configuration.min_replicas_acked!(value)

@@ -127,8 +127,8 @@ module Ferrolock
           # A timeout is the caller's (release_all runs on its thread too), not a failed release.
           raise
         rescue StandardError => e
-          Ferrolock.logger.warn("ferrolock: releasing DistMutex #{ownership.name.inspect} of an ended owner " \
-                                "failed (it expires after its lease): #{e.class}: #{e.message}")
+          Ferrolock.log(:warn, "ferrolock: releasing DistMutex #{ownership.name.inspect} of an ended owner " \
+                               "failed (it expires after its lease): #{e.class}: #{e.message}")
         end
 
         # :owner_gone; and :released with :held (from the grant to this release, as an unlock's) when
@@ -137,8 +137,8 @@ module Ferrolock
           name = ownership.name
           thread = ownership.thread
           owner = thread.alive? ? "a fiber of #{thread.inspect}" : thread.inspect
-          Ferrolock.logger.warn("ferrolock: DistMutex #{name.inspect} released: " \
-                                "its owner #{owner} ended without unlocking")
+          Ferrolock.log(:warn, "ferrolock: DistMutex #{name.inspect} released: " \
+                               "its owner #{owner} ended without unlocking")
           Ferrolock.instrument(:owner_gone, primitive: :dist_mutex, name: name, lost: lost)
           return if lost
 

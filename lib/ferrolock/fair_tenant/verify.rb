@@ -42,7 +42,7 @@ module Ferrolock
       end
 
       def report(problems, strict)
-        problems.each { |problem| Ferrolock.logger.error("!!! ferrolock FairTenant: #{problem}") }
+        problems.each { |problem| Ferrolock.log(:error, "!!! ferrolock FairTenant: #{problem}") }
         raise Ferrolock::Error, problems.join("\n") if strict && !problems.empty?
 
         problems

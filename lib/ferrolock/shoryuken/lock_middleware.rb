@@ -91,8 +91,8 @@ module Ferrolock
 
       def pass_batch(worker)
         if Shoryuken.first_batch_warning?(worker.class)
-          Ferrolock.logger.warn("ferrolock: #{worker.class} is a batch worker; Ferrolock::Shoryuken::LockMiddleware " \
-                                "does not deduplicate batches and lets them through")
+          Ferrolock.log(:warn, "ferrolock: #{worker.class} is a batch worker; Ferrolock::Shoryuken::LockMiddleware " \
+                               "does not deduplicate batches and lets them through")
         end
         yield
       end
@@ -118,18 +118,18 @@ module Ferrolock
         describe = "#{about(payload)} on #{payload[:queue]}: #{e.class}: #{e.message}"
         Ferrolock.instrument(:redis_error, payload.merge(error: e.class.name, policy: settings.on_redis_error))
         if settings.on_redis_error == :run
-          Ferrolock.logger.warn("ferrolock: Redis unavailable, running #{describe} without deduplication")
+          Ferrolock.log(:warn, "ferrolock: Redis unavailable, running #{describe} without deduplication")
           return :redis_unavailable
         end
-        Ferrolock.logger.warn("ferrolock: Redis unavailable, #{describe}; left on the queue for redelivery")
+        Ferrolock.log(:warn, "ferrolock: Redis unavailable, #{describe}; left on the queue for redelivery")
         raise
       end
 
       def skip_processed(sqs_msg, payload)
         Ferrolock.instrument(:skipped_processed, payload)
         unless sqs_msg.respond_to?(:delete)
-          Ferrolock.logger.warn("ferrolock: duplicate of processed #{about(payload)} " \
-                                "cannot be deleted (#{sqs_msg.class} has no #delete); it will come back")
+          Ferrolock.log(:warn, "ferrolock: duplicate of processed #{about(payload)} " \
+                               "cannot be deleted (#{sqs_msg.class} has no #delete); it will come back")
           return nil
         end
         # Acknowledge the copy: nothing else will (AutoDelete runs only after a yield). A failed
@@ -178,16 +178,16 @@ module Ferrolock
           held[:settled] = true
           finish(lock, held, payload)
         end
-        Ferrolock.logger.warn("ferrolock: #{about(payload)} succeeded, then the middleware chain after it raised " \
-                              "#{e.class}: #{e.message}; marked processed, so its copies are deleted, not run again")
+        Ferrolock.log(:warn, "ferrolock: #{about(payload)} succeeded, then the middleware chain after it raised " \
+                             "#{e.class}: #{e.message}; marked processed, so its copies are deleted, not run again")
         raise
       end
 
       # The worker raised but a middleware inside the Lock swallowed it (ExponentialBackoffRetry
       # placed after the Lock): the job did not complete, so its retry must run.
       def give_back_swallowed(lock, held, payload, result)
-        Ferrolock.logger.warn("ferrolock: #{about(payload)}: its worker raised and a middleware inside the Lock " \
-                              "swallowed the error; the message is given back for its retry")
+        Ferrolock.log(:warn, "ferrolock: #{about(payload)}: its worker raised and a middleware inside the Lock " \
+                             "swallowed the error; the message is given back for its retry")
         settle_after_error(lock, held, payload, nil)
         result
       end
@@ -209,8 +209,8 @@ module Ferrolock
         return HoldTime.instrument(:released, held, payload) if outcome == :marked
 
         Ferrolock.instrument(:lock_lost, payload.merge(outcome: outcome))
-        Ferrolock.logger.warn("ferrolock: the in-progress lease of #{about(payload)} expired while " \
-                              "its job ran (#{outcome}): a copy may have run too")
+        Ferrolock.log(:warn, "ferrolock: the in-progress lease of #{about(payload)} expired while " \
+                             "its job ran (#{outcome}): a copy may have run too")
       rescue Ferrolock::Error => e
         # Marked in the background once Redis answers; meanwhile the unrenewed lease keeps copies out.
         ReleaseFailure.report(e, what: "marking #{about(payload)} processed", finished: true, **payload)

@@ -63,7 +63,7 @@ module Ferrolock
       def usable_tenant(job, tenant)
         Validate.id!(:tenant, tenant)
       rescue ArgumentError, TypeError => e
-        Ferrolock.logger.warn("ferrolock FairTenant: #{job.class_name}: #{e.message}; pushed unthrottled")
+        Ferrolock.log(:warn, "ferrolock FairTenant: #{job.class_name}: #{e.message}; pushed unthrottled")
         nil
       end
 

@@ -70,8 +70,8 @@ module Ferrolock
         cap = job.key?(JOB_OPTION) ? self.class.max_reschedules!(JOB_OPTION, job[JOB_OPTION]) : @max_reschedules
         return false if count < cap
 
-        Ferrolock.logger.warn("ferrolock: #{Sidekiq.job_label(job)} over limit " \
-                              "#{limiter_name(error).inspect} after #{count} reschedules; Sidekiq's retry takes over")
+        Ferrolock.log(:warn, "ferrolock: #{Sidekiq.job_label(job)} over limit " \
+                             "#{limiter_name(error).inspect} after #{count} reschedules; Sidekiq's retry takes over")
         Ferrolock.instrument(:reschedules_exhausted, **payload(job, queue, error, count: count))
         true
       end
@@ -80,8 +80,8 @@ module Ferrolock
         delay = delay_for(job, count, error)
         Reschedule.call(job, delay: delay, counter: COUNTER)
         cap = job.fetch(JOB_OPTION, @max_reschedules)
-        Ferrolock.logger.info("ferrolock: #{Sidekiq.job_label(job)} over limit #{limiter_name(error).inspect}; " \
-                              "#{Reschedule.due(delay)} (#{count}/#{cap})")
+        Ferrolock.log(:info, "ferrolock: #{Sidekiq.job_label(job)} over limit #{limiter_name(error).inspect}; " \
+                             "#{Reschedule.due(delay)} (#{count}/#{cap})")
         Ferrolock.instrument(:rescheduled, **payload(job, queue, error, count: count, delay: delay))
         delay
       end

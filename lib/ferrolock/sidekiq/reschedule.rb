@@ -29,7 +29,7 @@ module Ferrolock
       # The delay a backoff proc answered (the block calls it), or Ferrolock::Backoff's when there
       # is no proc or it answered no usable delay (logged, naming `what`).
       def delay(count, backoff_proc, what, &block)
-        Backoff.answered(count, backoff_proc, ->(why) { Ferrolock.logger.warn("ferrolock: #{what} #{why}") }, &block)
+        Backoff.answered(count, backoff_proc, ->(why) { Ferrolock.log(:warn, "ferrolock: #{what} #{why}") }, &block)
       end
 
       # When a job pushed `delay` seconds ahead runs, honestly: it is due then, and Sidekiq moves it

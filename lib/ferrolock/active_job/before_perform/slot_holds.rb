@@ -30,15 +30,15 @@ module Ferrolock
           held = slots.give_back(key, job_id, promotion: promotion) == true
           what = "it held no live slot on #{key} (its lease ran out, or another copy of it runs in it)"
           what = "its slot on #{key} is given back" if held
-          Ferrolock.logger.warn("ferrolock: #{job_class} #{job_id} failed before it performed (#{why}); #{what}, " \
-                                "and a payload of it parked there is dropped: it is not promoted again")
+          Ferrolock.log(:warn, "ferrolock: #{job_class} #{job_id} failed before it performed (#{why}); #{what}, " \
+                               "and a payload of it parked there is dropped: it is not promoted again")
           Ferrolock.instrument(:failed_before_perform, primitive: primitive(key), name: key, job_class: job_class,
                                                        job_id: job_id, gave_back: held, error: error&.class&.name,
                                                        reason: why)
         rescue Ferrolock::Error => e
-          Ferrolock.logger.warn("ferrolock: #{job_class} #{job_id} failed before it performed (#{why}); its slot " \
-                                "on #{key} could not be given back (#{e.class}: #{e.message}): it frees when its " \
-                                "lease runs out")
+          Ferrolock.log(:warn, "ferrolock: #{job_class} #{job_id} failed before it performed (#{why}); its slot " \
+                               "on #{key} could not be given back (#{e.class}: #{e.message}): it frees when its " \
+                               "lease runs out")
         end
 
         # concurrency_rule's places are named "rule:<stage>:<key>" (ConcurrencyRule#name).

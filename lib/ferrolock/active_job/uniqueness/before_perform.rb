@@ -30,11 +30,11 @@ module Ferrolock
         def failed(job_data, key, _error, why)
           job = "#{job_data["job_class"]} #{job_data["job_id"]}"
           freed = Uniqueness.lock_manager.release(key, job_data["job_id"])
-          Ferrolock.logger.warn("ferrolock: #{job} failed before it performed (#{why}); its uniqueness lock #{key} " \
-                                "#{freed ? "is freed" : "was not held by it any more"}")
+          Ferrolock.log(:warn, "ferrolock: #{job} failed before it performed (#{why}); its uniqueness lock #{key} " \
+                               "#{freed ? "is freed" : "was not held by it any more"}")
         rescue Ferrolock::Error => e
-          Ferrolock.logger.warn("ferrolock: #{job} failed before it performed (#{why}); its uniqueness lock #{key} " \
-                                "could not be freed (#{e.class}: #{e.message}): it expires with lock_ttl")
+          Ferrolock.log(:warn, "ferrolock: #{job} failed before it performed (#{why}); its uniqueness lock #{key} " \
+                               "could not be freed (#{e.class}: #{e.message}): it expires with lock_ttl")
         end
       end
     end

@@ -64,9 +64,9 @@ module Ferrolock
           urls = Array(servers)
           return if urls.size == 1 && urls.first.is_a?(String)
 
-          Ferrolock.logger.warn("ferrolock: ActiveJob::Uniqueness redlock_servers #{Redact.text(urls.inspect)}: " \
-                                "ferrolock locks on one Redis; give one URL or set `client` " \
-                                "(using Ferrolock.client)")
+          Ferrolock.log(:warn, "ferrolock: ActiveJob::Uniqueness redlock_servers #{Redact.text(urls.inspect)}: " \
+                               "ferrolock locks on one Redis; give one URL or set `client` " \
+                               "(using Ferrolock.client)")
         end
 
         # Accepted for compatibility; Redlock's retries and drift do not apply (one SET NX PX, leases).
@@ -74,8 +74,8 @@ module Ferrolock
           @redlock_options = options
           return if options.nil? || options == DEFAULT_REDLOCK_OPTIONS
 
-          Ferrolock.logger.warn("ferrolock: ActiveJob::Uniqueness redlock_options #{options.inspect} are ignored " \
-                                "(ferrolock takes a lock with one SET NX PX and renews it while the job runs)")
+          Ferrolock.log(:warn, "ferrolock: ActiveJob::Uniqueness redlock_options #{options.inspect} are ignored " \
+                               "(ferrolock takes a lock with one SET NX PX and renews it while the job runs)")
         end
 
         attr_writer :client

@@ -90,20 +90,20 @@ module Ferrolock
           raise unless entered
 
           # The job has run; failing it now would only run it again. The :lock_lost event is out.
-          Ferrolock.logger.warn("ferrolock: #{label(job)} ran without exclusivity: #{e.message}")
+          Ferrolock.log(:warn, "ferrolock: #{label(job)} ran without exclusivity: #{e.message}")
         end
 
         def skipped(job, key)
-          Ferrolock.logger.info("ferrolock: #{label(job)} skipped: a duplicate already waits to run after the " \
-                                "current one (dual_lock key #{key.inspect})")
+          Ferrolock.log(:info, "ferrolock: #{label(job)} skipped: a duplicate already waits to run after the " \
+                               "current one (dual_lock key #{key.inspect})")
         end
 
         def reschedule(job, key, queue, settings, backoff_args:)
           count = job.fetch(COUNTER, 0).to_i + 1
           delay = delay_for(count, backoff_args)
           Reschedule.call(job, delay: delay, counter: COUNTER)
-          Ferrolock.logger.info("ferrolock: #{label(job)} waited #{settings.wait_timeout} s for its duplicate to " \
-                                "finish; #{Reschedule.due(delay)} (dual_lock key #{key.inspect}, #{count} so far)")
+          Ferrolock.log(:info, "ferrolock: #{label(job)} waited #{settings.wait_timeout} s for its duplicate to " \
+                               "finish; #{Reschedule.due(delay)} (dual_lock key #{key.inspect}, #{count} so far)")
           Ferrolock.instrument(:rescheduled, primitive: :dual_lock, key: key, reason: :wait_timeout,
                                              class: Sidekiq.job_class_name(job),
                                              jid: job["jid"], queue: queue, count: count, delay: delay)

@@ -77,12 +77,12 @@ module Ferrolock
             return if held.lock.expire(held.jid, held.lease)
 
             @held.delete(held.lock.key)
-            Ferrolock.logger.warn("ferrolock: unique lock #{held.lock.digest.inspect} of job #{held.jid} was lost " \
-                                  "while it ran (expired or taken by a duplicate)")
+            Ferrolock.log(:warn, "ferrolock: unique lock #{held.lock.digest.inspect} of job #{held.jid} was lost " \
+                                 "while it ran (expired or taken by a duplicate)")
           rescue StandardError => e
             # Redis unreachable for a moment: the next tick tries again (the lease has 2/3 left).
             # (The renewal thread's own: nothing foreign is raised into it.)
-            Ferrolock.logger.warn("ferrolock: renewing unique lock #{held.lock.digest.inspect} failed: #{e.message}")
+            Ferrolock.log(:warn, "ferrolock: renewing unique lock #{held.lock.digest.inspect} failed: #{e.message}")
           end
         end
       end

@@ -46,8 +46,8 @@ module Ferrolock
 
         def log_skip(settings, digest, job, where, holder = nil)
           held_by = holder ? " held by #{holder}" : ""
-          Ferrolock.logger.info("ferrolock: #{label(settings, job)} #{where} skipped: unique lock " \
-                                "#{digest.inspect}#{held_by} (lock: #{settings.lock})")
+          Ferrolock.log(:info, "ferrolock: #{label(settings, job)} #{where} skipped: unique lock " \
+                               "#{digest.inspect}#{held_by} (lock: #{settings.lock})")
           Ferrolock.instrument(:skipped, primitive: :unique, key: digest, reason: :duplicate, side: where,
                                          class: settings.class_name, jid: job["jid"], holder: holder)
         end
@@ -68,8 +68,8 @@ module Ferrolock
         # that already runs (or is in the retry set) cannot be replaced: the push is then dropped.
         def replace(settings, lock, job, holder, &push)
           if delete_waiting(holder, job["queue"]) && lock.hand_over(holder, job["jid"], Unique::Push.ttl(settings, job))
-            Ferrolock.logger.info("ferrolock: #{label(settings, job)} replaced #{holder} " \
-                                  "(unique lock #{lock.digest.inspect})")
+            Ferrolock.log(:info, "ferrolock: #{label(settings, job)} replaced #{holder} " \
+                                 "(unique lock #{lock.digest.inspect})")
             return Unique::Push.pushed(lock, job, &push)
           end
           dropped(settings, lock, job, holder)
@@ -89,8 +89,8 @@ module Ferrolock
           delay = Reschedule.backoff(count)
           job[COUNTER] = count
           job["at"] = Time.now.to_f + delay
-          Ferrolock.logger.info("ferrolock: #{label(settings, job)} has a duplicate (#{holder}) holding " \
-                                "unique lock #{lock.digest.inspect}; #{Reschedule.due(delay)}")
+          Ferrolock.log(:info, "ferrolock: #{label(settings, job)} has a duplicate (#{holder}) holding " \
+                               "unique lock #{lock.digest.inspect}; #{Reschedule.due(delay)}")
           Ferrolock.instrument(:rescheduled, primitive: :unique, key: lock.digest, reason: :duplicate,
                                              class: settings.class_name, jid: job["jid"], count: count, delay: delay)
           yield
@@ -100,8 +100,8 @@ module Ferrolock
           count = job.fetch(COUNTER, 0).to_i + 1
           delay = Reschedule.backoff(count)
           Reschedule.call(job, delay: delay, counter: COUNTER)
-          Ferrolock.logger.info("ferrolock: #{label(settings, job)} found a duplicate running " \
-                                "(#{lock_name.inspect}); #{Reschedule.due(delay)} (#{count} so far)")
+          Ferrolock.log(:info, "ferrolock: #{label(settings, job)} found a duplicate running " \
+                               "(#{lock_name.inspect}); #{Reschedule.due(delay)} (#{count} so far)")
           Ferrolock.instrument(:rescheduled, primitive: :unique, key: lock_name, reason: :duplicate_running,
                                              class: settings.class_name, jid: job["jid"], queue: queue,
                                              count: count, delay: delay)

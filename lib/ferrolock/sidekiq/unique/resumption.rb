@@ -31,8 +31,8 @@ module Ferrolock
           return nil unless lock.hand_over(holder, jid, Unique::Push.ttl(settings, job))
 
           renewed = Unique::Leases.drop(lock, holder)
-          Ferrolock.logger.info("ferrolock: #{Sidekiq.job_label(job, settings.class_name)} resumes #{holder}: " \
-                                "unique lock #{lock.digest.inspect} passed on (lock: #{settings.lock})")
+          Ferrolock.log(:info, "ferrolock: #{Sidekiq.job_label(job, settings.class_name)} resumes #{holder}: " \
+                               "unique lock #{lock.digest.inspect} passed on (lock: #{settings.lock})")
           result = nil
           begin
             result = yield

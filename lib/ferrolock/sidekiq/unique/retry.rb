@@ -45,9 +45,9 @@ module Ferrolock
           jid = job["jid"]
           lock.release(jid)
           label = Sidekiq.job_label(job, settings.class_name)
-          Ferrolock.logger.warn("ferrolock: #{label} failed before it performed " \
-                                "(#{error.class}: #{error.message}); its unique lock #{lock.digest.inspect} is " \
-                                "released")
+          Ferrolock.log(:warn, "ferrolock: #{label} failed before it performed " \
+                               "(#{error.class}: #{error.message}); its unique lock #{lock.digest.inspect} is " \
+                               "released")
           Ferrolock.instrument(:failed_before_perform, primitive: :unique, digest: lock.digest,
                                                        class: settings.class_name, jid: jid, error: error.class.name)
         end

@@ -87,8 +87,8 @@ module Ferrolock
           holder = lock.take(job["jid"], settings.lease)
           if holder
             label = Sidekiq.job_label(job, settings.class_name)
-            Ferrolock.logger.info("ferrolock: #{label} runs while its duplicate " \
-                                  "#{holder} holds #{digest.inspect} (pushed after this job's ttl passed)")
+            Ferrolock.log(:info, "ferrolock: #{label} runs while its duplicate " \
+                                 "#{holder} holds #{digest.inspect} (pushed after this job's ttl passed)")
             return yield
           end
 
@@ -188,8 +188,8 @@ module Ferrolock
         def unlock(mutex, job, finished)
           mutex.unlock if mutex.owned?
         rescue Ferrolock::LockLost => e
-          Ferrolock.logger.warn("ferrolock: #{Sidekiq.job_label(job)} ran without exclusivity: " \
-                                "#{e.message}")
+          Ferrolock.log(:warn, "ferrolock: #{Sidekiq.job_label(job)} ran without exclusivity: " \
+                               "#{e.message}")
         rescue Ferrolock::Error => e
           ReleaseFailure.report(e, what: "DistMutex #{mutex.name.inspect}", finished: finished,
                                    primitive: :dist_mutex, name: mutex.name, class: Sidekiq.job_class_name(job),
