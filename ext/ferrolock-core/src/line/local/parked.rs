@@ -4,8 +4,9 @@
 //! waiter: it leaves the hold, still held in Redis and renewed by its lease, in the process's
 //! line. The first thread of the process to ask for the name takes it (`join`: the releasing
 //! thread itself coming back, or another running thread), with no Redis round trip and no
-//! wake-up; a DistMutex `lock` looks first with `take_parked`, which the binding calls with
-//! Ruby's GVL held (no blocking region, as the release that parked it). When nobody asks
+//! wake-up; a DistMutex `lock` and a limiter's `acquire` look first with `take_parked`, which
+//! the binding calls with Ruby's GVL held (no blocking region, as the release that parked it).
+//! When nobody asks
 //! within `PARK_TICK`, the oldest local waiter takes it at its next look (it looks every
 //! `PARK_TICK` in an unfair line); a waiter that leaves (timeout, interrupt) while a hold is
 //! parked takes it as it goes (held past its deadline, or given back by the binding as any
