@@ -80,8 +80,10 @@ module Chaos
     end
 
     def summary(started, pool)
+      unfair = ", DistMutex and limiter fair: false" if ENV["FERROLOCK_CHAOS_FAIR"] == "false"
       puts "ran #{format("%.0f", Chaos.now - started)} s: #{@plan[:workers]} worker processes " \
-           "(#{THREADS} threads each; #{pool.journals.size - @plan[:workers]} replacements), lease #{Settings::LEASE} s"
+           "(#{THREADS} threads each; #{pool.journals.size - @plan[:workers]} replacements), " \
+           "lease #{Settings::LEASE} s#{unfair}"
     end
 
     # after_work: the after-work cases' failures (chaos/after_work.rb).
