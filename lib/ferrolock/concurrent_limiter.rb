@@ -36,7 +36,7 @@ module Ferrolock
       LocalLimits.record(@client.namespace, @name, @count)
       # Made once: every acquisition passes it to Interrupts.acquire. A slot given back was granted
       # (the core counted its :acquired when History alone listens): its release is counted too.
-      @give_back = ->(slot) { @native.release(slot, @history.tally_when(Ferrolock.audience(:released))) if slot }
+      @give_back = ->(slot) { release_counted(slot) if slot }
       @history = History::Counter.new(:concurrent_limiter, @name)
     end
 
@@ -108,9 +108,7 @@ module Ferrolock
     # since: when the slot was granted (Ferrolock.monotonic; nil when an exception landed first),
     # for :released's :held.
     def release(slot, since, finished:)
-      # History alone listens: the core counts the release and its hold in the tally.
-      audience = Ferrolock.audience(:released)
-      @native.release(slot, @history.tally_when(audience))
+      audience = release_counted(slot)
       instrument(:released, held: Ferrolock.monotonic - since) if since && audience == :all
     rescue LockLost
       instrument(:lock_lost, detected: :release)
@@ -118,6 +116,14 @@ module Ferrolock
     rescue Error => e
       ReleaseFailure.report(e, what: "ConcurrentLimiter #{@name.inspect}", finished: finished,
                                primitive: :concurrent_limiter, name: @name, limit: @count)
+    end
+
+    # The native release of slot; returns the audience of :released. History alone listens: the core
+    # counts the release and its hold in the tally.
+    def release_counted(slot)
+      audience = Ferrolock.audience(:released)
+      @native.release(slot, @history.tally_when(audience))
+      audience
     end
 
     # The limit stored by the latest caller to take a free slot, or nil (read by the core:

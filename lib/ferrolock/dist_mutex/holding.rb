@@ -15,11 +15,7 @@ module Ferrolock
         ownership = Owners.take_current(@native, @key)
         return false unless ownership
 
-        # Not for auto_release: false, whose lock is freed by its expiry. History alone listens: the
-        # core counts the release and its hold in the tally.
-        audience = Ferrolock.audience(:released) if @auto_release
-        @native.unlock(ownership.hold, @history.tally_when(audience))
-        released(ownership) if audience == :all
+        released(ownership) if unlock_counted(ownership.hold) == :all
         true
       rescue LockLost
         Ferrolock.instrument(:lock_lost, primitive: :dist_mutex, name: @name, detected: :release)
@@ -38,8 +34,16 @@ module Ferrolock
       # Interrupts' give-back of a hold granted as an exception landed (it was never recorded): released
       # and counted as release_own_hold does (the core counted its :acquired when History alone listens).
       def give_back(hold)
+        unlock_counted(hold)
+      end
+
+      # The native release of hold; returns the audience of :released. History alone listens: the core
+      # counts the release and its hold in the tally. Not counted for auto_release: false, whose lock
+      # is freed by its expiry.
+      def unlock_counted(hold)
         audience = Ferrolock.audience(:released) if @auto_release
         @native.unlock(hold, @history.tally_when(audience))
+        audience
       end
 
       # release_own_hold at the end of synchronize's block (finished: it did not raise).
