@@ -27,8 +27,8 @@ RSpec.shared_context "with history on" do
     @history_thread_quieted = true
   end
 
+  # The flush thread found by its name (History starts it again with the next event).
   def stop_history_thread
-    thread = Ferrolock::History.instance_variable_get(:@thread)
-    thread&.kill&.join
+    Thread.list.select { |t| t.name == "ferrolock-history" }.each { |t| t.kill.join }
   end
 end
