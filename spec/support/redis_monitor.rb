@@ -8,9 +8,11 @@ module FerrolockTest
   # MONITOR on a Redis for the length of a block, for examples that look at the commands their
   # code sent (rate_limiter_spec's script order, fair_tenant_spec's commands per job).
   class RedisMonitor
-    # Yields a RedisMonitor watching the Redis at url; stops it after the block.
+    # Yields a RedisMonitor watching the Redis at url; stops it after the block (also when MONITOR
+    # never started).
     def self.watch(url)
       monitor = new(url)
+      monitor.start
       yield monitor
     ensure
       monitor&.stop
@@ -19,7 +21,10 @@ module FerrolockTest
     def initialize(url)
       @url = url
       @lines = Queue.new
-      @thread = Thread.new { Redis.new(url: url).monitor { |line| @lines << line } }
+    end
+
+    def start
+      @thread = Thread.new { Redis.new(url: @url).monitor { |line| @lines << line } }
       Timeout.timeout(5) { @lines.pop } # "OK": monitoring from here on
     end
 
@@ -48,7 +53,7 @@ module FerrolockTest
     end
 
     def stop
-      @thread.kill.join(1)
+      @thread&.kill&.join(1)
     end
   end
 end
