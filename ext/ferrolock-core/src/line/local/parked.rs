@@ -6,12 +6,11 @@
 //! thread itself coming back, or another running thread), with no Redis round trip and no
 //! wake-up; a DistMutex `lock` and a limiter's `acquire` look first with `take_parked`, which
 //! the binding calls with Ruby's GVL held (no blocking region, as the release that parked it).
-//! When nobody asks
-//! within `PARK_TICK`, the oldest local waiter takes it at its next look (it looks every
-//! `PARK_TICK` in an unfair line); a waiter that leaves (timeout, interrupt) while a hold is
-//! parked takes it as it goes (held past its deadline, or given back by the binding as any
-//! acquisition that raced an interrupt), so a hold is parked only while a
-//! waiter is there to take it: there are never more parked holds than waiters, and no waiter is
+//! When nobody asks within `PARK_TICK`, the oldest local waiter takes it at its next look (it
+//! looks every `PARK_TICK` in an unfair line); a waiter that leaves (timeout, interrupt) while a
+//! hold is parked takes it as it goes (held past its deadline, or given back by the binding as
+//! any acquisition that raced an interrupt), so a hold is parked only while a waiter is there to
+//! take it: there are never more parked holds than waiters, and no waiter is
 //! passed on, queued or sent to Redis while that would leave fewer (`keeps_last_waiter`). A
 //! process that exits or is killed leaves it to its lease.
 //! Holds are parked only by holders that came through the line (`Member`), so a parked hold
