@@ -117,11 +117,16 @@ module PeersBench
 
   # The contended rows' second: the unfair mode (DistMutex / ConcurrentLimiter .new(…, fair: false)).
   UNFAIR = { mutex: "ferrolock DistMutex fair: false", semaphore: "ferrolock ConcurrentLimiter(3) fair: false" }.freeze
+  # The uncontended mutex row's second: no fencing tokens (DistMutex.new(…, fencing: false)).
+  UNFENCED = "ferrolock DistMutex fencing: false"
 
-  def ours(kind, section, key, fair)
+  def ours(kind, section, key, fair, fencing: true)
     io_setup, body = section_body(section, "section:#{key}")
     if kind == :mutex
-      [-> { [Ferrolock::DistMutex.new("peers:ferrolock:#{key}", lease: LEASE_MS / 1000, fair: fair), io_setup.call] },
+      [lambda do
+        [Ferrolock::DistMutex.new("peers:ferrolock:#{key}", lease: LEASE_MS / 1000, fair: fair, fencing: fencing),
+         io_setup.call]
+      end,
        ->((m, io)) { m.synchronize { body.call(io) } }]
     else
       [lambda do
@@ -138,8 +143,9 @@ module PeersBench
     kind == :mutex ? 1 : LIMIT
   end
 
-  def measure_ours(kind, section, workers, processes, fair: true)
-    setup, body = ours(kind, section, "#{section}:#{workers}#{":unfair" unless fair}", fair)
+  def measure_ours(kind, section, workers, processes, fair: true, fencing: true)
+    key = "#{section}:#{workers}#{":unfair" unless fair}#{":unfenced" unless fencing}"
+    setup, body = ours(kind, section, key, fair, fencing: fencing)
     stop_at = now + (workers == 1 ? ALONE_SECONDS : SECONDS)
     measured(slots(kind)) do
       Bench::Contention.in_processes(processes, workers / processes, stop_at, setup, body)
@@ -245,6 +251,8 @@ module PeersBench
       unfair = if workers > 1
                  [[UNFAIR.fetch(kind), [workers, processes],
                    measure_ours(kind, section, workers, processes, fair: false)]]
+               elsif kind == :mutex
+                 [[UNFENCED, [workers, processes], measure_ours(kind, section, workers, processes, fencing: false)]]
                end
       [[ours_label, [workers, processes], measure_ours(kind, section, workers, processes)], *unfair] +
         peers.map { |peer| [peer.label, [workers, processes], peer_result(peer, section, workers, processes)] } +

@@ -40,9 +40,15 @@ RSpec.describe Ferrolock::DistMutex do
   # Generous: a loaded 2-core CI VM may run the reaper thread late.
   let(:margin) { 0.8 }
 
-  # FERROLOCK_SPEC_FAIR=false runs these in unfair mode (fair: false, issue 43).
+  # FERROLOCK_SPEC_FAIR=false runs these in unfair mode (fair: false, issue 43);
+  # FERROLOCK_SPEC_FENCING=false without fencing tokens (fencing: false).
   def mutex(name, **options)
-    described_class.new(name, lease: lease, fair: ENV.fetch("FERROLOCK_SPEC_FAIR", "true") != "false", **options)
+    described_class.new(name, lease: lease, fair: ENV.fetch("FERROLOCK_SPEC_FAIR", "true") != "false",
+                              fencing: fencing?, **options)
+  end
+
+  def fencing?
+    ENV.fetch("FERROLOCK_SPEC_FENCING", "true") != "false"
   end
 
   def lock_key(name)
@@ -259,7 +265,11 @@ RSpec.describe Ferrolock::DistMutex do
         expect(took).to be >= 1.0
         expect(got_in.size).to eq(1) # only possible while the sleep released it
         expect([m.owned?, redis.exists?(lock_key("nap"))]).to eq([true, true])
-        expect(m.fencing_token).to be > before
+        if fencing?
+          expect(m.fencing_token).to be > before
+        else
+          expect([before, m.fencing_token]).to eq([nil, nil])
+        end
         other.join
       end
     end

@@ -84,6 +84,11 @@ RSpec.shared_examples "a ferrolock backend" do |mode|
       expect(mutex.fencing_token).to be_nil
     end
 
+    it "hands out no fencing token with fencing: false" do
+      mutex = Ferrolock::DistMutex.new("unfenced", fencing: false)
+      expect(mutex.synchronize { [mutex.owned?, mutex.fencing_token] }).to eq([true, nil])
+    end
+
     it "frees an expiry-only lock expire seconds after it was taken, not at unlock" do
       mutex = Ferrolock::DistMutex.new("spacer", expire: 0.6, auto_release: false)
       mutex.synchronize { :work }

@@ -23,7 +23,8 @@ module PeersBench
         apart, acquire() calls lock() until it succeeds. redis-semaphore: retries every 10 ms, acquireTimeout
         10 s. redlock: retryCount 10, retryDelay 200 ms, retryJitter 200 ms (a failed lock() is retried and
         counted). redis-py: SET NX retried every 100 ms. python-redis-lock: SET NX, then BLPOP on a signal list.
-        pottery: SET NX retried after a random 0-200 ms. ferrolock: DistMutex / ConcurrentLimiter defaults.
+        pottery: SET NX retried after a random 0-200 ms. ferrolock: DistMutex / ConcurrentLimiter defaults,
+        but the one option its "fair: false" and "fencing: false" rows name.
       - Wait: from a worker asking for the lock (its failed tries included) to entering, each worker's first
         section left out (it connects). Hand-off: from a release to the next entry; "to another worker" /
         "to another process": the share of hand-offs whose next holder is another worker / in another process.

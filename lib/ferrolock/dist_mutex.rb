@@ -33,23 +33,22 @@ module Ferrolock
     # min_replicas_acked: replicas each grant must reach before lock returns (nil: the
     # configured default, see Configuration#min_replicas_acked). local_passes: see LOCAL_PASSES.
     # fair: false: this process keeps the lock among its threads up to 50 ms (doc/BEHAVIOUR.md).
+    # fencing: false: holds get no fencing token (#fencing_token is nil), and a free lock costs
+    # Redis 5 commands per lock + unlock instead of 7 (needs auto_release).
     def initialize(name, expire: nil, auto_release: true, lease: 30, client: nil, min_replicas_acked: nil, # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
-                   local_passes: LOCAL_PASSES, fair: true)
+                   local_passes: LOCAL_PASSES, fair: true, fencing: true)
       @name = Validate.own_name!(:name, name)
       expire = Validate.seconds!(:expire, expire) unless nil.equal?(expire) # (BasicObject-safe: no nil?)
       lease = Validate.seconds!(:lease, lease)
       @auto_release = Validate.boolean!(:auto_release, auto_release)
-      if !auto_release && expire.nil?
-        raise ArgumentError,
-              "auto_release: false needs expire: (the lock would never be released)"
-      end
-
+      fencing = Validate.boolean!(:fencing, fencing)
+      expiry_only!(expire, fencing) unless auto_release
       @client = Validate.client!(client)
       local_passes = Cohort.local_passes!(local_passes)
 
       @native = Backend.build(:DistMutex, @client, @name, expire, auto_release, lease,
                               Ferrolock.min_replicas_acked!(min_replicas_acked), local_passes,
-                              Validate.boolean!(:fair, fair))
+                              Validate.boolean!(:fair, fair), fencing)
       # Holds are recorded process-wide (Owners) under the lock's identity, so other DistMutex
       # objects of the same lock see them; a hold whose owner ends is released by this process's
       # next call on the lock, or at the reaper's next tick.
@@ -161,8 +160,8 @@ module Ferrolock
       !Owners.current(@native, @key).nil?
     end
 
-    # A number that grows with every acquisition of this name, while owned; else nil.
-    # Pass it to storage that must reject writes from a holder that lost the lock.
+    # A number that grows with every acquisition of this name, while owned; else nil (always nil
+    # with fencing: false). Pass it to storage that must reject writes from a holder that lost the lock.
     def fencing_token
       Owners.current(@native, @key)&.hold&.fencing_token
     end
@@ -172,6 +171,16 @@ module Ferrolock
     end
 
     private
+
+    # An expiry-only lock (auto_release: false) frees itself expire seconds after its fencing
+    # token's Redis time: it needs both.
+    def expiry_only!(expire, fencing)
+      raise ArgumentError, "auto_release: false needs expire: (the lock would never be released)" if expire.nil?
+      return if fencing
+
+      raise ArgumentError,
+            "fencing: false needs auto_release (an expiry-only lock's spacing counts from its fencing token)"
+    end
 
     NO_WAIT_TIMEOUT = [:wait_timeout, nil].freeze
     private_constant :NO_WAIT_TIMEOUT

@@ -48,6 +48,24 @@ pub fn new_token() -> String {
     token
 }
 
+/// A fresh owner token whose random part says "no fencing token" (a DistMutex made with
+/// `fencing: false`): a uuid v8 (RFC 9562's custom version) in place of the v4, so Admin's read
+/// does not take the fencing counter's last value for its hold's token. Every reader of a token
+/// compares it byte for byte, or decodes only the holder after it.
+pub(crate) fn new_unfenced_token() -> String {
+    let mut token = new_token();
+    token.replace_range(VERSION_AT..=VERSION_AT, "8");
+    token
+}
+
+/// False for a token marked by `new_unfenced_token`.
+pub(crate) fn is_fenced(token: &str) -> bool {
+    token.as_bytes().get(VERSION_AT) != Some(&b'8')
+}
+
+/// Where a uuid's version digit stands in its 32 hex digits.
+const VERSION_AT: usize = 12;
+
 /// 32 hex digits of a uuid v4 (also a rate limiter call's id).
 pub(crate) fn random_hex() -> String {
     let [a, b] = key();
@@ -67,6 +85,16 @@ pub(crate) fn random_hex() -> String {
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn an_unfenced_token_is_a_v8_uuid_with_the_same_holder() {
+        let token = new_unfenced_token();
+        let u = uuid::Uuid::parse_str(&token[..32]).unwrap();
+        assert_eq!(u.get_version_num(), 8);
+        assert!(!is_fenced(&token));
+        assert!(is_fenced(&new_token()));
+        assert!(crate::holder::decode(&token).is_some());
+    }
 
     #[test]
     fn tokens_are_distinct_v4_uuids() {

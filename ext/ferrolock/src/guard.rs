@@ -58,6 +58,7 @@ adapters! {
     f6(a: A, b: B, c: C, d: D, e: E, g: G);
     f7(a: A, b: B, c: C, d: D, e: E, g: G, h: H);
     f8(a: A, b: B, c: C, d: D, e: E, g: G, h: H, i: I);
+    f9(a: A, b: B, c: C, d: D, e: E, g: G, h: H, i: I, j: J);
 }
 
 /// A receiver-only accessor that takes no `&Ruby` and returns a plain value.

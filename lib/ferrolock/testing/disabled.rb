@@ -5,12 +5,14 @@ module Ferrolock
     # The backends of Testing.disable!: every lock, slot, turn and message is granted at once and
     # nothing is recorded, so nothing is ever seen held (the middlewares do not even call them).
     module Disabled
-      # Native::DistMutex: granted; fencing tokens still grow, per object.
+      # Native::DistMutex: granted; fencing tokens still grow, per object (none with fencing: false).
       class DistMutex
         # Seconds an untimed sleep lasts at most (see release_and_sleep).
         WAKE_EVERY = 1
 
-        def initialize(*)
+        # Native::DistMutex.new's arguments: only the last, fencing, matters here.
+        def initialize(*args)
+          @fencing = args.last
           @fencing_token = 0
           @lock = ::Mutex.new
         end
@@ -20,7 +22,7 @@ module Ferrolock
         end
 
         def try_lock
-          MutexHold.new(self, @lock.synchronize { @fencing_token += 1 })
+          MutexHold.new(self, (@lock.synchronize { @fencing_token += 1 } if @fencing))
         end
 
         def unlock(_hold, _tally = nil) = nil

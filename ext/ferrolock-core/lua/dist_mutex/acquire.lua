@@ -3,12 +3,13 @@
 -- KEYS[1] lock, KEYS[2] fencing counter, KEYS[3] waiters (list of "token|deadline ms"),
 -- KEYS[4] this token's grant list
 -- ARGV[1] token, ARGV[2] ttl (ms), ARGV[3] how long this caller will wait (ms; 0 = it won't),
--- ARGV[4] how long the fencing counter outlives the last acquisition (ms),
+-- ARGV[4] how long the fencing counter outlives the last acquisition (ms; '0': issue no token,
+-- the holder's mutex was made with fencing: false),
 -- ARGV[5] this token's entry in the waiters list from an earlier attempt ('' if none),
 -- ARGV[6] '1' when this token may hold the lock already (a retry, or a waiter coming back),
 -- ARGV[7] the line's TTL (ms; see the end), ARGV[8] the waiter's grant inbox ('' : none, it pops
 -- its grant list; see src/inbox.rs): its entry then ends in '|@' and the inbox id
--- Returns {1, fencing token} when held (also when this token already holds it: a retried call
+-- Returns {1, fencing token (0 unfenced)} when held (also when this token already holds it: a retried call
 -- whose first reply was lost, or a hand-off this waiter has not popped yet), {0, holder's
 -- remaining ttl in ms, entry} when queued as entry, else {0, holder's remaining ttl in ms}.
 
@@ -53,16 +54,29 @@ local function issue(now_us)
   return fence
 end
 
+local fenced = fence_ttl_ms ~= '0'
+local function entered()
+  if queued ~= '' then
+    redis.call('LREM', KEYS[3], 1, queued)
+  end
+end
+
+-- Unfenced, a free lock is taken with one plain SET: no token to issue, so no Redis time to
+-- read for it (PX counts from this script's start, which only an expiry-only lock's spacing,
+-- always fenced, would mind).
+if not fenced and redis.call('SET', KEYS[1], token, 'NX', 'PX', lease_ms) then
+  entered()
+  return {1, 0}
+end
+
 -- The lease ends lease_ms after the Redis time read here (PXAT, rounded up to the next ms), not
 -- after the time Redis took when this script started (what PX counts from): Redis may have
 -- waited for a CPU between the two, and the next holder's grant must come at least lease_ms
 -- after this one's fencing token on the clock TIME reads (the spacer's promise, expire: n).
 local now_us = time_us()
 local lease_until_ms = math.floor((now_us + 999) / 1000) + tonumber(lease_ms)
-if redis.call('SET', KEYS[1], token, 'NX', 'PXAT', string.format('%d', lease_until_ms)) then
-  if queued ~= '' then
-    redis.call('LREM', KEYS[3], 1, queued)
-  end
+if fenced and redis.call('SET', KEYS[1], token, 'NX', 'PXAT', string.format('%d', lease_until_ms)) then
+  entered()
   return {1, issue(now_us)}
 end
 -- Only a caller that may hold it already asks (a first attempt by a fresh token cannot).
@@ -73,8 +87,9 @@ if maybe_ours == '1' and redis.call('GET', KEYS[1]) == token then
   -- written on another connection (an earlier attempt cut short, a releaser's hand-off), so only
   -- a write here makes the WAIT that follows (min_replicas_acked) cover it.
   redis.call('PEXPIRE', KEYS[1], lease_ms)
-  if queued ~= '' then
-    redis.call('LREM', KEYS[3], 1, queued)
+  entered()
+  if not fenced then
+    return {1, 0}
   end
   -- The counter may have expired under a long-renewed hold: issuing anew is still in order,
   -- as this token is the latest holder.

@@ -16,7 +16,8 @@ pub struct MutexState {
     pub token: Option<String>,
     /// The lock's PTTL (ms; -2 free).
     pub pttl: i64,
-    /// The fence counter's last value (None: none, or not a number).
+    /// The fence counter's last value (None: none, not a number, or a holder made with
+    /// `fencing: false`, whose hold has no token).
     pub fencing_token: Option<i64>,
     pub waiters: i64,
 }
@@ -46,10 +47,12 @@ pub fn inspect(client: &Client, intr: &Interrupt, name: &str) -> Result<Option<M
             "dist_mutex/inspect: unexpected reply {reply:?}"
         )));
     };
+    let token = text(token);
+    let fenced = token.as_deref().is_none_or(crate::token::is_fenced);
     let state = MutexState {
-        token: text(token),
         pttl: int(pttl)?,
-        fencing_token: text(fence).and_then(|f| f.parse().ok()),
+        fencing_token: text(fence).and_then(|f| f.parse().ok()).filter(|_| fenced),
+        token,
         waiters: int(waiters)?,
     };
     Ok((state.token.is_some() || state.waiters > 0).then_some(state))

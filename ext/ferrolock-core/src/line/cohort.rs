@@ -134,7 +134,8 @@ impl Cohort {
         })
     }
 
-    /// A cohort for a primitive without fencing tokens (a ConcurrentLimiter slot): the same
+    /// A cohort for a hold without fencing tokens (a ConcurrentLimiter slot, a DistMutex made
+    /// with `fencing: false`): the same
     /// bounds on passes and time; its `fencing_token` means nothing.
     pub fn unfenced(started: Instant) -> Cohort {
         Cohort {
@@ -178,9 +179,17 @@ impl Cohort {
         self.slice_started.elapsed()
     }
 
-    /// This holder's fencing token.
+    /// This holder's fencing token (0 in an unfenced cohort).
     pub fn fencing_token(&self) -> i64 {
+        if self.is_unfenced() {
+            return 0;
+        }
         self.base + i64::from(self.passes)
+    }
+
+    /// A cohort of a hold without fencing tokens (a slot, a `fencing: false` lock).
+    pub fn is_unfenced(&self) -> bool {
+        self.base == 0
     }
 }
 

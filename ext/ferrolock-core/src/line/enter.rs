@@ -76,7 +76,8 @@ impl Line {
         {
             return Ok(None);
         }
-        let Some((baton, member)) = local::take_parked(self.client.identity(), &self.key) else {
+        let Some((baton, member)) = local::take_parked(self.client.identity(), &self.local_key)
+        else {
             return Ok(None);
         };
         handed::<P>(baton, member).map(Some)
@@ -111,7 +112,7 @@ impl Line {
                     None => None,
                     Some(Value::BulkString(b)) => {
                         // Queued: the script set the line's TTL.
-                        local::line_refreshed(self.client.identity(), &self.key, sent_at);
+                        local::line_refreshed(self.client.identity(), &self.local_key, sent_at);
                         Some(String::from_utf8_lossy(b).into_owned())
                     }
                     Some(_) => return Err(unexpected()),
@@ -135,7 +136,7 @@ impl Line {
         let joined_at = Instant::now();
         let (turn, mut member) = match local::join(
             self.client.identity(),
-            &self.key,
+            &self.local_key,
             token,
             deadline,
             self.unfair_slice.map(|_| self.park_tick),

@@ -175,9 +175,13 @@ pub(crate) struct Hold {
 pub(crate) struct Line {
     pub client: Client,
     pub name: String,
-    /// The key the hold lives in (the lock, the slots): this process's local line and
-    /// unanswered releases for the name are keyed by it.
+    /// The key the hold lives in (the lock, the slots): this process's unanswered releases for
+    /// the name are keyed by it.
     pub key: String,
+    /// What this process's local line for the name is keyed by: `key`, but for a DistMutex
+    /// made with `fencing: false`, whose threads wait apart from fenced ones (a hold passed
+    /// within the process keeps its cohort's tokens, or lack of them).
+    pub local_key: String,
     /// `<ns>:{name}:grant:`, followed by a waiter's token.
     grant_prefix: String,
     /// How long a hold lasts unrenewed.
@@ -215,6 +219,7 @@ impl Line {
         Line {
             client: client.clone(),
             name: name.to_string(),
+            local_key: key.clone(),
             key,
             grant_prefix,
             lease,
@@ -259,17 +264,17 @@ impl Line {
 
     /// Threads of this process waiting for this name behind the one in Redis (for tests).
     pub fn local_waiters(&self) -> usize {
-        super::local::local_waiters(self.client.identity(), &self.key)
+        super::local::local_waiters(self.client.identity(), &self.local_key)
     }
 
     /// Holds parked in this process for this name (unfair mode; for tests).
     pub fn parked_holds(&self) -> usize {
-        super::local::parked_holds(self.client.identity(), &self.key)
+        super::local::parked_holds(self.client.identity(), &self.local_key)
     }
 
     /// Tests: forget when this process last set the line's TTL.
     pub fn forget_line_refresh(&self) {
-        super::local::forget_line_refresh(self.client.identity(), &self.key)
+        super::local::forget_line_refresh(self.client.identity(), &self.local_key)
     }
 
     /// Announces a release this process's callers already treat as done, until dropped (see

@@ -85,7 +85,7 @@ impl Line {
         let next = hold.cohort.and_then(|c| {
             c.next(self.local_passes, self.cohort_window)
                 .map(|n| (n, true))
-                .or_else(|| self.renew_unfenced::<P>(c).map(|n| (n, false)))
+                .or_else(|| self.renew_unfenced(c).map(|n| (n, false)))
         });
         let Some((next, may_park)) = next else {
             return false;
@@ -97,11 +97,11 @@ impl Line {
         self.pass_on_with::<P>(hold, next, may_park)
     }
 
-    /// Unfair mode, a primitive without fencing (a limiter's slot): a cohort that may pass no
-    /// more starts another one in place, with no Redis call (there is no token block to renew;
-    /// its lease renews as before), while its process's slice lasts.
-    fn renew_unfenced<P: Primitive>(&self, cohort: Cohort) -> Option<Cohort> {
-        let slice = self.unfair_slice.filter(|_| P::SLOTS)?;
+    /// Unfair mode, a hold without fencing (a limiter's slot, a `fencing: false` lock): a cohort
+    /// that may pass no more starts another one in place, with no Redis call (there is no token
+    /// block to renew; its lease renews as before), while its process's slice lasts.
+    fn renew_unfenced(&self, cohort: Cohort) -> Option<Cohort> {
+        let slice = self.unfair_slice.filter(|_| cohort.is_unfenced())?;
         (cohort.slice_age() < slice)
             .then(|| cohort.renewed_unfenced())
             .and_then(|c| c.next(self.local_passes, self.cohort_window))
@@ -147,7 +147,9 @@ impl Line {
         let (Some(slice), Some(cohort)) = (self.unfair_slice, hold.cohort) else {
             return false;
         };
+        // An unfenced cohort was renewed in place (`renew_unfenced`) while its slice lasted.
         if self.local_passes == 0
+            || cohort.is_unfenced()
             || cohort.slice_age() >= slice
             || !local::has_live_waiter(&hold.member, true)
             || self.client.inbox().was_revoked(&hold.token)
@@ -189,8 +191,12 @@ impl Line {
         let wait_ms = self.planned_wait_ms(successor.deadline);
         let sent_at = Instant::now();
         let needed_until = sent_at + Duration::from_millis(wait_ms);
-        let refresh =
-            local::line_refresh_needed(client.identity(), &self.key, needed_until, self.line_ttl());
+        let refresh = local::line_refresh_needed(
+            client.identity(),
+            &self.local_key,
+            needed_until,
+            self.line_ttl(),
+        );
         let args = ReleaseArgs {
             leave_line: false,
             successor: &successor.token,
@@ -210,7 +216,7 @@ impl Line {
         })?;
         if refresh {
             // Whatever it answered, the script left no line without that TTL (or no line).
-            local::line_refreshed(client.identity(), &self.key, sent_at);
+            local::line_refreshed(client.identity(), &self.local_key, sent_at);
         }
         let (released, room) = match &reply {
             Value::Array(items) => match (items.first().map(int), items.get(1), items.get(2)) {
@@ -236,7 +242,7 @@ impl Line {
         // Slots still free (one freed earlier while nobody was in line): the next local waiters
         // attempt now instead of waiting for releases of this process.
         if room > 0 {
-            local::pass_room(client.identity(), &self.key, room);
+            local::pass_room(client.identity(), &self.local_key, room);
         }
         Ok(released)
     }

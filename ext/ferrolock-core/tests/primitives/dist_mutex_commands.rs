@@ -4,6 +4,7 @@
 //! Redis are measured with `local_passes: 0` (a local pass, tests/line/cohort.rs, costs none).
 
 use crate::support::{cmd, commands_run, contend_once, spawn_gated, until, Gated, RedisServer};
+use ferrolock_core::client::int;
 use ferrolock_core::{Client, Interrupt};
 use ferrolock_core::{DistMutex, DistMutexOptions};
 use std::sync::Arc;
@@ -43,6 +44,35 @@ fn an_uncontended_lock_and_unlock_cost_seven_commands() {
     }
     // Acquire: EVALSHA, TIME, SET NX PXAT, SET (fence). Release: EVALSHA, LPOP, GETDEL.
     assert_eq!(commands_run(&client), 7 * rounds);
+}
+
+#[test]
+fn an_unfenced_uncontended_lock_and_unlock_cost_five_commands_and_issue_no_token() {
+    let server = RedisServer::start();
+    let client = server.counted_client("t");
+    let opts = DistMutexOptions {
+        fencing: false,
+        ..through_redis()
+    };
+    let m = DistMutex::new(&client, "free", opts).unwrap();
+    let intr = Interrupt::new();
+    let held = m.lock(&intr, &m.token(), None).unwrap();
+    assert_eq!(held.fencing_token(), 0);
+    // The lease is the options' (PX from the script's start).
+    let pttl = int(&cmd(&client, &["PTTL", "t:{free}:lock"])).unwrap();
+    assert!(pttl > 25_000 && pttl <= 30_000, "{pttl}");
+    m.unlock(&intr, held).unwrap();
+    reset(&client);
+    let rounds = 20;
+    for _ in 0..rounds {
+        let held = m.lock(&intr, &m.token(), None).unwrap();
+        assert_eq!(held.fencing_token(), 0);
+        m.unlock(&intr, held).unwrap();
+    }
+    // Acquire: EVALSHA, SET NX PX. Release: EVALSHA, LPOP, GETDEL.
+    assert_eq!(commands_run(&client), 5 * rounds);
+    // No counter was written: nothing of the name is left.
+    assert_eq!(int(&cmd(&client, &["DBSIZE"])).unwrap(), 0);
 }
 
 #[test]

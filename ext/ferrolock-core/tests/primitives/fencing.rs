@@ -160,6 +160,85 @@ fn tokens_strictly_increase_in_the_order_holders_entered() {
     }
 }
 
+/// `fencing: false` beside fenced holders of one name, in two processes (clients), fair and
+/// unfair: one holder at a time, unfenced holds get no token (a hand-off issues one, which they
+/// ignore), and the fenced holds' tokens still strictly increase in the order they entered. The
+/// Admin read shows no token for an unfenced holder (its token is marked, token.rs).
+#[test]
+fn unfenced_holders_beside_fenced_ones_keep_exclusion_and_growing_tokens() {
+    let server = RedisServer::start();
+    let clients = [server.client("t"), server.client("t")];
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let inside = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let threads: Vec<_> = (0..8)
+        .map(|i| {
+            let opts = DistMutexOptions {
+                fencing: i % 2 == 0,
+                fair: i % 4 < 2,
+                ..DistMutexOptions::default()
+            };
+            let m = DistMutex::new(&clients[i / 4], "mixed", opts).unwrap();
+            let (order, inside) = (order.clone(), inside.clone());
+            std::thread::spawn(move || {
+                let intr = Interrupt::new();
+                for _ in 0..100 {
+                    let held = m.lock(&intr, &m.token(), None).unwrap();
+                    assert_eq!(inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst), 0);
+                    order
+                        .lock()
+                        .unwrap()
+                        .push((i % 2 == 0, held.fencing_token()));
+                    std::thread::yield_now();
+                    inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                    m.unlock(&intr, held).unwrap();
+                }
+            })
+        })
+        .collect();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    let order = order.lock().unwrap();
+    assert_eq!(order.len(), 800);
+    assert!(
+        order.iter().all(|&(fenced, token)| fenced == (token > 0)),
+        "{order:?}"
+    );
+    let fenced: Vec<i64> = order.iter().filter(|h| h.0).map(|h| h.1).collect();
+    for pair in fenced.windows(2) {
+        assert!(pair[1] > pair[0], "token went back: {pair:?}");
+    }
+
+    let intr = Interrupt::new();
+    let unfenced_opts = DistMutexOptions {
+        fencing: false,
+        ..DistMutexOptions::default()
+    };
+    let m = DistMutex::new(&clients[0], "mixed", unfenced_opts).unwrap();
+    let held = m.lock(&intr, &m.token(), None).unwrap();
+    let state = ferrolock_core::admin::state::state(&clients[0], &intr, "dist_mutex", "mixed")
+        .unwrap()
+        .unwrap();
+    let field = |name: &str| {
+        state
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, f)| f.clone())
+    };
+    // The counter holds the last fenced holder's token, which is not this holder's.
+    assert!(cmd(&clients[0], &["GET", "t:{mixed}:fence"]) != redis::Value::Nil);
+    assert!(matches!(
+        field("token"),
+        Some(ferrolock_core::inspect::Field::Text(_))
+    ));
+    assert!(
+        matches!(
+            field("fencing_token"),
+            Some(ferrolock_core::inspect::Field::Nil)
+        ),
+        "{state:?}"
+    );
+    m.unlock(&intr, held).unwrap();
+}
+
 /// Polls `INFO replication` until `replica` reports its link to the primary up.
 fn wait_for_link(replica: &ferrolock_core::Client) {
     let deadline = Instant::now() + Duration::from_secs(30);

@@ -21,6 +21,7 @@ pub struct RbDistMutex(DistMutex);
 #[magnus::wrap(class = "Ferrolock::Native::MutexHold", free_immediately, size)]
 pub struct RbMutexHold {
     held: HeldCell<Held>,
+    /// 0: none (a mutex made with `fencing: false`).
     fencing_token: i64,
     /// When it was granted: a counted release's hold time (see `RbTally`).
     granted: Instant,
@@ -44,8 +45,8 @@ impl RbMutexHold {
         }
     }
 
-    fn fencing_token(&self) -> i64 {
-        self.fencing_token
+    fn fencing_token(&self) -> Option<i64> {
+        (self.fencing_token > 0).then_some(self.fencing_token)
     }
 
     fn is_released_by_sleep(&self) -> bool {
@@ -83,6 +84,7 @@ impl RbDistMutex {
         min_replicas_acked: i64,
         local_passes: i64,
         fair: bool,
+        fencing: bool,
     ) -> Result<Self, Error> {
         let acks = replicas::check(min_replicas_acked).map_err(|e| core_error(ruby, e))?;
         let opts = DistMutexOptions {
@@ -92,6 +94,7 @@ impl RbDistMutex {
             // Out of range: the core's ArgumentError names the bound.
             local_passes: u32::try_from(local_passes).unwrap_or(u32::MAX),
             fair,
+            fencing,
         };
         DistMutex::new(&client.0, &name, opts)
             .map(|m| RbDistMutex(m.with_min_replicas_acked(acks)))
@@ -99,7 +102,7 @@ impl RbDistMutex {
     }
 
     fn try_lock(ruby: &Ruby, rb_self: &Self) -> Result<Option<RbMutexHold>, Error> {
-        let token = DistMutex::new_token();
+        let token = rb_self.0.token();
         let held = acquire(ruby, |intr| rb_self.0.try_lock(intr, &token))
             .inspect_err(|_| rb_self.0.abandon(&token))?;
         Ok(held.map(|h| RbMutexHold::new(h, Instant::now())))
@@ -122,7 +125,7 @@ impl RbDistMutex {
         if let Some(held) = parked {
             return Ok(RbMutexHold::new(held, RbTally::acquired(tally, started)));
         }
-        let token = DistMutex::new_token();
+        let token = rb_self.0.token();
         let held = acquire_until(
             ruby,
             deadline,
@@ -202,7 +205,7 @@ impl RbDistMutex {
 
 pub fn init(ruby: &Ruby, native: RModule) -> Result<(), Error> {
     let class = native.define_class("DistMutex", ruby.class_object())?;
-    class.define_singleton_method("new", function!(guard::f8(RbDistMutex::new), 8))?;
+    class.define_singleton_method("new", function!(guard::f9(RbDistMutex::new), 9))?;
     class.define_method("try_lock", method!(guard::f1(RbDistMutex::try_lock), 0))?;
     class.define_method("lock", method!(guard::variadic(RbDistMutex::lock), -1))?;
     class.define_method("unlock", method!(guard::variadic(RbDistMutex::unlock), -1))?;

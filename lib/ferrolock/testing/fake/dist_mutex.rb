@@ -10,7 +10,9 @@ module Ferrolock
       class DistMutex
         State = Struct.new(:hold, :expires_at, :fencing_token, :line)
 
-        def initialize(store, client, name, expire, auto_release, _lease, _min_replicas_acked, _local_passes, _fair) # rubocop:disable Metrics/ParameterLists -- Native::DistMutex.new's
+        def initialize(store, client, name, expire, auto_release, _lease, _min_replicas_acked, _local_passes, _fair, # rubocop:disable Metrics/ParameterLists -- Native::DistMutex.new's
+                       fencing)
+          @fencing = fencing
           @store = store
           @place = Fake.place(client, name)
           @name = name
@@ -110,7 +112,7 @@ module Ferrolock
 
         def grant(current)
           current.fencing_token += 1
-          current.hold = MutexHold.new(self, current.fencing_token)
+          current.hold = MutexHold.new(self, (current.fencing_token if @fencing))
           current.expires_at = @auto_release ? nil : Testing.now + @expire
           current.hold
         end
