@@ -10,7 +10,7 @@ RSpec.describe Ferrolock::History::Counter, time_limit: 60 do
   let(:admin) { Ferrolock::Admin.new }
   let(:minute) { 1_764_000_000 - (1_764_000_000 % 60) }
   let(:native) do
-    Ferrolock::Native::DistMutex.new(Ferrolock.client.native, "counter:native", nil, true, 30.0, 0, 0, true)
+    Ferrolock::Native::DistMutex.new(Ferrolock.client.native, "counter:native", nil, true, 30.0, 0, 0, true, true)
   end
 
   include_context "with history on"

@@ -125,7 +125,7 @@ RSpec.describe "min_replicas_acked" do
       expect { Ferrolock::DualLock.new("x", client: client, min_replicas_acked: bad) }
         .to raise_error(TypeError, /min_replicas_acked/)
     end
-    expect { Ferrolock::Native::DistMutex.new(client.native, "x", nil, true, 30.0, 1 << 40, 8, true) }
+    expect { Ferrolock::Native::DistMutex.new(client.native, "x", nil, true, 30.0, 1 << 40, 8, true, true) }
       .to raise_error(ArgumentError, /min_replicas_acked/)
   end
 end

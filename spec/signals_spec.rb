@@ -21,9 +21,9 @@ module FerrolockTest
       client = Ferrolock::Client.new(url: ENV.fetch("REDIS_URL"))
       native = client.native
       client.eviction_check.join
-      held = Ferrolock::Native::DistMutex.new(native, "signals-held", nil, true, 30.0, 0, 0, true)
+      held = Ferrolock::Native::DistMutex.new(native, "signals-held", nil, true, 30.0, 0, 0, true, true)
       hold = held.lock(nil)
-      probe = Ferrolock::Native::DistMutex.new(native, "signals-probe", nil, true, 30.0, 0, 0, true)
+      probe = Ferrolock::Native::DistMutex.new(native, "signals-probe", nil, true, 30.0, 0, 0, true, true)
       $stdout.puts(Thread.list.size)
       $stdout.flush
       calls = 0
