@@ -355,7 +355,8 @@ RSpec.describe "interrupt atomicity" do
   # the exception vanished and the lock was taken. Deterministic: no other thread is involved.
   describe "an exception pending when a native acquisition starts" do
     def native_mutex(client)
-      Ferrolock::Native::DistMutex.new(client, "pending", nil, true, 5.0, 0, Ferrolock::DistMutex::LOCAL_PASSES, true, true)
+      Ferrolock::Native::DistMutex.new(client, "pending", nil, true, 5.0, 0, Ferrolock::DistMutex::LOCAL_PASSES,
+                                       true, true)
     end
 
     # [native object, method, arguments]: built beforehand, so the acquisition is the first call.
