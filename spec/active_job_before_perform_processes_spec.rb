@@ -58,10 +58,12 @@ RSpec.describe "ActiveJob: a job that fails before it performs, in Sidekiq proce
 
   it "concurrency_rule total_limit: the place of a job whose record was deleted is given back as it fails" do
     gone = LcRecord.create("r0")
+    gone.destroy
+    # Both before Sidekiq runs: a worker already running could fail r0's job, giving its place back,
+    # before the second enqueue (ci33, a busy machine).
+    BpRuleJob.perform_later(gone) # takes the one place (60 s, longer than Sidekiq's boot)
+    expect(BpRuleJob.perform_later(LcRecord.create("r-refused"))).to be(false)
     with_sidekiq(concurrency: 1) do |sidekiq|
-      gone.destroy
-      BpRuleJob.perform_later(gone) # takes the one place (60 s)
-      expect(BpRuleJob.perform_later(LcRecord.create("r-refused"))).to be(false)
       wait_until(timeout: 30, interval: 0.05, what: -> { "r0's place given back: #{sidekiq.log}" }) do
         !redis.exists?("ferrolock:{concurrency:rule:total:BpRuleJob/rule}:slots")
       end

@@ -148,11 +148,17 @@ RSpec.describe "Redis that loses ferrolock's data", time_limit: 90 do
       end
       gone = parked.reject { |id| server.redis.hexists("ferrolock:{concurrency:DataLossJob/k}:jobs", id) }
       expect(gone).not_to be_empty
-      expect(report[:parked].map { |job| job[:job_id] }).to match_array(gone)
+      # A probe that ran while the filler still wrote may report before the parked jobs went (ci33):
+      # the next probe reports those, in a report of its own.
+      reports = [report]
+      while reports.sum([]) { |r| r[:parked] }.size < gone.size && (more = next_report(7))
+        reports << more
+      end
+      expect(reports.sum([]) { |r| r[:parked] }.map { |job| job[:job_id] }).to match_array(gone)
       # A hold named is one of the three (the LRU may have spared those renewed lately).
       expect(holds).to include(*lost_names(report))
       errors = log.string.lines.grep(/ERROR.*#{Regexp.escape(server.url)} lost ferrolock's data \(eviction: /)
-      expect(errors.size).to eq(1)
+      expect(errors.size).to eq(reports.size)
     end
   end
 
