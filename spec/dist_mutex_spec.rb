@@ -176,6 +176,7 @@ RSpec.describe Ferrolock::DistMutex do
         m.lock
         expires_us = redis.call("PEXPIRETIME", "ferrolock:{crawl-expiry-#{i}}:lock") * 1000
         expect(expires_us).to be >= m.fencing_token - 15 + 200_000 # a token is rounded up to 16 µs
+        m.unlock
       end
     end
   end

@@ -14,7 +14,8 @@ RSpec.describe Ferrolock::Admin::NamespaceProbe do
   end
 
   it "names the other namespaces, the one with the most keys first, from keys shaped like ferrolock's only" do
-    Ferrolock::DistMutex.new("report:1", client: Ferrolock::Client.new(namespace: "myapp")).lock
+    held = Ferrolock::DistMutex.new("report:1", client: Ferrolock::Client.new(namespace: "myapp"))
+    held.lock
     redis.set("myapp:{report:2}:fence", "1")
     redis.set("billing:eu:{invoice}:lock", "x") # a namespace holding ":"
     redis.set("ferrolock:{mine}:lock", "x")     # its own: never named
@@ -23,6 +24,8 @@ RSpec.describe Ferrolock::Admin::NamespaceProbe do
     redis.set("upper:{tag}:X", "x")             # a part that is not ferrolock's
     expect(probe.others).to eq(["myapp", "billing:eu"])
     expect(probe.others(limit: 1)).to eq(["myapp"])
+  ensure
+    held&.unlock
   end
 
   it "names nothing when only its own namespace holds keys" do

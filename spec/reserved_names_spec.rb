@@ -21,8 +21,11 @@ RSpec.describe "reserved name prefixes" do
   end
 
   it "accepts the uniqueness middleware's own names and every other name" do
-    expect(Ferrolock::DistMutex.new(Ferrolock::InternalName.new("#{digest}:run")).try_lock).to be(true)
-    expect(Ferrolock::DistMutex.new("uniqueness:#{digest}").try_lock).to be(true)
+    held = [Ferrolock::DistMutex.new(Ferrolock::InternalName.new("#{digest}:run")),
+            Ferrolock::DistMutex.new("uniqueness:#{digest}")]
+    expect(held.map(&:try_lock)).to eq([true, true])
     expect(Ferrolock::DistMutex.new("report:unique:1").name).to eq("report:unique:1")
+  ensure
+    held&.each { |mutex| mutex.unlock if mutex.owned? }
   end
 end

@@ -51,7 +51,8 @@ RSpec.shared_examples "limits_concurrency on a ferrolock backend" do |mode|
 
   around do |example|
     subscription = Ferrolock.subscribe(:blocked, :promoted, :released, :discarded, :lock_lost) do |event, payload|
-      events << [event, payload[:job_id]]
+      # Only this file's jobs' losses: a lock another spec left held may be lost at any moment.
+      events << [event, payload[:job_id]] unless event == :lock_lost && !payload[:name].to_s.start_with?("Tjc")
     end
     example.run
   ensure
@@ -370,7 +371,9 @@ RSpec.describe Ferrolock::Testing, "fake! and disable! with limits_concurrency" 
 
   it "forgets every slot and blocked job on reset!; a job whose slot went says so and its release frees nothing" do
     lost = []
-    subscription = Ferrolock.subscribe(:lock_lost) { |_, payload| lost << payload[:detected] }
+    subscription = Ferrolock.subscribe(:lock_lost) do |_, payload|
+      lost << payload[:detected] if payload[:name].to_s.start_with?("TjcResetJob/")
+    end
     klass = counting("TjcResetJob", to: 1, key: "k") do
       define_method(:perform) do |num|
         Ferrolock::Testing.reset! if num.zero?
