@@ -16,13 +16,16 @@ RSpec.describe "Ferrolock::Testing's test-framework helpers" do
       require "ferrolock/testing/rspec"
 
       RSpec.describe "an app" do
+        report = Ferrolock::DistMutex.new("report") # (as an app keeps one in a constant)
+
         it "1 leaves a lock held and the mode switched" do
-          expect(Ferrolock::DistMutex.new("report").try_lock).to eq(true)
+          expect(report.try_lock).to eq(true)
           Ferrolock::Testing.disable!
         end
 
-        it "2 starts in fake mode with nothing held" do
-          expect([Ferrolock::Testing.mode, Ferrolock::DistMutex.new("report").locked?]).to eq([:fake, false])
+        it "2 starts in fake mode with nothing held, not even by this thread" do
+          expect([Ferrolock::Testing.mode, report.locked?, report.owned?]).to eq([:fake, false, false])
+          report.synchronize { expect(report.owned?).to eq(true) }
         end
 
         it "3 runs disabled", ferrolock: :disable do
@@ -80,13 +83,21 @@ RSpec.describe "Ferrolock::Testing's test-framework helpers" do
           travel_back
         end
 
+        REPORT = Ferrolock::DistMutex.new("report")
+
         def test_2_starts_in_the_previous_mode_with_nothing_counted
           assert Ferrolock::Testing.fake?
           assert_equal %w[default slow], [route("a"), route("b")]
+          assert REPORT.try_lock # left held for the next test
+        end
+
+        def test_3_starts_with_nothing_held_by_this_thread
+          refute REPORT.owned?
+          assert_equal :ran, REPORT.synchronize { :ran }
         end
       end
     RUBY
     summary = out[/\d+ runs, \d+ assertions, \d+ failures, \d+ errors/]
-    expect([summary, ok]).to eq(["2 runs, 7 assertions, 0 failures, 0 errors", true]), out
+    expect([summary, ok]).to eq(["3 runs, 10 assertions, 0 failures, 0 errors", true]), out
   end
 end

@@ -89,6 +89,15 @@ module Ferrolock
         nil
       end
 
+      # reset! as a test begins (the RSpec and Minitest helpers), on the thread that runs the tests:
+      # also forgets the fake and disabled holds that thread's last test left, so that a DistMutex
+      # kept in a constant is not still owned (ThreadError "deadlock; recursive locking" at lock).
+      def reset_for_test!
+        reset!
+        DistMutex::Owners.forget_held_by(Thread.current) { |ownership| ownership.hold.is_a?(Token) }
+        nil
+      end
+
       # The time the fake backends read (so ActiveSupport's travel and Timecop move it).
       def now
         Time.now.to_f

@@ -84,6 +84,18 @@ module Ferrolock
           end
         end
 
+        # Forgets (never releases) the holds of thread's fibers that the block picks: Testing's
+        # reset before an example drops the fake holds the last example left, which the fake
+        # store forgot already.
+        def forget_held_by(thread)
+          @lock.synchronize do
+            fresh_process!
+            @by_key.each_value { |list| list.reject! { |each| each.thread.equal?(thread) && yield(each) } }
+            @by_key.reject! { |_, list| list.empty? }
+          end
+          nil
+        end
+
         # The shortest reaper tick among current holds (nil: nothing held).
         def shortest_tick
           @lock.synchronize do

@@ -14,7 +14,7 @@ module Ferrolock
     module Minitest
       def before_setup
         @ferrolock_mode = Testing.mode
-        Testing.reset!
+        Testing.reset_for_test!
         super
       end
 

@@ -12,7 +12,7 @@ require "ferrolock/testing"
 #   it "talks to Redis", ferrolock: :real do ... end
 RSpec.configure do |config|
   config.around do |example|
-    Ferrolock::Testing.reset!
+    Ferrolock::Testing.reset_for_test!
     mode = example.metadata[:ferrolock]
     previous = Ferrolock::Testing.mode
     begin
