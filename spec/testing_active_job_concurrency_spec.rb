@@ -51,8 +51,12 @@ RSpec.shared_examples "limits_concurrency on a ferrolock backend" do |mode|
 
   around do |example|
     subscription = Ferrolock.subscribe(:blocked, :promoted, :released, :discarded, :lock_lost) do |event, payload|
-      # Only this file's jobs' losses: a lock another spec left held may be lost at any moment.
-      events << [event, payload[:job_id]] unless event == :lock_lost && !payload[:name].to_s.start_with?("Tjc")
+      # Only ActiveJob's concurrency events, and only this file's jobs' losses: what another spec left
+      # may be released by the reaper (a holder thread that died) or found lost at any moment.
+      next unless %i[limits_concurrency concurrency_rule].include?(payload[:primitive])
+      next if event == :lock_lost && !payload[:name].to_s.start_with?("Tjc")
+
+      events << [event, payload[:job_id]]
     end
     example.run
   ensure
