@@ -20,15 +20,6 @@ module FerrolockTest
   def self.redis_server
     @redis_server ||= RedisServer.new.start
   end
-
-  # The names of the DistMutex holds of thread's live fibers (read from the process-wide record,
-  # Ferrolock::DistMutex::Owners, which keeps no reader of its own for this).
-  def self.held_by_thread(thread)
-    return [] unless defined?(Ferrolock::DistMutex::Owners)
-
-    by_key = Ferrolock::DistMutex::Owners.instance_variable_get(:@by_key).values.flatten
-    by_key.select { |ownership| ownership.thread.equal?(thread) && ownership.fiber.alive? }
-  end
 end
 
 ENV["REDIS_URL"] = FerrolockTest.redis_server.url
@@ -72,9 +63,9 @@ RSpec.configure do |config|
   # A DistMutex the example's thread still holds is renewed until a later flush, and then reported
   # :lock_lost in whichever example runs at that moment: the example that left it fails instead.
   config.around do |example|
-    before = FerrolockTest.held_by_thread(Thread.current)
+    before = Ferrolock::DistMutex::Owners.held_by(Thread.current)
     example.run
-    left = FerrolockTest.held_by_thread(Thread.current) - before
+    left = Ferrolock::DistMutex::Owners.held_by(Thread.current) - before
     next if left.empty?
 
     raise "this example left #{left.map { |o| o.name.inspect }.join(", ")} held by its thread (unlock it in an ensure)"

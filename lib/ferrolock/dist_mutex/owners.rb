@@ -84,6 +84,14 @@ module Ferrolock
           end
         end
 
+        # The holds of thread's live fibers (a test suite's check that a test left none held).
+        def held_by(thread)
+          @lock.synchronize do
+            fresh_process!
+            @by_key.each_value.flat_map { |list| list.select { |o| o.thread.equal?(thread) && o.fiber.alive? } }
+          end
+        end
+
         # Forgets (never releases) the holds of thread's fibers that the block picks: Testing's
         # reset before an example drops the fake holds the last example left, which the fake
         # store forgot already.
