@@ -194,4 +194,68 @@ RSpec.describe "ActiveJob limits_concurrency: a job promoted again runs once", t
     expect(ran.map { |account, n, _| [account, n] }).to eq([["a", 1]])
     expect(duplicates(job_id).size).to eq(copies.size - 1)
   end
+
+  # On :async a promoted job waits in the adapter's thread pool behind whatever runs there: with the
+  # pool busy past the job's duration, the timer promotes it again and both copies reach the pool.
+  it "runs one copy on the :async adapter when its one thread was busy past the duration" do
+    stub_const("LC_PROMOTIONS", Queue.new)
+    promotions = Ferrolock.subscribe(:promoted) do |_event, payload|
+      LC_PROMOTIONS << payload[:job_id] if payload[:job_class] == "LcTwiceAsyncJob"
+    end
+    adapter = ActiveJob::QueueAdapters::AsyncAdapter.new(min_threads: 1, max_threads: 1)
+    # Queued behind job 0 in the pool, so job 1's first promotion waits behind it: it runs until job 1
+    # was promoted twice (Redis' clock decides when the lease ran out, not a sleep here).
+    hog = job_class("LcAsyncHogJob", adapter: adapter) do
+      def perform
+        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
+        sleep 0.02 until LC_PROMOTIONS.size >= 2 || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
+      end
+    end
+    klass = job_class("LcTwiceAsyncJob", adapter: adapter, to: 1, key: ->(account, _n) { account }, duration: 0.3) do
+      define_method(:perform) do |account, num|
+        hog.perform_later if num.zero?
+        LC_RAN << [account, num, ferrolock_fence]
+      end
+    end
+    klass.perform_later("a", 0)
+    second = klass.perform_later("a", 1)
+    wait_until(timeout: 20, what: -> { "job 1 run and its other copies discarded: #{events}" }) do
+      LC_RAN.size == 2 && duplicates(second.job_id).size == LC_PROMOTIONS.size - 1
+    end
+    expect(LC_PROMOTIONS.size).to be >= 2
+    expect(ran.map { |account, n, _| [account, n] }).to eq([["a", 0], ["a", 1]])
+    expect(events.count { |event, id, _| event == :promoted && id == second.job_id }).to eq(LC_PROMOTIONS.size)
+    key = "ferrolock:{concurrency:LcTwiceAsyncJob/a}"
+    wait_until(timeout: 3, what: -> { "only the fence and the record: #{redis.keys("#{key}*").sort}" }) do
+      redis.keys("#{key}*").sort == ["#{key}:fence", "#{key}:started:#{second.job_id}"]
+    end
+  ensure
+    Ferrolock.unsubscribe(promotions) if promotions
+  end
+
+  it "resumes the copy that started after a Rails 8.1 continuation's interruption, and skips the other copy" do
+    skip "ActiveJob #{::ActiveJob.version} has no continuations (FERROLOCK_RAILS=8.1 runs this)" unless
+      defined?(::ActiveJob::Continuable)
+    stopping = [false]
+    klass = continuable("LcTwiceContinuableJob", stopping, to: 1, key: ->(_num) { "k" }, duration: 0.3)
+    klass.perform_later(0)
+    second = klass.perform_later(1)
+    run_queued(klass) # job 0, whole: its release promotes job 1
+    wait_until(timeout: 10, what: -> { "job 1 promoted again: #{queue(klass).size} copies queued" }) do
+      queue(klass).size >= 2
+    end
+    copies = queue(klass).shift(queue(klass).size).map { |job| job.transform_keys(&:to_s) }
+    LC_RAN.clear
+    stopping[0] = true
+    perform(copies.first) # item 0, then interrupted at its checkpoint: it enqueues its resumption
+    resumption = queue(klass).map { |job| job.transform_keys(&:to_s) }
+    expect(resumption.map { |job| job["job_id"] }).to eq([second.job_id])
+    field = Ferrolock::ActiveJob::Promotion::FIELD
+    expect(resumption.first[field]).to eq(copies.first[field]) # the same copy goes on
+    stopping[0] = false
+    copies.drop(1).each { |copy| perform(copy) } # while the resumption waits: duplicates
+    work_off(klass) # the resumption goes on from its cursor
+    expect(ran.map { |num, item, _| [num, item] }).to eq([[1, 0], [1, 1], [1, 2]])
+    expect(duplicates(second.job_id).size).to eq(copies.size - 1)
+  end
 end
