@@ -72,7 +72,10 @@ RSpec.describe "passwords are never shown", time_limit: 300 do
         expect(client.eviction_check.join(10)).to be(true), form
       end
       warnings = log.string.lines.grep(/maxmemory-policy allkeys-lru/)
-      expect(warnings.size).to eq(urls.working.size)
+      # One from each client here at least. A client of an earlier example whose check was still under way
+      # on a loaded machine may warn too (ci39: 7 for 5): its line must hide the password all the same.
+      # (Once per client: spec/eviction_warning_spec.rb.)
+      expect(warnings.size).to be >= urls.working.size
       expect_hidden(urls, log.string, "the eviction warning")
     ensure
       urls.eviction_policy = "noeviction"
