@@ -30,20 +30,24 @@ RSpec.describe "ActiveJob limits_concurrency: a job promoted again runs once", t
 
   # Job 0 holds the key's one slot and runs: its release promotes job 1, whose copy is left in the queue
   # until its lease (`duration`) ran out and the timer promoted it again. The queued copies of job 1
-  # (two, or more if a lease ran out again meanwhile on a busy machine), oldest first.
-  def promoted_again(klass)
-    klass.perform_later("a", 0)
-    second = klass.perform_later("a", 1)
+  # (two, or more if a lease ran out again meanwhile on a busy machine), oldest first. `args`: job n's
+  # arguments.
+  def promoted_again(klass, args: ->(num) { ["a", num] })
+    klass.perform_later(*args.call(0))
+    second = klass.perform_later(*args.call(1))
     run_queued(klass)
     expect(queue(klass).map { |job| job["job_id"] }).to eq([second.job_id])
     wait_until(timeout: 10, what: -> { "job 1 promoted again: #{queue(klass).size} copies queued" }) do
       queue(klass).size >= 2
     end
     LC_RAN.clear
-    copies = queue(klass).shift(queue(klass).size).map { |job| job.transform_keys(&:to_s) }
+    copies = take_queued(klass)
     expect(copies.map { |copy| copy["job_id"] }.uniq).to eq([second.job_id])
     copies
   end
+
+  # Every job queued, taken out of the queue, oldest first (as a worker receives them).
+  def take_queued(klass) = queue(klass).shift(queue(klass).size).map { |job| job.transform_keys(&:to_s) }
 
   def perform(copy) = ::ActiveJob::Base.execute(copy)
 
@@ -124,7 +128,7 @@ RSpec.describe "ActiveJob limits_concurrency: a job promoted again runs once", t
     redis.hset(jobs, second.job_id, entry.sub("1000:1|", "1000|"))
     wait_until(timeout: 10, what: "the job promoted again") { queue(klass).any? }
     LC_RAN.clear
-    new_copies = queue(klass).shift(queue(klass).size).map { |job| job.transform_keys(&:to_s) }
+    new_copies = take_queued(klass)
     expect(new_copies.first[Ferrolock::ActiveJob::Promotion::FIELD]).to eq(1)
     [old_copy, *new_copies].each { |copy| perform(copy) }
     expect(ran.map { |account, n, _| [account, n] }).to eq([["a", 1]])
@@ -207,18 +211,18 @@ RSpec.describe "ActiveJob limits_concurrency: a job promoted again runs once", t
     # Queued behind job 0 in the pool, so job 1's first promotion waits behind it: it runs until job 1
     # was promoted twice (Redis' clock decides when the lease ran out, not a sleep here).
     hog = job_class("LcAsyncHogJob", adapter: adapter) do
-      def perform
-        deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
-        sleep 0.02 until LC_PROMOTIONS.size >= 2 || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-      end
+      include FerrolockTest::Timing
+
+      def perform = wait_until(timeout: 10, what: "job 1 promoted twice") { LC_PROMOTIONS.size >= 2 }
     end
     klass = job_class("LcTwiceAsyncJob", adapter: adapter, to: 1, key: ->(account, _n) { account }, duration: 0.3) do
+      include FerrolockTest::Timing
+
       define_method(:perform) do |account, num|
         if num.zero?
           hog.perform_later
           # Job 1 is blocked behind this one before it ends (else it could take the free slot).
-          deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 10
-          sleep 0.01 while LC_GO.empty? && Process.clock_gettime(Process::CLOCK_MONOTONIC) < deadline
+          wait_until(timeout: 10, what: "job 1 blocked") { !LC_GO.empty? }
         end
         LC_RAN << [account, num, ferrolock_fence]
       end
@@ -244,20 +248,14 @@ RSpec.describe "ActiveJob limits_concurrency: a job promoted again runs once", t
   it "resumes the copy that started after a Rails 8.1 continuation's interruption, and skips the other copy" do
     skip "ActiveJob #{::ActiveJob.version} has no continuations (FERROLOCK_RAILS=8.1 runs this)" unless
       defined?(::ActiveJob::Continuable)
-    stopping = [false]
+    stopping = [false] # job 0 runs whole
     klass = continuable("LcTwiceContinuableJob", stopping, to: 1, key: ->(_num) { "k" }, duration: 0.3)
-    klass.perform_later(0)
-    second = klass.perform_later(1)
-    run_queued(klass) # job 0, whole: its release promotes job 1
-    wait_until(timeout: 10, what: -> { "job 1 promoted again: #{queue(klass).size} copies queued" }) do
-      queue(klass).size >= 2
-    end
-    copies = queue(klass).shift(queue(klass).size).map { |job| job.transform_keys(&:to_s) }
-    LC_RAN.clear
+    copies = promoted_again(klass, args: ->(num) { [num] })
+    job_id = copies.first["job_id"]
     stopping[0] = true
     perform(copies.first) # item 0, then interrupted at its checkpoint: it enqueues its resumption
-    queued = queue(klass).shift(queue(klass).size).map { |job| job.transform_keys(&:to_s) }
-    expect(queued.map { |job| job["job_id"] }.uniq).to eq([second.job_id])
+    queued = take_queued(klass)
+    expect(queued.map { |job| job["job_id"] }.uniq).to eq([job_id])
     # The resumption carries the copy's promotion (a copy promoted meanwhile, on a busy machine, another).
     field = Ferrolock::ActiveJob::Promotion::FIELD
     resumption, later = queued.partition { |job| job[field] == copies.first[field] }
@@ -267,6 +265,6 @@ RSpec.describe "ActiveJob limits_concurrency: a job promoted again runs once", t
     perform(resumption.first) # goes on from its cursor
     expect(queue(klass)).to be_empty
     expect(ran.map { |num, item, _| [num, item] }).to eq([[1, 0], [1, 1], [1, 2]])
-    expect(duplicates(second.job_id).size).to eq(copies.size - 1 + later.size)
+    expect(duplicates(job_id).size).to eq(copies.size - 1 + later.size)
   end
 end
