@@ -10,6 +10,7 @@ require_relative "support/processes"
 require_relative "support/timing"
 require_relative "support/interrupt_storm"
 require_relative "support/time_limit"
+require_relative "support/holds_left"
 
 # FERROLOCK_SIDEKIQ=7: the vendored Sidekiq 7.3 first on the load path, before anything requires sidekiq.
 FerrolockTest::SidekiqVersion.setup!
@@ -60,16 +61,8 @@ RSpec.configure do |config|
     raise "this example left ENV[\"REDIS_URL\"] #{left.inspect}, not the test server's #{url}"
   end
 
-  # A DistMutex the example's thread still holds is renewed until a later flush, and then reported
-  # :lock_lost in whichever example runs at that moment: the example that left it fails instead.
-  config.around do |example|
-    before = Ferrolock::DistMutex::Owners.held_by(Thread.current)
-    example.run
-    left = Ferrolock::DistMutex::Owners.held_by(Thread.current) - before
-    next if left.empty?
-
-    raise "this example left #{left.map { |o| o.name.inspect }.join(", ")} held by its thread (unlock it in an ensure)"
-  end
+  # A hold the example left fails it, not whichever example runs when a later flush makes it lost.
+  config.around { |example| FerrolockTest::HoldsLeft.run(example) }
 
   config.before do
     server = FerrolockTest.redis_server

@@ -32,7 +32,8 @@
 //! `message_lock::Running`), or the integration tests (tests/) reach into it (`client::int`,
 //! `concurrent_limiter::LimiterStatus`, `transport::slot::key_slot`, `script` for `lua_script!`);
 //! the rest are internals, `pub(crate)` (the binding reads a rate limiter's and a digest's state
-//! through `rate_inspect` and `unique_inspect`).
+//! through `rate_inspect` and `unique_inspect`, and how many leases the process renews through
+//! `renewed_leases`).
 
 pub mod admin;
 pub mod client;
@@ -80,6 +81,7 @@ pub use fork::ForkLocal;
 pub use holder::Caller;
 pub use interrupt::Interrupt;
 pub use job_concurrency::{JobConcurrency, OnConflict, Outcome, Promoted, Request};
+pub use lease::renewed as renewed_leases;
 pub use line::cohort::{DEFAULT_LOCAL_PASSES, MAX_LOCAL_PASSES};
 pub use lost_leases::{LostLease, Notice};
 pub use message_lock::{Begin, Finish, MessageLock, MessageLockOptions};

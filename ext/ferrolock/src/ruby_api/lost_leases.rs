@@ -48,8 +48,14 @@ fn next_lost_lease(ruby: &Ruby, timeout: f64) -> Result<Option<Value>, Error> {
     }))
 }
 
+/// How many leases this process renews now (ferrolock-core's `lease::renewed`).
+fn renewed_leases(_ruby: &Ruby) -> Result<usize, Error> {
+    Ok(ferrolock_core::renewed_leases())
+}
+
 pub fn init(_ruby: &Ruby, native: RModule) -> Result<(), Error> {
     native.define_module_function("listen_lost_leases", function!(guard::f0(listen), 0))?;
     native.define_module_function("next_lost_lease", function!(guard::f1(next_lost_lease), 1))?;
+    native.define_module_function("renewed_leases", function!(guard::f0(renewed_leases), 0))?;
     Ok(())
 }
