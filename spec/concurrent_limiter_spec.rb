@@ -201,7 +201,7 @@ RSpec.describe Ferrolock::ConcurrentLimiter do
     expect(took).to be < 2.5
   end
 
-  # With the default local_passes (8): slots also move between a process's threads without Redis.
+  # With the default local_passes (LOCAL_PASSES, 15): slots also move between a process's threads without Redis.
   it "holds the limit with 4 processes x 8 threads hammering for 10 s, and status stays consistent" do
     code = <<~RUBY
       require "ferrolock"

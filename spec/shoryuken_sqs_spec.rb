@@ -308,6 +308,35 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
     end
   end
 
+  # The repromotion fix through Shoryuken 7's ActiveJob adapter: job 1 waits for job 0's slot in another
+  # queue, which no process reads until the timer has promoted it twice (its first copy did not start
+  # within its 2 s lease). Both copies are SQS messages of their own (the lock keys on the message id),
+  # so both are received: one runs, the other is discarded as a duplicate at perform.
+  it "runs a limits_concurrency job promoted twice once through Shoryuken 7's ActiveJob adapter", time_limit: 60 do
+    first = uniq_name("ajrp")
+    later = uniq_name("ajrp")
+    run.queue(first, VisibilityTimeout: 5)
+    later_url = run.queue(later, VisibilityTimeout: 5)
+    app = FerrolockTest::ShoryukenSqs::ACTIVE_JOB_APP
+    # A worker of `first` alone, booted before the jobs come: it runs job 0 at once, and its timer
+    # promotes job 1 once job 0 gives its slot back, and again 2 s later.
+    run.shoryuken({}, app: app, queues: [first])
+    run.wait_for("the first worker booted", timeout: 30) { run.redis.llen("rec:aj:booted") >= 1 }
+    run.enqueue_active_jobs([[first, "RepromotedJob", [0], 1], [later, "RepromotedJob", [1], 1]])
+    run.wait_for("job 1 promoted twice", timeout: 30) { run.record[:events]["promoted"].to_i >= 2 }
+    run.wait_for("both copies of job 1 in #{later}", timeout: 15) { run.depth(later_url).first >= 2 }
+    run.shoryuken({}, app: app, queues: [later])
+    run.wait_for("a copy of job 1 discarded", timeout: 30) { run.record[:events]["discarded"].to_i >= 1 }
+    run.wait_for("every copy deleted", timeout: 15) { run.depth(later_url) == [0, 0] }
+    ran = run.redis.lrange("rec:rp:ran", 0, -1).map { |num| Integer(num) }
+    events = run.record[:events]
+    report("(7b) a job promoted twice, Shoryuken 7", runs: ran.tally, promoted: events["promoted"].to_i,
+                                                     discarded: events["discarded"].to_i)
+    expect(ran.sort).to eq([0, 1])
+    expect(events["discarded"].to_i).to eq(events["promoted"].to_i - 1) # every copy but the one that ran
+    expect(run.redis.keys("ferrolock:{concurrency:repromoted}:*").map { |key| run.redis.pttl(key) }).to all(be > 0)
+  end
+
   # ActiveJob::Uniqueness (activejob-uniqueness' API) through Shoryuken 7's own ActiveJob adapter: five
   # enqueues of one key send one message; its first attempt raises and retry_on's retry (a new message,
   # the same job_id) keeps the lock; once it ran, the key is free again.
@@ -344,6 +373,10 @@ RSpec.describe "Ferrolock::Shoryuken::LockMiddleware in real Shoryuken 7.0.3 aga
     sleep 2
     in_flight = run.depth(url)
     gate.open
+    # Shoryuken 7 stops itself when its fetcher failed 4 times in a row (Manager#handle_dispatch_error sends
+    # it USR1), which the cut does when the fetcher's random 1-5 s pauses come out short on a busy machine:
+    # a second process, reaching SQS directly, takes the next delivery if the first one is gone.
+    run.shoryuken({ queue => { "lock" => true } }, concurrency: 2)
     # After failed receives Shoryuken's fetcher sleeps 1-5 s between its 3 tries before the next
     # dispatch, and moto answers slowly beside the other lanes (ci16 missed 30 s there; alone: seconds).
     run.wait_for("the copy deleted", timeout: 60) { run.depth(url) == [0, 0] }

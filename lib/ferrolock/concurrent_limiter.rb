@@ -16,13 +16,19 @@ module Ferrolock
     attr_reader :name, :count, :wait_timeout, :lease, :client
     alias lock_timeout lease
 
+    # local_passes' default: the most allowed, where DistMutex's is Cohort::LOCAL_PASSES (8). A waiter of
+    # another process takes the first of `count` slots whose run of passes ends (each run within 10 ms of
+    # its slot's Redis acquisition), and each pass saves a Redis hand-off: more blocks/s, fewer Redis
+    # commands, about the same waits (doc/BENCHMARKS.md, "The limiter's cohort").
+    LOCAL_PASSES = Cohort::MAX_LOCAL_PASSES
+
     # min_replicas_acked: replicas each slot grant must reach before the block runs (nil: the
     # configured default). local_passes: times in a row a release may pass its slot to a waiting
     # thread of its own process without Redis (within 10 ms of the slot's Redis acquisition, as
-    # DistMutex's cohort hand-off); 0: every slot goes back through Redis. fair: false: a released
+    # DistMutex's cohort hand-off; LOCAL_PASSES); 0: every slot goes back through Redis. fair: false: a released
     # slot is kept for this process's next running thread, up to 50 ms in a row (doc/BEHAVIOUR.md).
     def initialize(name, count, wait_timeout: 5, lease: Deprecation::UNSET, client: nil, min_replicas_acked: nil, # rubocop:disable Metrics/ParameterLists -- all keywords with defaults
-                   local_passes: Cohort::LOCAL_PASSES, lock_timeout: Deprecation::UNSET, fair: true)
+                   local_passes: LOCAL_PASSES, lock_timeout: Deprecation::UNSET, fair: true)
       given, lease = Deprecation.rename("Ferrolock::ConcurrentLimiter.new", :lock_timeout, :lease,
                                         [lock_timeout, lease], 30)
       @name = Validate.own_name!(:name, name)

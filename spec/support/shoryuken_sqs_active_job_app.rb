@@ -115,6 +115,19 @@ class LimitedJob < ActiveJob::Base
   end
 end
 
+# One at a time, a 2 s lease: a promoted copy that has not started within it is promoted again by the
+# expiry timer, and at perform only the copy that starts first runs (the others are duplicates). Records
+# each run.
+class RepromotedJob < ActiveJob::Base
+  include Ferrolock::ActiveJob::Concurrency
+
+  limits_concurrency to: 1, key: "repromoted", duration: 2
+
+  def perform(num)
+    ShoryukenSqsApp.redis.rpush("rec:rp:ran", num)
+  end
+end
+
 # limits_concurrency (to: 2 in the code) whose limit an operator changes live
 # (spec/shoryuken_sqs_pause_spec.rb): the most of a key at once is kept in "rec:ll:max:<key>", and each
 # run records "<key> <num> <pid>" as it starts ("rec:ll:started") and ends ("rec:ll:done").
