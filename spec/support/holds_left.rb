@@ -7,6 +7,8 @@ module FerrolockTest
   # the process renewed before it, for every primitive (a limiter slot, a DualLock, a MessageLock …
   # held by a thread the example left running).
   module HoldsLeft
+    extend Timing
+
     # How long a thread the example stopped may take to give back what it held (s).
     SETTLE = 5
 
@@ -20,21 +22,12 @@ module FerrolockTest
               "(unlock it in an ensure)"
       end
 
-      more = more_leases(leases, settle)
-      return unless more.positive?
-
-      raise "this example left #{more} lease(s) renewed that it did not find (a hold of a thread it did not join)"
+      wait_until(timeout: settle, what: -> { leases_left(leases) }) { Ferrolock::Native.renewed_leases <= leases }
     end
 
-    # Leases renewed beyond `before` once `settle` seconds have passed or none are left.
-    def self.more_leases(before, settle)
-      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + settle
-      loop do
-        more = Ferrolock::Native.renewed_leases - before
-        return more if more <= 0 || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
-
-        sleep 0.01
-      end
+    def self.leases_left(before)
+      "this example left #{Ferrolock::Native.renewed_leases - before} lease(s) renewed that it did not find " \
+        "(a hold of a thread it did not join): their release"
     end
   end
 end

@@ -43,7 +43,7 @@ impl RenewKeyArgs<'_> {
 static RENEWED: AtomicUsize = AtomicUsize::new(0);
 
 /// How many leases this process renews now: what its threads hold. The specs check that an
-/// example leaves none behind (spec/spec_helper.rb), for every primitive at once.
+/// example leaves none behind (spec/support/holds_left.rb), for every primitive at once.
 pub fn renewed() -> usize {
     RENEWED.load(Ordering::Relaxed)
 }
