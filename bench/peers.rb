@@ -106,7 +106,8 @@ module PeersBench
   def section_body(section, key)
     return [-> {}, ->(_) { [now, now] }] if section == :empty
 
-    [-> { Redis.new(url: io_url) },
+    # Connected in setup, as the drivers' second connection is (they ping it before start_at).
+    [-> { Redis.new(url: io_url).tap(&:ping) },
      lambda do |io|
        entered = now
        io.incr(key)
@@ -146,9 +147,10 @@ module PeersBench
   def measure_ours(kind, section, workers, processes, fair: true, fencing: true)
     key = "#{section}:#{workers}#{":unfair" unless fair}#{":unfenced" unless fencing}"
     setup, body = ours(kind, section, key, fair, fencing: fencing)
-    stop_at = now + (workers == 1 ? ALONE_SECONDS : SECONDS)
+    start_at = now + Bench::Contention::START_MARGIN
+    stop_at = start_at + (workers == 1 ? ALONE_SECONDS : SECONDS)
     measured(slots(kind)) do
-      Bench::Contention.in_processes(processes, workers / processes, stop_at, setup, body)
+      Bench::Contention.in_processes(processes, workers / processes, start_at, stop_at, setup, body)
     end.merge(errors: 0)
   end
 

@@ -11,6 +11,10 @@ module Bench
   # the share of hand-offs that go to another worker, and the busiest worker's share.
   module Contention
     CONFIGS = [[8, 2], [32, 4]].freeze
+    # Every worker sets up (connects) first, then all start together this long after the first fork,
+    # as bench/peers.rb's drivers do: a process forked later or a slow connect costs no worker its
+    # share of the run.
+    START_MARGIN = 1.0
 
     module_function
 
@@ -22,8 +26,8 @@ module Bench
     def measure(workers:, processes:, seconds:, setup:, section:, slots: 1)
       stats = Redis.new(url: Bench.redis_url)
       before = redis_counters(stats)
-      started = Bench.monotonic
-      spans = in_processes(processes, workers / processes, started + seconds, setup, section)
+      start_at = Bench.monotonic + START_MARGIN
+      spans = in_processes(processes, workers / processes, start_at, start_at + seconds, setup, section)
       after = redis_counters(stats)
       summarize(spans, after.zip(before).map { |a, b| a - b }, slots)
     end
@@ -35,12 +39,14 @@ module Bench
       [commands, cpu["used_cpu_sys"].to_f + cpu["used_cpu_user"].to_f]
     end
 
-    def in_processes(processes, threads, stop_at, setup, section)
+    # Each worker's spans from start_at to stop_at (Bench.monotonic), its process forked and its
+    # state set up before start_at.
+    def in_processes(processes, threads, start_at, stop_at, setup, section)
       children = Array.new(processes) do |p|
         read, write = IO.pipe
         pid = fork do
           read.close
-          write.write(JSON.dump(run_workers(p, threads, stop_at, setup, section)))
+          write.write(JSON.dump(run_workers(p, threads, start_at, stop_at, setup, section)))
           exit!(0)
         end
         write.close
@@ -55,10 +61,11 @@ module Bench
     end
 
     # Each span: [entered, left, worker id, asked].
-    def run_workers(process, threads, stop_at, setup, section)
+    def run_workers(process, threads, start_at, stop_at, setup, section)
       Array.new(threads) do |t|
         Thread.new do
           state = setup.call
+          sleep([start_at - Bench.monotonic, 0].max)
           spans = []
           while Bench.monotonic < stop_at
             asked = Bench.monotonic
@@ -158,7 +165,10 @@ module Bench
 
       case key
       when :sections then Bench.number(value)
-      when :moved, :moved_process, :busiest, :busiest_process then format("%.1f %%", 100 * value)
+      # Two decimals: a fair run sits at the floor (1/8 = 12.50 %, 1/32 = 3.13 %) and one decimal
+      # rounds a few sections either way.
+      when :busiest then format("%.2f %%", 100 * value)
+      when :moved, :moved_process, :busiest_process then format("%.1f %%", 100 * value)
       else format(fmt, v: value)
       end
     end
