@@ -24,21 +24,11 @@ module FerrolockTest
     end
 
     def initialize
-      @servers = Array.new(MASTERS * 2) do
-        port = RedisServer.free_port
-        bus = RedisServer.free_port
-        bus = RedisServer.free_port while bus == port
-        RedisServer.new(port: port, extra_args: [
-                          "--cluster-enabled", "yes", "--cluster-port", bus.to_s,
-                          "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", NODE_TIMEOUT_MS.to_s,
-                          # A replica promoted after its master died keeps serving at once.
-                          "--cluster-replica-validity-factor", "0", "--cluster-require-full-coverage", "no"
-                        ])
-      end
+      @servers = Array.new(MASTERS * 2) { node }
     end
 
     def start
-      servers.each(&:start)
+      @servers = servers.map { |server| started(server) }
       addresses = servers.map { |s| "#{s.host}:#{s.port}" }
       out, status = Open3.capture2e("redis-cli", "--cluster", "create", *addresses,
                                     "--cluster-replicas", "1", "--cluster-yes")
@@ -142,6 +132,34 @@ module FerrolockTest
     end
 
     private
+
+    # A node on free ports (its client port and its cluster bus port).
+    def node
+      port = RedisServer.free_port
+      bus = RedisServer.free_port
+      bus = RedisServer.free_port while bus == port
+      RedisServer.new(port: port, extra_args: [
+                        "--cluster-enabled", "yes", "--cluster-port", bus.to_s,
+                        "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", NODE_TIMEOUT_MS.to_s,
+                        # A replica promoted after its master died keeps serving at once.
+                        "--cluster-replica-validity-factor", "0", "--cluster-require-full-coverage", "no"
+                      ])
+    end
+
+    # `server` started, or a node on fresh ports in its place when another process bound one of its
+    # ports first (parallel lanes start servers too).
+    def started(server)
+      tries = 0
+      begin
+        server.start
+      rescue RedisServer::PortTaken
+        raise if (tries += 1) >= 5
+
+        server.destroy
+        server = node
+        retry
+      end
+    end
 
     def role(server)
       server.redis.call("ROLE").first
