@@ -43,6 +43,8 @@ module Ferrolock
       # Made once: every acquisition passes it to Interrupts.acquire. A slot given back was granted
       # (the core counted its :acquired when History alone listens): its release is counted too.
       @give_back = ->(slot) { release_counted(slot) if slot }
+      # Made once too: WaitTimeout.acquire calls it with the acquisition's wait_timeout and start.
+      @stalled = ->(timeout, started) { over_limit(timeout, started, "Redis did not answer") }
       @history = History::Counter.new(:concurrent_limiter, @name)
     end
 
@@ -52,7 +54,10 @@ module Ferrolock
     def within_limit(wait_timeout: @wait_timeout)
       raise ArgumentError, "within_limit needs a block" unless block_given?
 
-      wait_timeout = Validate.seconds!(:wait_timeout, wait_timeout, allow_zero: true)
+      # The default was validated by the constructor.
+      unless wait_timeout.equal?(@wait_timeout)
+        wait_timeout = Validate.seconds!(:wait_timeout, wait_timeout, allow_zero: true)
+      end
       slot = nil
       finished = false
       begin
@@ -93,11 +98,12 @@ module Ferrolock
     def acquire(wait_timeout, keep:)
       LockLostWatcher.ensure_started
       started = Ferrolock.monotonic
-      stalled = -> { over_limit(wait_timeout, started, "Redis did not answer") }
       # History alone listens: the core times the wait and counts the grant in the tally.
       audience = Ferrolock.audience(:acquired)
       tally = @history.tally_when(audience)
-      slot = WaitTimeout.acquire(stalled, keep: keep, give_back: @give_back) { @native.acquire(wait_timeout, tally) }
+      slot = WaitTimeout.acquire(@stalled, wait_timeout, started, keep: keep, give_back: @give_back) do
+        @native.acquire(wait_timeout, tally)
+      end
       raise over_limit(wait_timeout, started, "all #{@count} slots stayed busy") unless slot
 
       since = Ferrolock.monotonic

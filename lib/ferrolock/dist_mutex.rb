@@ -55,9 +55,7 @@ module Ferrolock
       @key = Owners.key(@client.redacted_url, @client.namespace, @name)
       @tick = [(expire || lease) / 3.0, Reaper::LONGEST_TICK].min
       @history = History::Counter.new(:dist_mutex, @name)
-      # Made once: every lock passes them to Interrupts.acquire.
-      @remember = method(:remember)
-      @give_back = method(:give_back)
+      bind_callbacks
     end
 
     # Waits for the lock (at most wait_timeout seconds: Ferrolock::TimeoutError after that).
@@ -215,7 +213,7 @@ module Ferrolock
                Interrupts.acquire(keep: @remember, give_back: @give_back) { @native.lock(nil, tally) }
              else
                wait_timeout = Validate.seconds!(given, wait_timeout, allow_zero: true)
-               WaitTimeout.acquire(-> { stalled(wait_timeout) }, keep: @remember, give_back: @give_back) do
+               WaitTimeout.acquire(@stalled, wait_timeout, keep: @remember, give_back: @give_back) do
                  @native.lock(wait_timeout, tally)
                end
              end
@@ -229,6 +227,14 @@ module Ferrolock
         Ferrolock.instrument(:acquired, { primitive: :dist_mutex, name: @name, waited: now - started })
       end
       self
+    end
+
+    # Made once: every lock passes them to Interrupts.acquire (and @stalled, with its wait_timeout, to
+    # WaitTimeout.acquire): no closure per call on the hot path.
+    def bind_callbacks
+      @remember = method(:remember)
+      @give_back = method(:give_back)
+      @stalled = method(:stalled)
     end
 
     # Redis stalled past wait_timeout (see WaitTimeout).

@@ -16,11 +16,12 @@ module Ferrolock
     module_function
 
     # The native acquisition (the block) made as Interrupts.acquire makes it; when Redis stalled
-    # past the wait_timeout, the exception `timed_out` builds is raised instead.
-    def acquire(timed_out, keep:, give_back:, &native)
+    # past the wait_timeout, the exception `timed_out.call(*context)` builds is raised instead (a
+    # hot path can pass a callable made once and this call's values, and make no closure per call).
+    def acquire(timed_out, *context, keep:, give_back:, &native)
       Interrupts.acquire(keep: keep, give_back: give_back, &native)
     rescue Stalled
-      raise timed_out.call
+      raise timed_out.call(*context)
     end
 
     # Yields (native calls that run until a deadline, not acquisitions themselves: DualLock's wait

@@ -28,7 +28,7 @@ module FerrolockTest
     end
 
     def start
-      @servers = servers.map { |server| started(server) }
+      servers.each(&:start)
       addresses = servers.map { |s| "#{s.host}:#{s.port}" }
       out, status = Open3.capture2e("redis-cli", "--cluster", "create", *addresses,
                                     "--cluster-replicas", "1", "--cluster-yes")
@@ -133,32 +133,14 @@ module FerrolockTest
 
     private
 
-    # A node on free ports (its client port and its cluster bus port).
+    # A node on free ports (its client port and its cluster bus port, both moved by RedisServer#start
+    # when another process binds one first: parallel lanes start servers too).
     def node
-      port = RedisServer.free_port
-      bus = RedisServer.free_port
-      bus = RedisServer.free_port while bus == port
-      RedisServer.new(port: port, extra_args: [
-                        "--cluster-enabled", "yes", "--cluster-port", bus.to_s,
-                        "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", NODE_TIMEOUT_MS.to_s,
+      RedisServer.new(cluster_node: true, extra_args: [
+                        "--cluster-node-timeout", NODE_TIMEOUT_MS.to_s,
                         # A replica promoted after its master died keeps serving at once.
                         "--cluster-replica-validity-factor", "0", "--cluster-require-full-coverage", "no"
                       ])
-    end
-
-    # `server` started, or a node on fresh ports in its place when another process bound one of its
-    # ports first (parallel lanes start servers too).
-    def started(server)
-      tries = 0
-      begin
-        server.start
-      rescue RedisServer::PortTaken
-        raise if (tries += 1) >= 5
-
-        server.destroy
-        server = node
-        retry
-      end
     end
 
     def role(server)

@@ -15,6 +15,8 @@ module FerrolockTest
     HOST = "127.0.0.1"
     NAME = "redis-server"
     BOOT_TIMEOUT = 10
+    # A cluster node's state file, in its dir.
+    CLUSTER_CONFIG = "nodes.conf"
 
     attr_reader :host, :port, :dir, :pid
 
@@ -49,10 +51,12 @@ module FerrolockTest
     # The port went to another process between free_port and the server's bind.
     class PortTaken < StandardError; end
 
-    def initialize(port: nil, unixsocket: false, extra_args: [])
+    # cluster_node: a cluster node, whose bus port (--cluster-port) is chosen and moved with its port.
+    def initialize(port: nil, unixsocket: false, extra_args: [], cluster_node: false)
       @host = HOST
       @port = port || self.class.free_port
-      # Until the first start, a port we chose may still be swapped for another.
+      @bus_port = cluster_node ? other_free_port : nil
+      # Until the first start, ports we chose may still be swapped for others.
       @port_movable = port.nil?
       @dir = Dir.mktmpdir("ferrolock-redis-")
       @unixsocket = unixsocket ? File.join(@dir, "redis.sock") : nil
@@ -74,19 +78,20 @@ module FerrolockTest
     def start
       return self if running?
 
-      args = ["redis-server", "--port", port.to_s, "--bind", host, "--dir", dir,
+      args = ["redis-server", "--bind", host, "--dir", dir,
               "--save", "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning"]
       args += ["--unixsocket", @unixsocket, "--unixsocketperm", "700"] if @unixsocket
       args += @extra_args
       tries = 0
       begin
-        @pid = Process.spawn(*args, out: File.join(dir, "redis.log"), err: %i[child out], pgroup: true)
+        @pid = Process.spawn(*args, *port_args, out: File.join(dir, "redis.log"), err: %i[child out], pgroup: true)
         wait_until_ready
       rescue PortTaken
         raise unless @port_movable && (tries += 1) < 5
 
         @port = self.class.free_port
-        args[args.index("--port") + 1] = port.to_s
+        @bus_port &&= other_free_port
+        FileUtils.rm_f(File.join(dir, CLUSTER_CONFIG)) # it names the ports given up
         retry
       end
       @port_movable = false
@@ -128,6 +133,22 @@ module FerrolockTest
     end
 
     private
+
+    # --port, and a cluster node's bus port and state file.
+    def port_args
+      args = ["--port", port.to_s]
+      return args unless @bus_port
+
+      args + ["--cluster-enabled", "yes", "--cluster-port", @bus_port.to_s, "--cluster-config-file", CLUSTER_CONFIG]
+    end
+
+    # A free port that is not the server's own.
+    def other_free_port
+      loop do
+        other = self.class.free_port
+        return other unless other == @port
+      end
+    end
 
     def answering?
       FerrolockTest.redis_answering_as?(host, port, @pid)
