@@ -36,6 +36,9 @@ module Ferrolock
       @client = Validate.client!(client)
       @native = Backend.build(:DualLock, @client, @key, @wait_lease, @lease,
                               Ferrolock.min_replicas_acked!(min_replicas_acked))
+      # Made once, as the limiter's: every run passes them to WaitTimeout with its own values.
+      @stalled = method(:stalled)
+      @give_back = ->(ticket) { @native.leave(ticket) }
     end
 
     # Runs the block unless another duplicate already waits. Returns true when it ran, false
@@ -49,12 +52,11 @@ module Ferrolock
       ticket = nil
       ran = false
       begin
-        on_stall = -> { stalled(tags, started) }
         # The ticket is recorded the moment it is granted (see Interrupts).
-        WaitTimeout.acquire(on_stall, keep: ->(t) { ticket = t }, give_back: ->(t) { @native.leave(t) }) do
+        WaitTimeout.acquire(@stalled, tags, started, keep: ->(t) { ticket = t }, give_back: @give_back) do
           @native.enter(@wait_timeout)
         end
-        since = WaitTimeout.within(on_stall) { take_turn(ticket, started, tags) }
+        since = WaitTimeout.within(@stalled, tags, started) { take_turn(ticket, started, tags) }
         return skipped(tags) unless since
 
         yield

@@ -18,6 +18,10 @@ module Ferrolock
   class RateLimiter
     # Sidekiq Enterprise's interval names.
     INTERVALS = { second: 1, minute: 60, hour: 3600, day: 86_400 }.freeze
+    # WaitTimeout's keep: a rate limiter's grant needs no record (a grant an exception cut short is
+    # refunded by give_back).
+    KEEP_NOTHING = ->(_) {}
+    private_constant :KEEP_NOTHING
 
     attr_reader :name, :kind, :count, :interval, :wait_timeout, :client
     # Extra calls a leaky limiter lets through at once (0 for the other kinds); read by the
@@ -72,6 +76,8 @@ module Ferrolock
       # not its count or interval. Kept by the native object, so the app's constants stay however
       # many short-lived limiters come and go (a bounded most-recent list would drop them).
       @native.record_definition
+      # Made once: WaitTimeout.acquire calls it with the call's wait_timeout and start.
+      @stalled = method(:stalled_over_limit)
     end
     private_class_method :new
 
@@ -121,10 +127,10 @@ module Ferrolock
       # A wait ended by an exception gives its slot back natively; a slot granted just as an
       # exception arrived is given back here (the block will not run).
       give_back = ->(reply) { @native.refund(reply[3], cost) if reply[0] }
-      stalled = -> { stalled_over_limit(wait_timeout, started) }
-      granted, at, remaining = WaitTimeout.acquire(stalled, keep: ->(_) {}, give_back: give_back) do
-        @native.acquire(cost, wait_timeout)
-      end
+      granted, at, remaining =
+        WaitTimeout.acquire(@stalled, wait_timeout, started, keep: KEEP_NOTHING, give_back: give_back) do
+          @native.acquire(cost, wait_timeout)
+        end
       waited = Ferrolock.monotonic - started
       return instrument(:acquired, waited: waited, granted_at: at, remaining: remaining, cost: cost) if granted
 

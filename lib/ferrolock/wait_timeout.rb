@@ -25,11 +25,11 @@ module Ferrolock
     end
 
     # Yields (native calls that run until a deadline, not acquisitions themselves: DualLock's wait
-    # for its turn); a stall past the wait_timeout raises what `timed_out` builds instead.
-    def within(timed_out)
+    # for its turn); a stall past the wait_timeout raises what `timed_out.call(*context)` builds instead.
+    def within(timed_out, *context)
       yield
     rescue Stalled
-      raise timed_out.call
+      raise timed_out.call(*context)
     end
   end
 end
