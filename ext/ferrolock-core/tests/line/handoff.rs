@@ -4,7 +4,7 @@
 //! bounds. Each waiter here is on a client of its own (a process), unless said.
 
 use crate::both::{both, exists, key, make, passer, queued, take, until_queued, Lined};
-use crate::support::{cmd, grant_keys, keys_without_ttl, RedisServer};
+use crate::support::{cmd, grant_keys, keys_without_ttl, until, RedisServer};
 use ferrolock_core::{DistMutex, DistMutexOptions};
 use ferrolock_core::{Error, Interrupt};
 use std::sync::{Arc, Mutex};
@@ -99,19 +99,24 @@ fn waiters_that_time_out_as_the_hold_is_handed_to_them_never_strand_it<P: Lined>
     let p = make::<P>(&client, "race");
     let other = make::<P>(&server.client("t"), "race");
     let intr = Interrupt::new();
+    let mut raced = 0;
     for round in 0..24u64 {
         let held = take(&*p);
+        // Far enough ahead that a loaded machine still queues the hasty waiter before it.
+        let deadline = Instant::now() + Duration::from_millis(200);
         let hasty = {
             let p = p.clone();
             std::thread::spawn(move || {
                 let intr = Interrupt::new();
-                let deadline = Instant::now() + Duration::from_millis(20);
                 if let Some(hold) = p.enter(&intr, &P::token(), Some(deadline)).unwrap() {
                     p.leave(&intr, hold).unwrap();
                 }
             })
         };
-        until_queued::<P>(&client, "race", 1);
+        until("the hasty waiter queued (or gone)", || {
+            queued::<P>(&client, "race") >= 1 || hasty.is_finished()
+        });
+        raced += usize::from(!hasty.is_finished());
         // Every other round the patient waiter is of the hasty one's process (waiting behind
         // it there), else of another (queued in Redis behind it).
         let patient = {
@@ -128,13 +133,18 @@ fn waiters_that_time_out_as_the_hold_is_handed_to_them_never_strand_it<P: Lined>
                     .unwrap();
             })
         };
-        // Release about when the hasty waiter's 20 ms run out, varying around it.
-        std::thread::sleep(Duration::from_micros(12_000 + round * 600));
+        // Release about when the hasty waiter's wait runs out, from 8 ms before to 6 ms after.
+        let release_at = deadline - Duration::from_millis(8) + Duration::from_micros(round * 600);
+        std::thread::sleep(release_at.saturating_duration_since(Instant::now()));
         p.leave(&intr, held).unwrap();
         hasty.join().unwrap();
         patient.join().unwrap();
         assert!(!p.held(), "round {round}");
     }
+    assert!(
+        raced >= 12,
+        "only {raced} of 24 rounds queued the hasty waiter in time"
+    );
     assert_eq!(queued::<P>(&client, "race"), 0);
     assert_eq!(grant_keys(&client), redis::Value::Array(vec![]));
     assert_eq!(keys_without_ttl(&client), Vec::<String>::new());
@@ -147,13 +157,14 @@ fn a_waiter_that_died_is_skipped_once_its_wait_has_ended<P: Lined>() {
     let intr = Interrupt::new();
     let held = take(&*p);
     // Cut short and never retried nor abandoned: as if its process died. It planned to wait
-    // 100 ms, so its place in line ends about a second later (the margin).
+    // 300 ms (time for a loaded machine to queue it), so its place in line ends about a second
+    // later (the margin), before the release below.
     let cut = Arc::new(Interrupt::new());
     let dead_token = P::token();
     let dead = {
         let (p, cut, token) = (p.clone(), cut.clone(), dead_token.clone());
         std::thread::spawn(move || {
-            let deadline = Instant::now() + Duration::from_millis(100);
+            let deadline = Instant::now() + Duration::from_millis(300);
             p.enter(&cut, &token, Some(deadline)).is_err()
         })
     };
