@@ -46,8 +46,10 @@ module Chaos
     # A worker finishes its last lock wait and a long section well within this after the deadline.
     GRACE = Settings::LOCK_TIMEOUT + Settings::WAIT_TOLERANCE + (Settings::LEASE * 2.2) + 20
 
-    # One pass: its min_replicas_acked, the kills ({ kind:, start:, end: }) and what the workers did.
-    Pass = Struct.new(:acks, :kills, :checker, :hung, :failed, keyword_init: true)
+    # One pass: its min_replicas_acked, the kills ({ kind:, start:, end: }), the failovers Sentinel
+    # made (more than the kills when a loaded machine made it miss a live primary's down-after) and
+    # what the workers did.
+    Pass = Struct.new(:acks, :kills, :failovers, :checker, :hung, :failed, keyword_init: true)
 
     def initialize(plan, keep:, restart_as_primary: false)
       @plan = plan
@@ -74,8 +76,8 @@ module Chaos
       dir = Dir.mktmpdir("ferrolock-failover-#{acks}-")
       sentinel = FerrolockTest::RedisSentinel.new.start
       pool, kills, hung = run_workers(sentinel, dir, acks)
-      Pass.new(acks: acks, kills: kills, checker: Checker.new(History.new(pool.journals, {}), kills),
-               hung: hung, failed: pool.failed)
+      Pass.new(acks: acks, kills: kills, failovers: sentinel.primary_switches,
+               checker: Checker.new(History.new(pool.journals, {}), kills), hung: hung, failed: pool.failed)
     ensure
       sentinel&.destroy
       @keep ? puts("journals of min_replicas_acked #{acks} kept in #{dir}") : FileUtils.rm_rf(dir)

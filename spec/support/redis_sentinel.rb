@@ -65,6 +65,12 @@ module FerrolockTest
       (servers - [primary]).first
     end
 
+    # How many times the sentinels moved the primary: the most `+switch-master` lines in one
+    # sentinel's log (each logs every switch it learns of; an election that failed logs none).
+    def primary_switches
+      sentinels.map(&:switches).max || 0
+    end
+
     # SENTINEL FAILOVER; returns the new primary once it is promoted and the old one follows it.
     def failover
       old = primary
@@ -177,6 +183,12 @@ module FerrolockTest
         File.read(log).lines.last(5).join
       rescue Errno::ENOENT
         ""
+      end
+
+      def switches
+        File.foreach(log).count { |line| line.include?("+switch-master") }
+      rescue Errno::ENOENT
+        0
       end
 
       # Knows the primary, its replica and the 2 other sentinels.
