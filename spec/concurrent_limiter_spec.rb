@@ -201,7 +201,7 @@ RSpec.describe Ferrolock::ConcurrentLimiter do
     expect(took).to be < 2.5
   end
 
-  # With the default local_passes (LOCAL_PASSES, 15): slots also move between a process's threads without Redis.
+  # With the default local_passes (LOCAL_PASSES, 63): slots also move between a process's threads without Redis.
   it "holds the limit with 4 processes x 8 threads hammering for 10 s, and status stays consistent" do
     code = <<~RUBY
       require "ferrolock"
@@ -250,7 +250,7 @@ RSpec.describe Ferrolock::ConcurrentLimiter do
       expect { described_class.new("x", 1.5) }.to raise_error(TypeError, /count/)
       expect { described_class.new("x", "3") }.to raise_error(TypeError, /count/)
       expect { described_class.new("x", 1, wait_timeout: -1) }.to raise_error(ArgumentError, /wait_timeout/)
-      expect { described_class.new("x", 1, local_passes: 16) }.to raise_error(ArgumentError, /local_passes/)
+      expect { described_class.new("x", 1, local_passes: 64) }.to raise_error(ArgumentError, /local_passes/)
       expect { described_class.new("x", 1, local_passes: -1) }.to raise_error(ArgumentError, /local_passes/)
       expect { described_class.new("x", 1, local_passes: "8") }.to raise_error(TypeError, /local_passes/)
       expect { described_class.new("x", 1, wait_timeout: "5") }.to raise_error(TypeError, /wait_timeout/)

@@ -9,13 +9,15 @@ module Ferrolock
     LOCAL_PASSES = Native::Cohort::DEFAULT_LOCAL_PASSES
     # A Redis acquisition reserves the fencing tokens of its block above its own for its cohort.
     MAX_LOCAL_PASSES = Native::Cohort::MAX_LOCAL_PASSES
+    # A limiter's slot has no fencing tokens: its passes are bounded by this and the window alone.
+    MAX_SLOT_PASSES = Native::Cohort::MAX_SLOT_PASSES
 
     module_function
 
-    # local_passes: validated (an Integer, 0 up to MAX_LOCAL_PASSES).
-    def local_passes!(value)
+    # local_passes: validated (an Integer, 0 up to `most`).
+    def local_passes!(value, most = MAX_LOCAL_PASSES)
       value = Validate.count!(:local_passes, value, min: 0)
-      raise ArgumentError, "local_passes must be at most #{MAX_LOCAL_PASSES}, got #{value}" if value > MAX_LOCAL_PASSES
+      raise ArgumentError, "local_passes must be at most #{most}, got #{value}" if value > most
 
       value
     end

@@ -16,11 +16,12 @@ module Ferrolock
     attr_reader :name, :count, :wait_timeout, :lease, :client
     alias lock_timeout lease
 
-    # local_passes' default: the most allowed, where DistMutex's is Cohort::LOCAL_PASSES (8). A waiter of
-    # another process takes the first of `count` slots whose run of passes ends (each run within 10 ms of
-    # its slot's Redis acquisition), and each pass saves a Redis hand-off: more blocks/s, fewer Redis
-    # commands, about the same waits (doc/BENCHMARKS.md, "The limiter's cohort").
-    LOCAL_PASSES = Cohort::MAX_LOCAL_PASSES
+    # local_passes' default: the most allowed (63: a slot has no fencing tokens, whose block bounds
+    # DistMutex's passes to 15; its default is Cohort::LOCAL_PASSES, 8). A waiter of another process
+    # takes the first of `count` slots whose run of passes ends (each run within 10 ms of its slot's
+    # Redis acquisition), and each pass saves a Redis hand-off: more blocks/s, fewer Redis commands
+    # (doc/BENCHMARKS.md, "The limiter's cohort").
+    LOCAL_PASSES = Cohort::MAX_SLOT_PASSES
 
     # min_replicas_acked: replicas each slot grant must reach before the block runs (nil: the
     # configured default). local_passes: times in a row a release may pass its slot to a waiting
@@ -36,8 +37,9 @@ module Ferrolock
       @wait_timeout = Validate.seconds!(:wait_timeout, wait_timeout, allow_zero: true)
       @lease = Validate.seconds!(given, lease)
       @client = Validate.client!(client)
+      local_passes = Cohort.local_passes!(local_passes, Cohort::MAX_SLOT_PASSES)
       @native = Backend.build(:ConcurrentLimiter, @client, @name, @count, @lease,
-                              Ferrolock.min_replicas_acked!(min_replicas_acked), Cohort.local_passes!(local_passes),
+                              Ferrolock.min_replicas_acked!(min_replicas_acked), local_passes,
                               Validate.boolean!(:fair, fair))
       LocalLimits.record(@client.namespace, @name, @count)
       # Made once: every acquisition passes it to Interrupts.acquire. A slot given back was granted

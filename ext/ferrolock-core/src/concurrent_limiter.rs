@@ -104,7 +104,7 @@ pub struct LimiterOptions {
     pub limit: u32,
     /// How long a slot survives without renewal: the crash-recovery bound.
     pub lease: Duration,
-    /// Cohort hand-offs in a row (0..=cohort::MAX_LOCAL_PASSES; 0: every slot goes back
+    /// Cohort hand-offs in a row (0..=cohort::MAX_SLOT_PASSES; 0: every slot goes back
     /// through Redis).
     pub local_passes: u32,
     /// False: unfair mode: a releasing holder parks its slot for a running thread of its process
@@ -147,7 +147,7 @@ impl ConcurrentLimiter {
             return Err(Error::argument("count: must be a positive integer"));
         }
         crate::seconds::check_span("lease", opts.lease)?;
-        cohort::check_local_passes(opts.local_passes)?;
+        cohort::check_local_passes(opts.local_passes, cohort::MAX_SLOT_PASSES)?;
         // The longest a waiter blocks between two attempts: its entry must cover that.
         let max_block = opts.lease.max(MIN_RECHECK);
         let mut line = Line::new(

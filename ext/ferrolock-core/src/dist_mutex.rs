@@ -131,7 +131,7 @@ impl DistMutex {
     pub fn new(client: &Client, name: &str, opts: DistMutexOptions) -> Result<DistMutex> {
         let keys = client.keys(name)?;
         crate::seconds::check_span("lease", opts.lease)?;
-        cohort::check_local_passes(opts.local_passes)?;
+        cohort::check_local_passes(opts.local_passes, cohort::MAX_LOCAL_PASSES)?;
         // How long a hold lasts unrenewed: `expire` when given (the fixed expiry of a hold that
         // is not released at unlock), else the options' `lease` (renewed while held).
         let lease = match opts.expire {

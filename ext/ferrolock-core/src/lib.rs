@@ -82,7 +82,7 @@ pub use holder::Caller;
 pub use interrupt::Interrupt;
 pub use job_concurrency::{JobConcurrency, OnConflict, Outcome, Promoted, Request};
 pub use lease::renewed as renewed_leases;
-pub use line::cohort::{DEFAULT_LOCAL_PASSES, MAX_LOCAL_PASSES};
+pub use line::cohort::{DEFAULT_LOCAL_PASSES, MAX_LOCAL_PASSES, MAX_SLOT_PASSES};
 pub use lost_leases::{LostLease, Notice};
 pub use message_lock::{Begin, Finish, MessageLock, MessageLockOptions};
 pub use rate_limiter::inspect as rate_inspect;

@@ -2,7 +2,8 @@
 //! the same name passes the lock to it inside the process, with no Redis round trip (the
 //! Redis lock keeps the token of the cohort's Redis acquisition, and its lease moves along).
 //! A ConcurrentLimiter slot is passed the same way (its member of the slots set keeps the
-//! token of the slot's Redis acquisition), with the same bounds and no fencing.
+//! token of the slot's Redis acquisition), with the same window and no fencing, so no token
+//! block caps its passes (`MAX_SLOT_PASSES`).
 //! A cohort is bounded: at most `local_passes` passes (≤ `MAX_LOCAL_PASSES`), none later than
 //! `WINDOW` after its Redis acquisition; then the lock goes back through Redis, whose FIFO line
 //! gives it to the next process waiting. A waiter of another process at the head of the Redis
@@ -56,8 +57,8 @@
 //!
 //! The limiter's cohort (`ConcurrentLimiter::pass_locally`): the same hand-off for a slot. The passed
 //! `Slot` keeps the token of the slot's Redis acquisition (its member of the slots set) and its lease;
-//! the bounds are the same (`local_passes`, the window from the slot's Redis acquisition), and there
-//! is no fencing. One difference: a slot is passed (`pass_on` ahead of the Redis waiter) even while a thread of the
+//! the bounds are `local_passes` (up to `MAX_SLOT_PASSES`) and the same window from the slot's Redis
+//! acquisition, and there is no fencing. One difference: a slot is passed (`pass_on` ahead of the Redis waiter) even while a thread of the
 //! process waits in the Redis line. A limiter's process often holds slots while one of its threads
 //! waits there for another; passing takes nothing from that waiter, whose entry still waits for a
 //! slot released through Redis. Another process's waiter at the head of the line therefore waits at
@@ -72,6 +73,10 @@ pub const FENCE_BLOCK: i64 = 16;
 
 /// Local passes a cohort may make at most: the tokens of its block.
 pub const MAX_LOCAL_PASSES: u32 = (FENCE_BLOCK - 1) as u32;
+
+/// Local passes a cohort without fencing tokens (a ConcurrentLimiter slot) may make at most: no
+/// token block bounds it, so `WINDOW` does for sections longer than 10 ms / 63 (160 µs).
+pub const MAX_SLOT_PASSES: u32 = 63;
 
 /// The default number of local passes.
 pub const DEFAULT_LOCAL_PASSES: u32 = 8;
@@ -98,12 +103,12 @@ pub fn unfair_slice(lease: Duration) -> Duration {
     UNFAIR_SLICE.min(lease / 4)
 }
 
-/// `local_passes` (a primitive's option) within 0..=`MAX_LOCAL_PASSES`, else an argument error
-/// naming it.
-pub fn check_local_passes(local_passes: u32) -> Result<()> {
-    if local_passes > MAX_LOCAL_PASSES {
+/// `local_passes` (a primitive's option) within 0..=`most` (`MAX_LOCAL_PASSES`, or
+/// `MAX_SLOT_PASSES` for a limiter), else an argument error naming it.
+pub fn check_local_passes(local_passes: u32, most: u32) -> Result<()> {
+    if local_passes > most {
         return Err(Error::argument(format!(
-            "local_passes must be between 0 and {MAX_LOCAL_PASSES}, got {local_passes}"
+            "local_passes must be between 0 and {most}, got {local_passes}"
         )));
     }
     Ok(())
@@ -147,10 +152,15 @@ impl Cohort {
     }
 
     /// The next holder's place, when this cohort may pass on once more (at most `limit`
-    /// passes, within `window` of its start).
+    /// passes, within `window` of its start; never past a fenced cohort's block).
     pub fn next(&self, limit: u32, window: Duration) -> Option<Cohort> {
         let within = self.started.elapsed() < window;
-        (within && self.passes < limit.min(MAX_LOCAL_PASSES)).then_some(Cohort {
+        let most = if self.is_unfenced() {
+            MAX_SLOT_PASSES
+        } else {
+            MAX_LOCAL_PASSES
+        };
+        (within && self.passes < limit.min(most)).then_some(Cohort {
             passes: self.passes + 1,
             ..*self
         })
@@ -213,6 +223,22 @@ mod tests {
         assert_eq!(c.next(0, WINDOW).map(|n| n.fencing_token()), None);
         let late = Cohort::start(32, now - Duration::from_millis(20)).unwrap();
         assert!(late.next(8, WINDOW).is_none(), "no pass after the window");
+    }
+
+    #[test]
+    fn an_unfenced_cohort_passes_up_to_the_slot_bound() {
+        let mut c = Cohort::unfenced(Instant::now());
+        let mut passes = 0;
+        while let Some(n) = c.next(100, Duration::from_secs(60)) {
+            assert_eq!(n.fencing_token(), 0, "no token");
+            passes += 1;
+            c = n;
+        }
+        assert_eq!(passes, MAX_SLOT_PASSES, "a slot has no token block");
+        let c = Cohort::unfenced(Instant::now());
+        assert!(c.next(0, WINDOW).is_none());
+        assert!(check_local_passes(MAX_SLOT_PASSES, MAX_SLOT_PASSES).is_ok());
+        assert!(check_local_passes(MAX_LOCAL_PASSES + 1, MAX_LOCAL_PASSES).is_err());
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub trait Lined: Send + Sync + Sized + 'static {
     const LINE: &'static str;
     /// A hold may pass to a local waiter ahead of the process's waiter in Redis (slots).
     const PASSES_AHEAD: bool;
+    /// The most `local_passes` allowed (a lock's fencing block; a slot has none).
+    const MAX_PASSES: u32;
 
     /// A lease of `lease_ms`, `local_passes` cohort passes (a limiter: one slot); a cohort
     /// window no slow machine can miss.
@@ -51,6 +53,7 @@ impl Lined for DistMutex {
     type Hold = Held;
     const LINE: &'static str = "waiters";
     const PASSES_AHEAD: bool = false;
+    const MAX_PASSES: u32 = ferrolock_core::MAX_LOCAL_PASSES;
 
     fn build(client: &Client, name: &str, lease_ms: u64, local_passes: u32) -> Result<Self> {
         let opts = DistMutexOptions {
@@ -117,6 +120,7 @@ impl Lined for ConcurrentLimiter {
     type Hold = ferrolock_core::concurrent_limiter::Slot;
     const LINE: &'static str = "line";
     const PASSES_AHEAD: bool = true;
+    const MAX_PASSES: u32 = ferrolock_core::MAX_SLOT_PASSES;
 
     fn build(client: &Client, name: &str, lease_ms: u64, local_passes: u32) -> Result<Self> {
         let opts = LimiterOptions {
